@@ -1,0 +1,89 @@
+#pragma once
+/**
+ * @file
+ * The exceptions asrdec throws. Every error the library reports derives from asrdec::Error; the library
+ * never calls exit() or abort(), so an engine can catch, log and carry on.
+ *
+ * After a CudaError whose code is "sticky" (an illegal address or a launch failure inside a kernel) the CUDA
+ * context of that device is unusable for the rest of the process; that is a property of CUDA, not of asrdec.
+ */
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace asrdec {
+
+/** Base class of every exception asrdec throws. */
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+/** An argument, tensor or configuration value is invalid (wrong shape, dtype, range, NaN input, ...). */
+class InvalidArgument : public Error {
+ public:
+  explicit InvalidArgument(const std::string& message) : Error(message) {}
+};
+
+/** A file could not be parsed. line() is 1-based for text formats and 0 for binary formats, whose message
+ *  names the byte offset instead. */
+class ParseError : public Error {
+ public:
+  ParseError(std::string file, std::int64_t line, const std::string& message);
+  const std::string& file() const noexcept { return file_; }
+  std::int64_t line() const noexcept { return line_; }
+  /** The message without the "file:line: " prefix. */
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string file_;
+  std::int64_t line_;
+  std::string detail_;
+};
+
+/** The request is valid but this build, device or driver cannot serve it (e.g. CUDA in a CPU-only build,
+ *  a dtype a file format does not carry). */
+class Unsupported : public Error {
+ public:
+  explicit Unsupported(const std::string& message) : Error(message) {}
+};
+
+/** A CUDA runtime call failed. what() names the call, the error and where it was made. */
+class CudaError : public Error {
+ public:
+  CudaError(std::string call, int code, const std::string& error_name, const std::string& error_string,
+            const char* file, int line);
+  const std::string& call() const noexcept { return call_; }
+  int code() const noexcept { return code_; }
+
+ private:
+  std::string call_;
+  int code_;
+};
+
+namespace detail {
+
+/** Concatenates its arguments with operator<<; used to build error messages only when they are thrown. */
+template <class... Args>
+std::string concat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+}  // namespace detail
+}  // namespace asrdec
+
+/** Throws `ExceptionType(message...)` when `condition` is false; the message is only built on failure. */
+#define ASRDEC_EXPECTS(condition, ExceptionType, ...)             \
+  do {                                                            \
+    if (!(condition)) {                                           \
+      throw ExceptionType(::asrdec::detail::concat(__VA_ARGS__)); \
+    }                                                             \
+  } while (false)
+
+/** Shorthand for the most common case, an invalid argument. */
+#define ASRDEC_CHECK_ARG(condition, ...) ASRDEC_EXPECTS(condition, ::asrdec::InvalidArgument, __VA_ARGS__)

@@ -1,0 +1,45 @@
+#pragma once
+/**
+ * @file
+ * CUDA streams without CUDA headers: StreamHandle is exactly cudaStream_t (both are `CUstream_st*`), so an
+ * engine passes its own cudaStream_t wherever asrdec takes a StreamHandle.
+ *
+ * Convention for every asrdec call that takes a StreamHandle: nullptr means "the object's own stream", never
+ * the legacy default stream.
+ */
+
+#include "asrdec/core/device.hpp"
+
+struct CUstream_st;
+struct CUevent_st;
+
+namespace asrdec {
+
+using StreamHandle = CUstream_st*;
+
+/** An owned, non-blocking CUDA stream on one device; for Device::cpu() it holds no stream and every operation
+ *  is a no-op, so CPU and CUDA code paths can share their shape. Move-only. */
+class Stream {
+ public:
+  explicit Stream(Device device = Device::cpu());
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  StreamHandle handle() const noexcept { return handle_; }
+  Device device() const noexcept { return device_; }
+  /** Blocks until all work queued on the stream is done; throws CudaError if any of it failed. */
+  void synchronize() const;
+
+ private:
+  Device device_;
+  StreamHandle handle_ = nullptr;
+};
+
+/** True when ASRDEC_SYNC_KERNELS=1 is set in the environment: every kernel launch is followed by a stream
+ *  synchronisation (outside graph capture) so that a faulting kernel is reported at its own launch. */
+bool sync_kernels_enabled() noexcept;
+
+}  // namespace asrdec
