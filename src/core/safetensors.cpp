@@ -1,0 +1,242 @@
+#include "asrdec/core/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "asrdec/core/error.hpp"
+
+namespace asrdec {
+namespace {
+
+// Element sizes of every dtype the safetensors format defines, so that byte ranges can be validated even for
+// tensors asrdec will not view.
+std::size_t element_size(const std::string& dtype) {
+  static const std::pair<const char*, std::size_t> sizes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+  for (const auto& [name, size] : sizes) {
+    if (dtype == name) {
+      return size;
+    }
+  }
+  return 0;
+}
+
+bool viewable(const std::string& dtype, DType& out) {
+  if (dtype == "F32")
+    out = DType::f32;
+  else if (dtype == "F16")
+    out = DType::f16;
+  else if (dtype == "BF16")
+    out = DType::bf16;
+  else if (dtype == "I32")
+    out = DType::i32;
+  else if (dtype == "I64")
+    out = DType::i64;
+  else
+    return false;
+  return true;
+}
+
+}  // namespace
+
+struct SafetensorsFile::Impl {
+  std::string path;
+  void* mapping = nullptr;
+  std::size_t mapped_size = 0;
+  const std::byte* data = nullptr;  // start of the data section
+  std::size_t data_size = 0;
+  std::vector<SafetensorsEntry> entries;
+  std::map<std::string, std::size_t> index;
+  std::map<std::string, std::string> metadata;
+
+  ~Impl() {
+    if (mapping != nullptr) {
+      ::munmap(mapping, mapped_size);
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& message) const { throw ParseError(path, 0, message); }
+
+  void open() {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+    }
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+      const int error = errno;
+      ::close(fd);
+      throw Error(detail::concat(path, ": cannot stat: ", std::strerror(error)));
+    }
+    mapped_size = static_cast<std::size_t>(info.st_size);
+    if (mapped_size < 8) {
+      ::close(fd);
+      fail(detail::concat("truncated: ", mapped_size, " bytes, shorter than the 8-byte header length"));
+    }
+    mapping = ::mmap(nullptr, mapped_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int error = errno;
+    ::close(fd);
+    if (mapping == MAP_FAILED) {
+      mapping = nullptr;
+      throw Error(detail::concat(path, ": cannot map: ", std::strerror(error)));
+    }
+  }
+
+  void parse() {
+    const auto* bytes = static_cast<const unsigned char*>(mapping);
+    std::uint64_t header_size = 0;
+    for (int i = 0; i < 8; ++i) {
+      header_size |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+    }
+    if (header_size > mapped_size - 8) {
+      fail(detail::concat("truncated: the header length says ", header_size, " bytes but only ", mapped_size - 8,
+                          " follow"));
+    }
+    data = static_cast<const std::byte*>(mapping) + 8 + header_size;
+    data_size = mapped_size - 8 - static_cast<std::size_t>(header_size);
+
+    nlohmann::json header;
+    try {
+      header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes) + 8,
+                                     reinterpret_cast<const char*>(bytes) + 8 + header_size);
+    } catch (const nlohmann::json::exception& error) {
+      fail(detail::concat("invalid JSON header: ", error.what()));
+    }
+    if (!header.is_object()) {
+      fail("the JSON header is not an object");
+    }
+    for (const auto& [name, value] : header.items()) {
+      if (name == "__metadata__") {
+        if (!value.is_object()) {
+          fail("__metadata__ is not an object");
+        }
+        for (const auto& [key, text] : value.items()) {
+          if (!text.is_string()) {
+            fail(detail::concat("__metadata__ value of '", key, "' is not a string"));
+          }
+          metadata[key] = text.get<std::string>();
+        }
+        continue;
+      }
+      entries.push_back(parse_entry(name, value));
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (i > 0 && entries[i].begin < entries[i - 1].end) {
+        fail(detail::concat("tensors '", entries[i - 1].name, "' and '", entries[i].name, "' overlap"));
+      }
+      index[entries[i].name] = i;
+    }
+  }
+
+  SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& value) const {
+    const auto where = [&](const std::string& what) { return detail::concat("tensor '", name, "': ", what); };
+    if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets")) {
+      fail(where("expected an object with dtype, shape and data_offsets"));
+    }
+    SafetensorsEntry entry;
+    entry.name = name;
+    if (!value["dtype"].is_string()) {
+      fail(where("dtype is not a string"));
+    }
+    entry.dtype = value["dtype"].get<std::string>();
+    const std::size_t size = element_size(entry.dtype);
+    if (size == 0) {
+      fail(where(detail::concat("unknown dtype '", entry.dtype, "'")));
+    }
+    const auto& shape = value["shape"];
+    if (!shape.is_array()) {
+      fail(where("shape is not an array"));
+    }
+    std::uint64_t elements = 1;
+    for (const auto& d : shape) {
+      if (!d.is_number_unsigned()) {
+        fail(where("shape entries must be non-negative integers"));
+      }
+      const auto dim = d.get<std::uint64_t>();
+      if (dim != 0 && elements > std::numeric_limits<std::uint64_t>::max() / dim) {
+        fail(where("shape overflows"));
+      }
+      elements *= dim;
+      entry.shape.push_back(static_cast<std::int64_t>(dim));
+    }
+    const auto& offsets = value["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      fail(where("data_offsets must be two non-negative integers"));
+    }
+    const auto begin = offsets[0].get<std::uint64_t>();
+    const auto end = offsets[1].get<std::uint64_t>();
+    if (begin > end || end > data_size) {
+      fail(where(detail::concat("data_offsets [", begin, ", ", end, ") outside the ", data_size,
+                                "-byte data section (truncated file?)")));
+    }
+    if (end - begin != elements * size) {
+      fail(where(
+          detail::concat("data_offsets span ", end - begin, " bytes but shape and dtype need ", elements * size)));
+    }
+    entry.begin = static_cast<std::size_t>(begin);
+    entry.end = static_cast<std::size_t>(end);
+    return entry;
+  }
+};
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->open();
+  impl_->parse();
+}
+
+SafetensorsFile::~SafetensorsFile() = default;
+SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
+
+const std::string& SafetensorsFile::path() const noexcept { return impl_->path; }
+
+std::vector<std::string> SafetensorsFile::names() const {
+  std::vector<std::string> names;
+  names.reserve(impl_->entries.size());
+  for (const auto& entry : impl_->entries) {
+    names.push_back(entry.name);
+  }
+  return names;
+}
+
+bool SafetensorsFile::contains(const std::string& name) const { return impl_->index.count(name) > 0; }
+
+const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
+  const auto found = impl_->index.find(name);
+  ASRDEC_CHECK_ARG(found != impl_->index.end(), impl_->path, ": no tensor named '", name, "'");
+  return impl_->entries[found->second];
+}
+
+TensorView SafetensorsFile::tensor(const std::string& name) const {
+  const SafetensorsEntry& e = entry(name);
+  DType dtype = DType::f32;
+  ASRDEC_EXPECTS(viewable(e.dtype, dtype), Unsupported, impl_->path, ": tensor '", name, "' has dtype ", e.dtype,
+                 ", which asrdec cannot use (F32, F16, BF16, I32 or I64)");
+  ASRDEC_EXPECTS(e.shape.size() <= static_cast<std::size_t>(TensorView::kMaxDims), Unsupported, impl_->path,
+                 ": tensor '", name, "' has ", e.shape.size(), " dimensions (at most ", TensorView::kMaxDims, ")");
+  std::int64_t strides[TensorView::kMaxDims] = {};
+  std::int64_t stride = 1;
+  for (int d = static_cast<int>(e.shape.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= e.shape[static_cast<std::size_t>(d)];
+  }
+  return TensorView(impl_->data + e.begin, dtype, static_cast<int>(e.shape.size()), e.shape.data(), strides,
+                    Device::cpu());
+}
+
+const std::map<std::string, std::string>& SafetensorsFile::metadata() const noexcept { return impl_->metadata; }
+
+}  // namespace asrdec
