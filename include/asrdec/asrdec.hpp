@@ -1,0 +1,21 @@
+#pragma once
+// Umbrella header: everything a C++ engine needs to decode with asrdec.
+
+#include "asrdec/config.hpp"
+#include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/buffer.hpp"
+#include "asrdec/core/device.hpp"
+#include "asrdec/core/dtype.hpp"
+#include "asrdec/core/error.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/core/log.hpp"
+#include "asrdec/core/memory.hpp"
+#include "asrdec/core/npy.hpp"
+#include "asrdec/core/safetensors.hpp"
+#include "asrdec/core/stream.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/core/timer.hpp"
+#include "asrdec/ctc/ctc_greedy.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/text/vocabulary.hpp"
+#include "asrdec/text/wer.hpp"

@@ -1,0 +1,103 @@
+#pragma once
+/**
+ * @file
+ * Greedy (best-path) decoding of CTC log-probabilities, batched, on the CPU or a CUDA device.
+ *
+ * Input: log-probabilities `[B, T, V+1]` (fp32, fp16 or bf16; any non-negative strides, so a padded or sliced
+ * tensor needs no copy) and per-utterance lengths `[B]` (int32 or int64). Per frame t < length the decoder takes
+ * the argmax over the V+1 columns (the first maximum on ties, as torch.argmax), collapses repeats and drops
+ * blanks: a token is emitted at frame t when it is not blank and differs from the argmax of frame t-1.
+ *
+ * Result per utterance (asrdec::Hypothesis):
+ * - tokens, and timestamps = the first frame of each emitted run;
+ * - token_scores = the log-probability of the token at that frame;
+ * - score = am_score = the log-probability of the whole best path, i.e. the sum over frames t < length of the
+ *   frame's maximum log-probability, blank frames included (accumulated in double precision);
+ * - lm_score = boost_score = 0.
+ * Frames at or beyond an utterance's length are never read.
+ *
+ * Bad input raises InvalidArgument with a precise message: wrong rank/dtype/device, lengths outside [0, T],
+ * blank id outside the columns, and (unless CtcGreedyConfig::check_values is false) NaN or +inf in a frame that
+ * is read. -inf is a valid log-probability.
+ *
+ * CUDA: all work is enqueued on the given stream (nullptr = the decoder's own); by default the two kernels run
+ * as one CUDA graph replayed on every call (CtcGreedyConfig::graph_mode). decode() synchronises and returns host
+ * results; decode_async() leaves them in the decoder's device buffers.
+ *
+ * Thread safety: a decoder has one owner at a time; use one decoder per thread or stream.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/device.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/core/stream.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+
+namespace asrdec {
+
+struct CtcGreedyConfig {
+  /** Column of the blank symbol; -1 (default) means the last column, V (NeMo's convention). */
+  std::int32_t blank_id = -1;
+  /** How the CUDA work is launched; ignored on the CPU. */
+  GraphMode graph_mode = GraphMode::automatic;
+  /** Reject NaN and +inf log-probabilities (costs one comparison per element). */
+  bool check_values = true;
+
+  /** Throws InvalidArgument for a blank_id below -1. */
+  void validate() const;
+  std::string to_string() const;
+};
+
+/** Results of one batch left by decode_async() in memory the decoder owns (device memory for a CUDA decoder,
+ *  host memory for a CPU one), valid until the decoder's next decode call. Row b holds lengths[b] entries. */
+struct CtcGreedyBatchResult {
+  Device device;
+  std::int64_t batch = 0;
+  std::int64_t row_stride = 0;               ///< elements between consecutive rows of the [batch, *] arrays
+  const std::int32_t* tokens = nullptr;      ///< [batch, row_stride]
+  const std::int32_t* timestamps = nullptr;  ///< [batch, row_stride]
+  const float* token_logprobs = nullptr;     ///< [batch, row_stride]
+  const std::int32_t* lengths = nullptr;     ///< [batch] number of tokens per utterance
+  const float* scores = nullptr;             ///< [batch] best-path log-probability
+};
+
+class CtcGreedyDecoder {
+ public:
+  /** Throws InvalidArgument for a bad config or limits, Unsupported when `device` is CUDA and CUDA is not
+   *  available. */
+  explicit CtcGreedyDecoder(Device device, CtcGreedyConfig config = {}, BatchLimits limits = {});
+  ~CtcGreedyDecoder();
+  CtcGreedyDecoder(CtcGreedyDecoder&&) noexcept;
+  CtcGreedyDecoder& operator=(CtcGreedyDecoder&&) noexcept;
+
+  /** Decodes a batch and returns one Hypothesis per utterance, in order. `logprobs` must live on the decoder's
+   *  device; `lengths` on the host or the decoder's device. Synchronises `stream`. */
+  std::vector<Hypothesis> decode(const TensorView& logprobs, const TensorView& lengths, StreamHandle stream = nullptr);
+
+  /** Enqueues the decode and returns at once (CUDA); the result is ready when `stream` reaches this point.
+   *  Value checks that need the data (NaN, lengths given in device memory) are reported by
+   *  synchronize_and_check(). On the CPU this is synchronous. */
+  CtcGreedyBatchResult decode_async(const TensorView& logprobs, const TensorView& lengths,
+                                    StreamHandle stream = nullptr);
+
+  /** Waits for `stream` and throws InvalidArgument if the last decode_async() met invalid values. */
+  void synchronize_and_check(StreamHandle stream = nullptr);
+
+  Device device() const noexcept;
+  const CtcGreedyConfig& config() const noexcept;
+  /** The graph mode in use (eager on the CPU). */
+  GraphMode graph_mode() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asrdec

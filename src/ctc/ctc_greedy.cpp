@@ -1,0 +1,139 @@
+#include "asrdec/ctc/ctc_greedy.hpp"
+
+#include "asrdec/config.hpp"
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/ctc_greedy_step.hpp"
+#include "ctc/ctc_greedy_backend.hpp"
+
+namespace asrdec {
+
+void CtcGreedyConfig::validate() const {
+  ASRDEC_CHECK_ARG(blank_id >= -1, "CtcGreedyConfig.blank_id must be -1 (last column) or a column index, got ",
+                   blank_id);
+}
+
+std::string CtcGreedyConfig::to_string() const {
+  return detail::concat("CtcGreedyConfig{blank_id=", blank_id, blank_id < 0 ? " (last)" : "",
+                        ", graph_mode=", asrdec::to_string(graph_mode),
+                        ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace detail {
+
+CtcGreedyProblem make_ctc_greedy_problem(const TensorView& logprobs, const TensorView& lengths, Device device,
+                                         const CtcGreedyConfig& config) {
+  TensorCheck(logprobs, "logprobs")
+      .ndim(3, "[B, T, V+1]")
+      .dtype_one_of({DType::f32, DType::f16, DType::bf16})
+      .device(device)
+      .not_null()
+      .non_negative_strides();
+  CtcGreedyProblem problem;
+  problem.logprobs = logprobs;
+  problem.lengths = lengths;
+  problem.batch = logprobs.size(0);
+  problem.frames = logprobs.size(1);
+  problem.columns = logprobs.size(2);
+  ASRDEC_CHECK_ARG(problem.columns >= 1,
+                   "logprobs: the last dimension (V+1 columns) must hold at least the blank, got ",
+                   logprobs.shape_string());
+  for (int d = 0; d < 3; ++d) {
+    ASRDEC_CHECK_ARG(logprobs.size(d) < kBadValueFieldLimit, "logprobs: dimension ", d, " is ", logprobs.size(d),
+                     "; at most ", kBadValueFieldLimit - 1, " per call");
+  }
+  problem.blank = config.blank_id < 0 ? static_cast<std::int32_t>(problem.columns - 1) : config.blank_id;
+  ASRDEC_CHECK_ARG(problem.blank < problem.columns, "blank_id ", config.blank_id, " is out of range for logprobs with ",
+                   problem.columns, " columns (valid: 0..", problem.columns - 1, ", or -1 for the last)");
+
+  TensorCheck(lengths, "lengths")
+      .ndim(1, "[B]")
+      .dtype_one_of({DType::i32, DType::i64})
+      .dim(0, problem.batch, "the batch size B of logprobs")
+      .not_null()
+      .non_negative_strides();
+  problem.lengths_on_host = lengths.device().is_cpu();
+  ASRDEC_CHECK_ARG(problem.lengths_on_host || lengths.device() == device, "lengths: expected data on cpu or ",
+                   device.to_string(), ", got ", lengths.device().to_string());
+  if (problem.lengths_on_host) {
+    problem.host_lengths.resize(static_cast<std::size_t>(problem.batch));
+    const std::int64_t stride = problem.batch > 0 ? lengths.stride(0) : 1;
+    for (std::int64_t b = 0; b < problem.batch; ++b) {
+      const std::int64_t length = lengths.dtype() == DType::i32
+                                      ? static_cast<const std::int32_t*>(lengths.data())[b * stride]
+                                      : static_cast<const std::int64_t*>(lengths.data())[b * stride];
+      ASRDEC_CHECK_ARG(length_in_range(length, problem.frames), "lengths[", b, "] = ", length, " is outside [0, ",
+                       problem.frames, "] (T, the frames of logprobs)");
+      problem.host_lengths[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(length);
+    }
+  }
+  return problem;
+}
+
+std::vector<Hypothesis> unpack_ctc_greedy(std::int64_t batch, std::int64_t row_stride, const std::int32_t* tokens,
+                                          const std::int32_t* timestamps, const float* token_logprobs,
+                                          const std::int32_t* counts, const float* scores) {
+  std::vector<Hypothesis> hypotheses(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    Hypothesis& hypothesis = hypotheses[static_cast<std::size_t>(b)];
+    const std::int64_t offset = b * row_stride;
+    const std::int32_t count = counts[b];
+    hypothesis.tokens.assign(tokens + offset, tokens + offset + count);
+    hypothesis.timestamps.assign(timestamps + offset, timestamps + offset + count);
+    hypothesis.token_scores.assign(token_logprobs + offset, token_logprobs + offset + count);
+    hypothesis.score = scores[b];
+    hypothesis.am_score = scores[b];
+  }
+  return hypotheses;
+}
+
+}  // namespace detail
+
+struct CtcGreedyDecoder::Impl {
+  Device device;
+  CtcGreedyConfig config;
+  std::unique_ptr<detail::CtcGreedyBackend> backend;
+};
+
+CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits)
+    : impl_(std::make_unique<Impl>()) {
+  config.validate();
+  limits.validate();
+  impl_->device = device;
+  impl_->config = config;
+  if (device.is_cpu()) {
+    impl_->backend = detail::make_ctc_greedy_cpu(config, limits);
+  } else {
+#if ASRDEC_WITH_CUDA
+    if (!cuda_info().available) {
+      throw Unsupported(cuda_info().reason);
+    }
+    impl_->backend = detail::make_ctc_greedy_cuda(device, config, limits);
+#else
+    throw Unsupported(cuda_info().reason);
+#endif
+  }
+}
+
+CtcGreedyDecoder::~CtcGreedyDecoder() = default;
+CtcGreedyDecoder::CtcGreedyDecoder(CtcGreedyDecoder&&) noexcept = default;
+CtcGreedyDecoder& CtcGreedyDecoder::operator=(CtcGreedyDecoder&&) noexcept = default;
+
+std::vector<Hypothesis> CtcGreedyDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
+                                                 StreamHandle stream) {
+  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, impl_->device, impl_->config);
+  return impl_->backend->decode(problem, stream);
+}
+
+CtcGreedyBatchResult CtcGreedyDecoder::decode_async(const TensorView& logprobs, const TensorView& lengths,
+                                                    StreamHandle stream) {
+  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, impl_->device, impl_->config);
+  return impl_->backend->decode_async(problem, stream);
+}
+
+void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) { impl_->backend->synchronize_and_check(stream); }
+
+Device CtcGreedyDecoder::device() const noexcept { return impl_->device; }
+const CtcGreedyConfig& CtcGreedyDecoder::config() const noexcept { return impl_->config; }
+GraphMode CtcGreedyDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
+
+}  // namespace asrdec
