@@ -1,0 +1,45 @@
+#include "support/test_support.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+namespace asrdec::testing {
+
+std::uint64_t test_seed() {
+  if (const char* forced = std::getenv("ASRDEC_TEST_SEED")) {
+    return std::strtoull(forced, nullptr, 10);
+  }
+  return std::random_device{}() ^ (static_cast<std::uint64_t>(std::random_device{}()) << 32);
+}
+
+std::string seed_message(std::uint64_t seed) {
+  return "random seed " + std::to_string(seed) + " (replay with ASRDEC_TEST_SEED=" + std::to_string(seed) + ")";
+}
+
+std::string temp_path(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return ::testing::TempDir() + "asrdec_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
+         name;
+}
+
+std::string source_path(const std::string& relative) { return std::string(ASRDEC_SOURCE_DIR) + "/" + relative; }
+
+bool cuda_test_device_available(std::string* reason) {
+  const CudaInfo& info = cuda_info();
+  if (!info.available && reason != nullptr) {
+    *reason = info.reason;
+  }
+  return info.available;
+}
+
+DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device device) {
+  DeviceBuffer<std::byte> buffer(bytes, device);
+  Stream stream(device);
+  copy_bytes_async(buffer.data(), device, data, Device::cpu(), bytes, stream.handle());
+  stream.synchronize();
+  return buffer;
+}
+
+}  // namespace asrdec::testing

@@ -1,0 +1,55 @@
+#pragma once
+// Shared helpers of the asrdec test suite: seeds, device parameters, CUDA skips, expected-error checks.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "asrdec/asrdec.hpp"
+
+namespace asrdec::testing {
+
+/** The seed of a randomised test: $ASRDEC_TEST_SEED when set (to replay a failure), else a fresh one.
+ *  Tests wrap their body in SCOPED_TRACE(seed_message(seed)) so every failure prints it. */
+std::uint64_t test_seed();
+std::string seed_message(std::uint64_t seed);
+
+/** A path in the test temporary directory, unique within the process. */
+std::string temp_path(const std::string& name);
+
+/** The repository's source tree (for examples/data and tests/data). */
+std::string source_path(const std::string& relative);
+
+/** True when a CUDA device can run the CUDA cases; otherwise false, with the reason. */
+bool cuda_test_device_available(std::string* reason);
+
+/** Copies host bytes into a new device buffer (synchronously). */
+DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device device);
+
+}  // namespace asrdec::testing
+
+/** Skips a CUDA case with the reason when no device can run it ("no CUDA device: ..."). */
+#define ASRDEC_SKIP_WITHOUT_CUDA()                                              \
+  do {                                                                          \
+    std::string asrdec_skip_reason_;                                            \
+    if (!::asrdec::testing::cuda_test_device_available(&asrdec_skip_reason_)) { \
+      GTEST_SKIP() << asrdec_skip_reason_;                                      \
+    }                                                                           \
+  } while (false)
+
+/** Expects `statement` to throw `Type` whose what() contains `substring`. */
+#define ASRDEC_EXPECT_THROW_MSG(statement, Type, substring)                                       \
+  do {                                                                                            \
+    try {                                                                                         \
+      statement;                                                                                  \
+      ADD_FAILURE() << "expected " #Type " containing \"" << (substring) << "\", nothing thrown"; \
+    } catch (const Type& asrdec_error_) {                                                         \
+      EXPECT_NE(std::string(asrdec_error_.what()).find(substring), std::string::npos)             \
+          << "message: " << asrdec_error_.what() << "\nexpected to contain: " << (substring);     \
+    } catch (const std::exception& asrdec_error_) {                                               \
+      ADD_FAILURE() << "expected " #Type ", got another exception: " << asrdec_error_.what();     \
+    }                                                                                             \
+  } while (false)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# End-to-end test of the asrdec CLI: JSON output contract, WER report, text mode, and error exits.
+set -euo pipefail
+asrdec="$1"
+data="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$asrdec" info | grep -q "^asrdec " || fail "info does not print the version"
+"$asrdec" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["device"]=="cpu"' \
+  || fail "info --json"
+
+# JSON: one object per reference line, in order, with tokens/timestamps/score/text; WER on stderr.
+"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
+  --vocab "$data/tokens.txt" --refs "$data/ctc/refs.txt" --device cpu --json >"$work/out.jsonl" 2>"$work/err.txt" \
+  || { cat "$work/err.txt"; fail "decode --json exited non-zero"; }
+python3 - "$work/out.jsonl" "$data/ctc/refs.txt" "$data/ctc/expected_greedy.jsonl" <<'PY' || fail "JSON contract"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+refs = open(sys.argv[2]).read().splitlines()
+expected = [json.loads(l) for l in open(sys.argv[3])]
+assert len(lines) == len(refs) == len(expected), (len(lines), len(refs), len(expected))
+for i, (got, want) in enumerate(zip(lines, expected)):
+    assert got["utterance"] == i
+    for key in ("tokens", "timestamps", "score", "text", "token_scores"):
+        assert key in got, key
+    assert got["tokens"] == want["tokens"] and got["timestamps"] == want["timestamps"], i
+    assert len(got["token_scores"]) == len(got["tokens"])
+    assert isinstance(got["text"], str)
+PY
+grep -q "^WER [0-9.]*% " "$work/err.txt" || { cat "$work/err.txt"; fail "no WER summary on stderr"; }
+grep -q "RTFx" "$work/err.txt" || fail "no throughput summary"
+
+# Text mode honours --show; without --vocab it prints token ids.
+"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
+  --vocab "$data/tokens.txt" --show 2 --device cpu >"$work/text.txt" 2>/dev/null
+[ "$(wc -l <"$work/text.txt")" -eq 2 ] || fail "--show 2 printed $(wc -l <"$work/text.txt") lines"
+"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --show 1 --device cpu 2>/dev/null \
+  | grep -Eq "^0:( [0-9]+)+$" || fail "token ids without --vocab"
+
+# Errors: a clear message and a non-zero exit, never a crash.
+head -n 3 "$data/ctc/refs.txt" >"$work/short_refs.txt"
+if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --vocab "$data/tokens.txt" \
+  --refs "$work/short_refs.txt" --device cpu >/dev/null 2>"$work/err2.txt"; then fail "short refs accepted"; fi
+grep -q "asrdec: error: .*has 3 lines but" "$work/err2.txt" || { cat "$work/err2.txt"; fail "short refs message"; }
+printf 'not an npy file' >"$work/bad.npy"
+if "$asrdec" decode ctc-greedy --logits "$work/bad.npy" --device cpu >/dev/null 2>"$work/err3.txt"; then fail "bad npy accepted"; fi
+grep -q "asrdec: error: .*bad.npy: not a .npy file" "$work/err3.txt" || { cat "$work/err3.txt"; fail "bad npy message"; }
+if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --refs "$data/ctc/refs.txt" --device cpu \
+  >/dev/null 2>"$work/err4.txt"; then fail "--refs without --vocab accepted"; fi
+grep -q "needs --vocab" "$work/err4.txt" || fail "--refs without --vocab message"
+head -n 10 "$data/tokens.txt" >"$work/small_vocab.txt"
+if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --vocab "$work/small_vocab.txt" --device cpu \
+  >/dev/null 2>"$work/err5.txt"; then fail "vocabulary mismatch accepted"; fi
+grep -q "vocabulary mismatch: the token table has 10 entries" "$work/err5.txt" || { cat "$work/err5.txt"; fail "vocab message"; }
+if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device tpu >/dev/null 2>"$work/err6.txt"; then
+  fail "unknown device accepted"
+fi
+grep -q "unknown device 'tpu'" "$work/err6.txt" || fail "unknown device message"
+echo "cli_test: all checks passed"
