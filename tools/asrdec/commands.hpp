@@ -1,0 +1,12 @@
+#pragma once
+// Each subcommand registers itself on the application; main() only dispatches and reports errors.
+
+#include <CLI/CLI.hpp>
+
+namespace asrdec::cli {
+
+void add_info_command(CLI::App& app);
+/** `asrdec decode ctc-greedy`; later decoders add their own `decode` subcommands beside it. */
+void add_decode_ctc_greedy_command(CLI::App& decode);
+
+}  // namespace asrdec::cli

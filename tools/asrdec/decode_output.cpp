@@ -1,0 +1,132 @@
+#include "decode_output.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace asrdec::cli {
+
+void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
+  command.add_option("--vocab", options.vocab, "Token table (tokens.txt: one token per line, line number = id)")
+      ->check(CLI::ExistingFile);
+  command.add_option("--refs", options.refs, "Reference transcripts, one line per utterance (needs --vocab)")
+      ->check(CLI::ExistingFile);
+  command.add_option("--device", options.device, "cpu, cuda, cuda:N or auto (cuda:0 when available)")
+      ->capture_default_str();
+  command.add_option("--graph-mode", options.graph_mode, "CUDA graph mode: auto, conditional, per_step or eager")
+      ->capture_default_str();
+  command.add_option("--batch-size", options.batch_size, "Utterances per decode call")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_flag("--json", options.json, "One JSON object per utterance on stdout");
+  command.add_option("--show", options.show, "Print at most this many transcripts in text mode (-1: all)")
+      ->capture_default_str();
+  command.add_option("--frame-shift-ms", options.frame_shift_ms, "Duration of one model frame, for RTFx")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command.add_option("--progress", options.progress, "Progress bar on stderr: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+Device choose_device(const std::string& name) {
+  if (name == "auto") {
+    return cuda_info().available ? Device::cuda(0) : Device::cpu();
+  }
+  return Device::parse(name);
+}
+
+NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames) {
+  if (path.empty()) {
+    NpyArray lengths(DType::i64, {utterances});
+    for (std::int64_t i = 0; i < utterances; ++i) lengths.mutable_data_as<std::int64_t>()[i] = frames;
+    return lengths;
+  }
+  NpyArray lengths = read_npy(path);
+  ASRDEC_CHECK_ARG(lengths.shape().size() == 1 && lengths.shape()[0] == utterances, path,
+                   ": expected lengths of shape [", utterances, "] to match the model outputs, got ",
+                   lengths.view().shape_string());
+  return lengths;
+}
+
+DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
+                           const std::string& source)
+    : options_(options) {
+  if (!options.vocab.empty()) {
+    vocabulary_ = Vocabulary::load(options.vocab);
+    vocabulary_->check_matches(model_tokens, source);
+  }
+  if (!options.refs.empty()) {
+    ASRDEC_CHECK_ARG(vocabulary_.has_value(), "--refs needs --vocab to turn token ids into words");
+    std::ifstream in(options.refs);
+    if (!in) {
+      throw Error(detail::concat(options.refs, ": cannot open for reading: ", std::strerror(errno)));
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      references_.push_back(line);
+    }
+    ASRDEC_CHECK_ARG(static_cast<std::int64_t>(references_.size()) == utterances, options.refs, " has ",
+                     references_.size(), " lines but ", source, " holds ", utterances, " utterances");
+  }
+}
+
+void DecodeReport::add(const Hypothesis& hypothesis) {
+  const std::int64_t index = next_++;
+  std::string text;
+  if (vocabulary_) {
+    text = vocabulary_->detokenize(hypothesis.tokens);
+  }
+  if (!references_.empty()) {
+    wer_ += word_errors(references_[static_cast<std::size_t>(index)], text);
+  }
+  if (options_.json) {
+    nlohmann::json line = {{"utterance", index},
+                           {"tokens", hypothesis.tokens},
+                           {"timestamps", hypothesis.timestamps},
+                           {"token_scores", hypothesis.token_scores},
+                           {"score", hypothesis.score}};
+    if (!hypothesis.durations.empty()) line["durations"] = hypothesis.durations;
+    if (vocabulary_) line["text"] = text;
+    std::cout << line.dump() << "\n";
+  } else if (options_.show < 0 || index < options_.show) {
+    if (vocabulary_) {
+      std::cout << index << ": " << text << "\n";
+      if (!references_.empty()) {
+        std::cout << std::string(std::to_string(index).size(), ' ')
+                  << "  ref: " << references_[static_cast<std::size_t>(index)] << "\n";
+      }
+    } else {
+      std::cout << index << ":";
+      for (std::int32_t token : hypothesis.tokens) std::cout << " " << token;
+      std::cout << "\n";
+    }
+  }
+}
+
+void DecodeReport::add_time(std::chrono::duration<double> elapsed, std::int64_t frames) {
+  seconds_ += elapsed.count();
+  frames_ += frames;
+}
+
+void DecodeReport::finish(const std::string& decoder, Device device, GraphMode mode) {
+  std::cout.flush();
+  const double audio_seconds = static_cast<double>(frames_) * options_.frame_shift_ms / 1000.0;
+  std::fprintf(stderr, "%s on %s%s: %lld utterances, %.1f s of audio, decoded in %.3f ms, RTFx %.0f\n", decoder.c_str(),
+               device.to_string().c_str(),
+               device.is_cuda() ? (std::string(" (graph mode ") + to_string(mode) + ")").c_str() : "",
+               static_cast<long long>(next_), audio_seconds, seconds_ * 1000.0,
+               seconds_ > 0 ? audio_seconds / seconds_ : 0.0);
+  if (!references_.empty()) {
+    std::fprintf(
+        stderr, "WER %.2f%% (%lld errors: %lld substitutions, %lld deletions, %lld insertions; %lld reference words)\n",
+        100.0 * wer_.rate(), static_cast<long long>(wer_.errors()), static_cast<long long>(wer_.substitutions),
+        static_cast<long long>(wer_.deletions), static_cast<long long>(wer_.insertions),
+        static_cast<long long>(wer_.reference_words));
+  }
+}
+
+}  // namespace asrdec::cli

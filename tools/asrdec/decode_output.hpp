@@ -1,0 +1,62 @@
+#pragma once
+// The output contract shared by every `asrdec decode` subcommand:
+// - with --json, one JSON object per utterance on stdout, in input order, with at least "tokens" (ids),
+//   "timestamps" (frames) and "score", plus "text" when --vocab is given;
+// - without --json, one line per utterance ("<index>: <text or token ids>"), at most --show lines;
+// - with --refs (which needs --vocab), a WER summary on stderr;
+// - a summary line with the number of utterances, audio duration, decode time and RTFx on stderr.
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "asrdec/asrdec.hpp"
+
+namespace asrdec::cli {
+
+struct DecodeOptions {
+  std::string vocab;
+  std::string refs;
+  std::string device = "auto";
+  std::string graph_mode = "auto";
+  std::string progress = "auto";
+  bool json = false;
+  std::int64_t batch_size = 32;
+  std::int64_t show = -1;
+  double frame_shift_ms = 80.0;
+};
+
+/** Registers the options every decode subcommand has. */
+void add_common_decode_options(CLI::App& command, DecodeOptions& options);
+
+/** "auto" -> cuda:0 when a CUDA device is usable, else cpu; otherwise Device::parse. */
+Device choose_device(const std::string& name);
+
+/** Reads a lengths file ([N] int32/int64) or, when `path` is empty, gives every utterance `frames` frames. */
+NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames);
+
+class DecodeReport {
+ public:
+  /** Loads --vocab and --refs and checks them against the model size and the number of utterances. */
+  DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
+               const std::string& source);
+  /** Prints one utterance (they must arrive in input order). */
+  void add(const Hypothesis& hypothesis);
+  /** Accounts decoder time for a batch covering `frames` frames in total. */
+  void add_time(std::chrono::duration<double> elapsed, std::int64_t frames);
+  /** Prints the summary on stderr. */
+  void finish(const std::string& decoder, Device device, GraphMode mode);
+
+ private:
+  const DecodeOptions& options_;
+  std::optional<Vocabulary> vocabulary_;
+  std::vector<std::string> references_;
+  std::int64_t next_ = 0;
+  std::int64_t frames_ = 0;
+  double seconds_ = 0.0;
+  WerStats wer_;
+};
+
+}  // namespace asrdec::cli
