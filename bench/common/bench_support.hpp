@@ -1,0 +1,49 @@
+#pragma once
+// Shared pieces of asrdec's Google Benchmark binaries:
+// - run_benchmarks(): main() body; writes JSON to bench/results/<bench>-<device>-<date>.json (unless
+//   --benchmark_out is given) with the commit, device, build flags and date in the context block;
+// - RTFx counters (audio seconds = frames x frame shift, 80 ms by default) as rates over the measured time;
+// - CUDA-event timing for GPU work (UseManualTime), so host overheads outside the stream are not counted.
+//
+// Each benchmark binary registers the baseline it is compared with (e.g. the CPU executor, or a reference
+// implementation) in the same process; scripts/bench-report turns the JSON into tables of medians and
+// ratios.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+
+#include "asrdec/asrdec.hpp"
+
+namespace asrdec::bench {
+
+constexpr double kDefaultFrameShiftSeconds = 0.08;
+
+/** Initialises Google Benchmark with asrdec's defaults, runs the registered benchmarks, writes the JSON. */
+int run_benchmarks(int argc, char** argv, const std::string& bench_name);
+
+/** Adds the RTFx counter: audio seconds decoded per second of measured time. */
+void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration,
+              double frame_shift_seconds = kDefaultFrameShiftSeconds);
+
+/** Short, file-name-safe device description: the GPU's name when CUDA is usable, else "cpu-<model>". */
+std::string device_slug();
+
+/** "no CUDA device: ..." when the CUDA benchmarks cannot run, empty otherwise. */
+std::string cuda_unavailable_reason();
+
+/** Runs `body` (which enqueues GPU work on `stream`) once per benchmark iteration and reports the time between
+ *  CUDA events around it. Use with ->UseManualTime(). */
+template <class Body>
+void time_on_stream(benchmark::State& state, Device device, StreamHandle stream, Body&& body) {
+  CudaEventTimer timer(device);
+  for (auto _ : state) {
+    timer.start(stream);
+    body();
+    timer.stop(stream);
+    state.SetIterationTime(static_cast<double>(timer.elapsed_ms()) / 1000.0);
+  }
+}
+
+}  // namespace asrdec::bench

@@ -1,0 +1,89 @@
+// CTC greedy decoding, CPU executor versus CUDA executor, over batch x frames x vocabulary x dtype.
+// The CPU executor is the baseline the CUDA one is compared with, in the same process. Both are timed on
+// decode_async (results stay in the decoder's buffers): CPU with wall time, CUDA with CUDA events.
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "common/bench_support.hpp"
+#include "common/synthetic_ctc.hpp"
+
+namespace asrdec::bench {
+namespace {
+
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, DType>;
+
+// Inputs are generated once per configuration and shared by the CPU and CUDA benchmarks.
+const SyntheticCtc& input(std::int64_t batch, std::int64_t frames, std::int64_t columns, DType dtype) {
+  static std::map<Key, std::unique_ptr<SyntheticCtc>> cache;
+  auto& slot = cache[Key{batch, frames, columns, dtype}];
+  if (!slot) {
+    slot = std::make_unique<SyntheticCtc>(make_synthetic_ctc(batch, frames, columns, dtype, 2026));
+  }
+  return *slot;
+}
+
+void ctc_greedy_cpu(benchmark::State& state, DType dtype) {
+  const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
+  CtcGreedyDecoder decoder(Device::cpu(), {}, BatchLimits{data.batch, data.frames});
+  const TensorView logprobs(data.logprobs.data(), dtype, {data.batch, data.frames, data.columns});
+  const TensorView lengths(data.lengths.data(), DType::i32, {data.batch});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(decoder.decode_async(logprobs, lengths));
+  }
+  set_rtfx(state, data.total_frames());
+}
+
+void ctc_greedy_cuda(benchmark::State& state, DType dtype) {
+  const std::string reason = cuda_unavailable_reason();
+  if (!reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
+  const Device device = Device::cuda(0);
+  Stream stream(device);
+  DeviceBuffer<std::byte> logprobs_device(data.logprobs.size(), device);
+  DeviceBuffer<std::int32_t> lengths_device(data.lengths.size(), device);
+  copy_bytes_async(logprobs_device.data(), device, data.logprobs.data(), Device::cpu(), data.logprobs.size(),
+                   stream.handle());
+  copy_bytes_async(lengths_device.data(), device, data.lengths.data(), Device::cpu(), data.lengths.size() * 4,
+                   stream.handle());
+  stream.synchronize();
+  CtcGreedyDecoder decoder(device, {}, BatchLimits{data.batch, data.frames});
+  const TensorView logprobs(logprobs_device.data(), dtype, {data.batch, data.frames, data.columns}, device);
+  const TensorView lengths(lengths_device.data(), DType::i32, {data.batch}, device);
+  decoder.decode_async(logprobs, lengths, stream.handle());  // capture the graph outside the timed loop
+  decoder.synchronize_and_check(stream.handle());
+  time_on_stream(state, device, stream.handle(), [&] { decoder.decode_async(logprobs, lengths, stream.handle()); });
+  decoder.synchronize_and_check(stream.handle());
+  set_rtfx(state, data.total_frames());
+  state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
+}
+
+void register_all() {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const std::string suffix = std::string("/") + dtype_name(dtype);
+    for (auto [name, function, manual] : {std::tuple{"ctc_greedy/cpu", &ctc_greedy_cpu, false},
+                                          std::tuple{"ctc_greedy/cuda", &ctc_greedy_cuda, true}}) {
+      auto* b = benchmark::RegisterBenchmark((name + suffix).c_str(), function, dtype);
+      b->ArgNames({"B", "T", "V1"})
+          ->ArgsProduct({{1, 8, 32}, {250, 1000}, {129, 1025}})
+          ->Unit(benchmark::kMillisecond)
+          ->Repetitions(3)
+          ->ReportAggregatesOnly(true);
+      if (manual) b->UseManualTime();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace asrdec::bench
+
+int main(int argc, char** argv) {
+  asrdec::bench::register_all();
+  return asrdec::bench::run_benchmarks(argc, argv, "ctc_greedy");
+}
