@@ -1,0 +1,83 @@
+"""Plain numpy reference greedy decoders (the oracle for expected_greedy.jsonl).
+
+Deliberately naive: one utterance at a time, one frame at a time, no
+batching and no knowledge of how the data was planted, so that agreement
+with the planted emissions is a real check. np.argmax returns the first
+maximum, which is the tie rule the C++ library follows.
+"""
+
+import numpy as np
+
+MAX_SYMBOLS = 10
+
+
+def ctc_greedy(logprobs, length, blank):
+    """Per-frame argmax, collapse repeats, drop blanks.
+
+    Timestamp = first frame of the token's run. Score = sum over valid
+    frames of the frame maximum, float16 -> float32 values summed in float64.
+    """
+    rows = np.asarray(logprobs[:length], dtype=np.float32)
+    best = rows.argmax(axis=1)
+    score = float(np.sum(rows.max(axis=1).astype(np.float64)))
+    tokens, stamps = [], []
+    prev = blank
+    for t, k in enumerate(best.tolist()):
+        if k != blank and k != prev:
+            tokens.append(k)
+            stamps.append(t)
+        prev = k
+    return {"tokens": tokens, "timestamps": stamps, "score": score}
+
+
+def rnnt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
+    """Frame-synchronous RNN-T greedy search; score = sum of the raw logits
+    of emitted tokens."""
+    blank = model.blank
+    pred, h, c = model.initial_state(1)
+    tokens, stamps, score = [], [], 0.0
+    for t in range(int(length)):
+        for _ in range(max_symbols):
+            logits = model.joint(enc[t][None, :], pred)[0]
+            k = int(np.argmax(logits[:blank + 1]))
+            if k == blank:
+                break
+            tokens.append(k)
+            stamps.append(t)
+            score += float(logits[k])
+            pred, h, c = model.predictor_step(np.array([k]), h, c)
+    return {"tokens": tokens, "timestamps": stamps, "score": score}
+
+
+def tdt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
+    """TDT greedy search: token and duration argmax taken independently.
+
+    Blank with duration 0 advances one frame. A run of zero-duration
+    emissions on one frame is cut after `max_symbols` by moving to t + 1.
+    """
+    blank = model.blank
+    durations = model.durations
+    pred, h, c = model.initial_state(1)
+    tokens, stamps, durs, score = [], [], [], 0.0
+    t, on_frame = 0, 0
+    while t < length:
+        logits = model.joint(enc[t][None, :], pred)[0]
+        k = int(np.argmax(logits[:blank + 1]))
+        d = durations[int(np.argmax(logits[blank + 1:]))]
+        if k == blank:
+            d = max(d, 1)
+        else:
+            tokens.append(k)
+            stamps.append(t)
+            durs.append(d)
+            score += float(logits[k])
+            pred, h, c = model.predictor_step(np.array([k]), h, c)
+            if d == 0:
+                on_frame += 1
+                if on_frame >= max_symbols:
+                    d = 1
+        if d > 0:
+            on_frame = 0
+        t += d
+    return {"tokens": tokens, "timestamps": stamps, "durations": durs,
+            "score": score}
