@@ -69,19 +69,17 @@ CtcGreedyProblem make_ctc_greedy_problem(const TensorView& logprobs, const Tenso
   return problem;
 }
 
-std::vector<Hypothesis> unpack_ctc_greedy(std::int64_t batch, std::int64_t row_stride, const std::int32_t* tokens,
-                                          const std::int32_t* timestamps, const float* token_logprobs,
-                                          const std::int32_t* counts, const float* scores) {
-  std::vector<Hypothesis> hypotheses(static_cast<std::size_t>(batch));
-  for (std::int64_t b = 0; b < batch; ++b) {
+std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
+  std::vector<Hypothesis> hypotheses(static_cast<std::size_t>(result.batch));
+  for (std::int64_t b = 0; b < result.batch; ++b) {
     Hypothesis& hypothesis = hypotheses[static_cast<std::size_t>(b)];
-    const std::int64_t offset = b * row_stride;
-    const std::int32_t count = counts[b];
-    hypothesis.tokens.assign(tokens + offset, tokens + offset + count);
-    hypothesis.timestamps.assign(timestamps + offset, timestamps + offset + count);
-    hypothesis.token_scores.assign(token_logprobs + offset, token_logprobs + offset + count);
-    hypothesis.score = scores[b];
-    hypothesis.am_score = scores[b];
+    const std::int64_t begin = b * result.row_stride;
+    const std::int64_t end = begin + result.lengths[b];
+    hypothesis.tokens.assign(result.tokens + begin, result.tokens + end);
+    hypothesis.timestamps.assign(result.timestamps + begin, result.timestamps + end);
+    hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
+    hypothesis.score = result.scores[b];
+    hypothesis.am_score = result.scores[b];
   }
   return hypotheses;
 }

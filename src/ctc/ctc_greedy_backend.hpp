@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "asrdec/config.hpp"
+#include "asrdec/core/buffer.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
 
 namespace asrdec::detail {
@@ -25,10 +26,42 @@ struct CtcGreedyProblem {
 CtcGreedyProblem make_ctc_greedy_problem(const TensorView& logprobs, const TensorView& lengths, Device device,
                                          const CtcGreedyConfig& config);
 
-/** Builds host hypotheses from row-major result arrays (row b holds counts[b] entries). */
-std::vector<Hypothesis> unpack_ctc_greedy(std::int64_t batch, std::int64_t row_stride, const std::int32_t* tokens,
-                                          const std::int32_t* timestamps, const float* token_logprobs,
-                                          const std::int32_t* counts, const float* scores);
+/** Builds host hypotheses from a result in host memory (row b holds lengths[b] entries). */
+std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result);
+
+/** The per-utterance result arrays of a batch, in one kind of memory: [max_batch, max_frames] rows of tokens,
+ *  timestamps and token log-probabilities, and [max_batch] token counts and scores. */
+template <MemoryKind Kind>
+struct CtcGreedyOutputs {
+  Buffer<std::int32_t, Kind> tokens;
+  Buffer<std::int32_t, Kind> timestamps;
+  Buffer<float, Kind> token_logprobs;
+  Buffer<std::int32_t, Kind> counts;
+  Buffer<float, Kind> scores;
+
+  void allocate(const BatchLimits& limits, Device device) {
+    const auto cells = static_cast<std::size_t>(limits.max_batch * limits.max_frames);
+    const auto rows = static_cast<std::size_t>(limits.max_batch);
+    tokens = Buffer<std::int32_t, Kind>(cells, device);
+    timestamps = Buffer<std::int32_t, Kind>(cells, device);
+    token_logprobs = Buffer<float, Kind>(cells, device);
+    counts = Buffer<std::int32_t, Kind>(rows, device);
+    scores = Buffer<float, Kind>(rows, device);
+  }
+
+  CtcGreedyBatchResult view(Device device, std::int64_t batch, std::int64_t row_stride) const {
+    CtcGreedyBatchResult result;
+    result.device = device;
+    result.batch = batch;
+    result.row_stride = row_stride;
+    result.tokens = tokens.data();
+    result.timestamps = timestamps.data();
+    result.token_logprobs = token_logprobs.data();
+    result.lengths = counts.data();
+    result.scores = scores.data();
+    return result;
+  }
+};
 
 class CtcGreedyBackend {
  public:

@@ -97,35 +97,18 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       default:
         throw InvalidArgument(concat("logprobs: unsupported dtype ", dtype_name(problem.logprobs.dtype())));
     }
-    CtcGreedyBatchResult result;
-    result.device = Device::cpu();
-    result.batch = problem.batch;
-    result.row_stride = limits_.max_frames;
-    result.tokens = tokens_.data();
-    result.timestamps = timestamps_.data();
-    result.token_logprobs = token_logprobs_.data();
-    result.lengths = counts_.data();
-    result.scores = scores_.data();
-    return result;
+    return outputs_.view(Device::cpu(), problem.batch, limits_.max_frames);
   }
 
   std::vector<Hypothesis> decode(const CtcGreedyProblem& problem, StreamHandle stream) override {
-    const CtcGreedyBatchResult r = decode_async(problem, stream);
-    return unpack_ctc_greedy(r.batch, r.row_stride, r.tokens, r.timestamps, r.token_logprobs, r.lengths, r.scores);
+    return unpack_ctc_greedy(decode_async(problem, stream));
   }
 
   void synchronize_and_check(StreamHandle) override {}  // errors were thrown by decode_async itself
   GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
 
  private:
-  void allocate() {
-    const auto cells = static_cast<std::size_t>(limits_.max_batch * limits_.max_frames);
-    tokens_.reserve_discard(cells);
-    timestamps_.reserve_discard(cells);
-    token_logprobs_.reserve_discard(cells);
-    counts_.reserve_discard(static_cast<std::size_t>(limits_.max_batch));
-    scores_.reserve_discard(static_cast<std::size_t>(limits_.max_batch));
-  }
+  void allocate() { outputs_.allocate(limits_, Device::cpu()); }
 
   [[noreturn]] static void throw_bad_value(std::int64_t b, std::int64_t t, std::int64_t v, float value) {
     throw InvalidArgument(concat("logprobs[", b, ", ", t, ", ", v, "] is ", value != value ? "NaN" : "+inf",
@@ -181,9 +164,9 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     scratch_.reserve_discard(static_cast<std::size_t>(columns));
     for (std::int64_t b = 0; b < problem.batch; ++b) {
       const std::int32_t length = problem.host_lengths[static_cast<std::size_t>(b)];
-      std::int32_t* tokens = tokens_.data() + b * row_stride;
-      std::int32_t* timestamps = timestamps_.data() + b * row_stride;
-      float* token_logprobs = token_logprobs_.data() + b * row_stride;
+      std::int32_t* tokens = outputs_.tokens.data() + b * row_stride;
+      std::int32_t* timestamps = outputs_.timestamps.data() + b * row_stride;
+      float* token_logprobs = outputs_.token_logprobs.data() + b * row_stride;
       std::int32_t count = 0;
       std::int32_t previous = -1;
       double score = 0.0;
@@ -209,18 +192,14 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
         }
         previous = token;
       }
-      counts_[static_cast<std::size_t>(b)] = count;
-      scores_[static_cast<std::size_t>(b)] = static_cast<float>(score);
+      outputs_.counts[static_cast<std::size_t>(b)] = count;
+      outputs_.scores[static_cast<std::size_t>(b)] = static_cast<float>(score);
     }
   }
 
   CtcGreedyConfig config_;
   BatchLimits limits_;
-  HostBuffer<std::int32_t> tokens_;
-  HostBuffer<std::int32_t> timestamps_;
-  HostBuffer<float> token_logprobs_;
-  HostBuffer<std::int32_t> counts_;
-  HostBuffer<float> scores_;
+  CtcGreedyOutputs<MemoryKind::host> outputs_;
   HostBuffer<float> scratch_;  ///< one frame converted to float (fp16/bf16 input)
 };
 

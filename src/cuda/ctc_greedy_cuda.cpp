@@ -84,16 +84,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
 
     executor(problem.logprobs.dtype()).run(stream);
 
-    CtcGreedyBatchResult result;
-    result.device = device_;
-    result.batch = problem.batch;
-    result.row_stride = limits_.max_frames;
-    result.tokens = tokens_.data();
-    result.timestamps = timestamps_.data();
-    result.token_logprobs = token_logprobs_.data();
-    result.lengths = token_counts_.data();
-    result.scores = scores_.data();
-    return result;
+    return outputs_.view(device_, problem.batch, limits_.max_frames);
   }
 
   std::vector<Hypothesis> decode(const CtcGreedyProblem& problem, StreamHandle user_stream) override {
@@ -103,18 +94,16 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     const std::size_t width = static_cast<std::size_t>(std::max<std::int64_t>(problem.frames, 1));
     const auto rows = static_cast<std::size_t>(problem.batch);
     if (rows > 0) {
-      copy_rows(host_tokens_.data(), r.tokens, width, rows, stream);
-      copy_rows(host_timestamps_.data(), r.timestamps, width, rows, stream);
-      copy_rows(host_token_logprobs_.data(), r.token_logprobs, width, rows, stream);
+      copy_rows(host_outputs_.tokens.data(), r.tokens, width, rows, stream);
+      copy_rows(host_outputs_.timestamps.data(), r.timestamps, width, rows, stream);
+      copy_rows(host_outputs_.token_logprobs.data(), r.token_logprobs, width, rows, stream);
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outputs_.counts.data(), r.lengths, rows * sizeof(std::int32_t),
+                                        cudaMemcpyDeviceToHost, stream));
       ASRDEC_CUDA_CHECK(
-          cudaMemcpyAsync(host_counts_.data(), r.lengths, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream));
-      ASRDEC_CUDA_CHECK(
-          cudaMemcpyAsync(host_scores_.data(), r.scores, rows * sizeof(float), cudaMemcpyDeviceToHost, stream));
+          cudaMemcpyAsync(host_outputs_.scores.data(), r.scores, rows * sizeof(float), cudaMemcpyDeviceToHost, stream));
     }
     synchronize_and_check(stream);
-    return unpack_ctc_greedy(problem.batch, static_cast<std::int64_t>(width), host_tokens_.data(),
-                             host_timestamps_.data(), host_token_logprobs_.data(), host_counts_.data(),
-                             host_scores_.data());
+    return unpack_ctc_greedy(host_outputs_.view(Device::cpu(), problem.batch, static_cast<std::int64_t>(width)));
   }
 
   void synchronize_and_check(StreamHandle user_stream) override {
@@ -168,17 +157,9 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     const auto rows = static_cast<std::size_t>(limits_.max_batch);
     frame_token_ = DeviceBuffer<std::int32_t>(cells, device_);
     frame_logprob_ = DeviceBuffer<float>(cells, device_);
-    tokens_ = DeviceBuffer<std::int32_t>(cells, device_);
-    timestamps_ = DeviceBuffer<std::int32_t>(cells, device_);
-    token_logprobs_ = DeviceBuffer<float>(cells, device_);
-    token_counts_ = DeviceBuffer<std::int32_t>(rows, device_);
-    scores_ = DeviceBuffer<float>(rows, device_);
     lengths_ = DeviceBuffer<std::int32_t>(rows, device_);
-    host_tokens_ = PinnedBuffer<std::int32_t>(cells);
-    host_timestamps_ = PinnedBuffer<std::int32_t>(cells);
-    host_token_logprobs_ = PinnedBuffer<float>(cells);
-    host_counts_ = PinnedBuffer<std::int32_t>(rows);
-    host_scores_ = PinnedBuffer<float>(rows);
+    outputs_.allocate(limits_, device_);
+    host_outputs_.allocate(limits_, Device::cpu());
     for (auto& slot : executors_) {
       slot.reset();
     }
@@ -189,11 +170,11 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     ws.args = args_.data();
     ws.frame_token = const_cast<std::int32_t*>(frame_token_.data());
     ws.frame_logprob = const_cast<float*>(frame_logprob_.data());
-    ws.tokens = const_cast<std::int32_t*>(tokens_.data());
-    ws.timestamps = const_cast<std::int32_t*>(timestamps_.data());
-    ws.token_logprobs = const_cast<float*>(token_logprobs_.data());
-    ws.token_counts = const_cast<std::int32_t*>(token_counts_.data());
-    ws.scores = const_cast<float*>(scores_.data());
+    ws.tokens = const_cast<std::int32_t*>(outputs_.tokens.data());
+    ws.timestamps = const_cast<std::int32_t*>(outputs_.timestamps.data());
+    ws.token_logprobs = const_cast<float*>(outputs_.token_logprobs.data());
+    ws.token_counts = const_cast<std::int32_t*>(outputs_.counts.data());
+    ws.scores = const_cast<float*>(outputs_.scores.data());
     ws.first_bad_value = const_cast<unsigned long long*>(first_bad_value_.data());
     ws.first_bad_length = const_cast<unsigned int*>(first_bad_length_.data());
     ws.row_stride = limits_.max_frames;
@@ -229,17 +210,9 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   DeviceBuffer<unsigned int> first_bad_length_;
   DeviceBuffer<std::int32_t> frame_token_;
   DeviceBuffer<float> frame_logprob_;
-  DeviceBuffer<std::int32_t> tokens_;
-  DeviceBuffer<std::int32_t> timestamps_;
-  DeviceBuffer<float> token_logprobs_;
-  DeviceBuffer<std::int32_t> token_counts_;
-  DeviceBuffer<float> scores_;
   DeviceBuffer<std::int32_t> lengths_;
-  PinnedBuffer<std::int32_t> host_tokens_;
-  PinnedBuffer<std::int32_t> host_timestamps_;
-  PinnedBuffer<float> host_token_logprobs_;
-  PinnedBuffer<std::int32_t> host_counts_;
-  PinnedBuffer<float> host_scores_;
+  CtcGreedyOutputs<MemoryKind::device> outputs_;
+  CtcGreedyOutputs<MemoryKind::pinned> host_outputs_;
   PinnedBuffer<unsigned long long> host_status_;
   std::array<std::optional<GraphExecutor>, 3> executors_;
   TensorView last_lengths_;

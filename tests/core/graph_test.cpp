@@ -69,6 +69,16 @@ struct Counters {
   DeviceBuffer<std::int32_t> buffer;
 };
 
+// reset; while (flag) { step }: counts c.counter() up to *c.limit().
+StreamProgram counting_program(Counters& c) {
+  StreamProgram body;
+  body.then([&c](StreamHandle s) { detail::launch_counter_step(c.counter(), c.flag(), c.limit(), s); });
+  StreamProgram program;
+  program.then([&c](StreamHandle s) { detail::launch_counter_reset(c.counter(), c.flag(), c.limit(), s); })
+      .loop_while(c.flag(), body);
+  return program;
+}
+
 class GraphLoopCUDA : public ::testing::TestWithParam<GraphMode> {};
 
 TEST_P(GraphLoopCUDA, CountsExactlyNIterations) {
@@ -76,12 +86,7 @@ TEST_P(GraphLoopCUDA, CountsExactlyNIterations) {
   const Device device = Device::cuda(0);
   Stream stream(device);
   Counters c(device);
-  StreamProgram body;
-  body.then([&](StreamHandle s) { detail::launch_counter_step(c.counter(), c.flag(), c.limit(), s); });
-  StreamProgram program;
-  program.then([&](StreamHandle s) { detail::launch_counter_reset(c.counter(), c.flag(), c.limit(), s); })
-      .loop_while(c.flag(), body);
-  GraphExecutor executor(device, GetParam(), program);
+  GraphExecutor executor(device, GetParam(), counting_program(c));
   if (GetParam() != GraphMode::automatic) {
     const GraphSupport support = graph_support(device);
     if (GetParam() == GraphMode::conditional && !support.conditional) {
@@ -144,12 +149,7 @@ TEST_P(GraphLoopCUDA, RunsOnTheCallersStreamInOrder) {
   const Device device = Device::cuda(0);
   Stream stream(device);
   Counters c(device);
-  StreamProgram body;
-  body.then([&](StreamHandle s) { detail::launch_counter_step(c.counter(), c.flag(), c.limit(), s); });
-  StreamProgram program;
-  program.then([&](StreamHandle s) { detail::launch_counter_reset(c.counter(), c.flag(), c.limit(), s); })
-      .loop_while(c.flag(), body);
-  GraphExecutor executor(device, GetParam(), program);
+  GraphExecutor executor(device, GetParam(), counting_program(c));
   // Work queued before run() on the same stream must be visible to the graph: set the limit asynchronously.
   const std::int32_t limit = 42;
   copy_bytes_async(c.limit(), device, &limit, Device::cpu(), sizeof limit, stream.handle());
