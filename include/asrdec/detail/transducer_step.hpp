@@ -1,0 +1,227 @@
+#pragma once
+// Per-element rules of greedy transducer decoding, shared by the CPU executor (a loop over the batch) and the
+// CUDA executor (a thread per utterance). The heavy parts — joint evaluation and predictor steps — are separate
+// primitives; these functions only move each utterance's state machine. Semantics: see
+// docs/transducer-greedy.md (label looping and frame looping give identical outputs).
+
+#include <cstdint>
+
+#include "asrdec/detail/argmax.hpp"
+#include "asrdec/detail/hd.hpp"
+
+namespace asrdec::detail {
+
+/** The outcome of one joint evaluation for one utterance (after WIND selection, if any). */
+struct JointChoice {
+  std::int32_t label;     ///< argmax over the V+1 token columns (blank included), first maximum
+  std::int32_t duration;  ///< TDT: durations[argmax over the duration columns]; 0 for RNN-T
+  std::int32_t offset;    ///< WIND: window position of the choice (frames skipped before it); 0 otherwise
+  float score;            ///< the label's raw logit
+  float confidence;       ///< max-prob confidence: exp(logit - logsumexp over the token columns)
+};
+
+struct GreedyRules {
+  std::int32_t blank;
+  std::int32_t max_symbols;
+  bool tdt;
+};
+
+/** Frames to move after a joint evaluation: RNN-T moves one frame on blank and stays on a label; TDT moves by
+ *  the predicted duration, where a blank of duration 0 counts as 1 (it would otherwise loop forever). */
+ASRDEC_HD_INLINE std::int32_t time_advance(const GreedyRules& rules, std::int32_t label, std::int32_t duration) {
+  if (!rules.tdt) {
+    return label == rules.blank ? 1 : 0;
+  }
+  return (label == rules.blank && duration == 0) ? 1 : duration;
+}
+
+/** The frame a joint evaluation reads: the current one clamped to the utterance's last frame, and frame 0 for an
+ *  empty utterance (never -1), whose evaluations are masked anyway. */
+ASRDEC_HD_INLINE std::int32_t safe_frame(std::int32_t time, std::int32_t length) {
+  const std::int32_t last = length > 0 ? length - 1 : 0;
+  return time < last ? time : last;
+}
+
+/** WIND: among the choices for window positions 0..W-1 of one utterance, the first non-blank, else the last. */
+ASRDEC_HD_INLINE std::int32_t wind_pick(const std::int32_t* labels, std::int32_t window, std::int32_t blank) {
+  for (std::int32_t w = 0; w < window; ++w) {
+    if (labels[w] != blank) {
+      return w;
+    }
+  }
+  return window - 1;
+}
+
+/** Per-utterance hypothesis storage, row b at offset b * capacity. Appending also keeps the bookkeeping of the
+ *  max_symbols rule: how many consecutive labels share the last timestamp. */
+struct HypsRef {
+  std::int32_t* tokens;
+  std::int32_t* timestamps;
+  std::int32_t* durations;
+  float* scores;
+  float* confidences;
+  std::int32_t* lengths;
+  float* total_scores;
+  std::int32_t* last_timestamp;
+  std::int32_t* same_timestamp_count;
+  std::int32_t* overflow;  ///< set to 1 for a row that ran out of capacity (never with the sizes decoders use)
+  std::int64_t capacity;
+};
+
+ASRDEC_HD_INLINE void hyps_clear(const HypsRef& h, std::int64_t b) {
+  h.lengths[b] = 0;
+  h.total_scores[b] = 0.0f;
+  h.last_timestamp[b] = -1;
+  h.same_timestamp_count[b] = 0;
+  h.overflow[b] = 0;
+}
+
+ASRDEC_HD_INLINE void hyps_append(const HypsRef& h, std::int64_t b, std::int32_t token, std::int32_t time,
+                                  std::int32_t duration, float score, float confidence) {
+  const std::int32_t n = h.lengths[b];
+  if (n >= h.capacity) {
+    h.overflow[b] = 1;
+    return;
+  }
+  const std::int64_t at = b * h.capacity + n;
+  h.tokens[at] = token;
+  h.timestamps[at] = time;
+  h.durations[at] = duration;
+  h.scores[at] = score;
+  h.confidences[at] = confidence;
+  h.lengths[b] = n + 1;
+  h.total_scores[b] += score;
+  if (h.last_timestamp[b] == time) {
+    h.same_timestamp_count[b] += 1;
+  } else {
+    h.last_timestamp[b] = time;
+    h.same_timestamp_count[b] = 1;
+  }
+}
+
+/** The state machine of one utterance, struct-of-arrays over the batch. */
+struct GreedyStateRef {
+  const std::int32_t* lengths;
+  std::int32_t* time;
+  std::int32_t* active;
+  std::int32_t* active_at_start;  ///< label looping: active when the outer iteration began
+  std::int32_t* advance;          ///< label looping: still looking past blanks; frame looping: on the frame
+  std::int32_t* label;
+  std::int32_t* label_time;
+  std::int32_t* label_duration;
+  float* label_score;
+  float* label_confidence;
+  std::int32_t* emit;            ///< a label is stored and the predictor steps on it in this iteration
+  std::int32_t* symbols_on_frame;  ///< frame looping: labels emitted on the current frame
+};
+
+// ---- label looping (Algorithm 3 of the label-looping paper; TDT and WIND variants) -----------------------
+
+/** Start of a decode: `start` is 0, or the TDT overshoot carried over from the previous chunk. */
+ASRDEC_HD_INLINE void label_looping_begin(const GreedyStateRef& s, std::int64_t b, std::int32_t start) {
+  s.time[b] = start;
+  s.active[b] = start < s.lengths[b] ? 1 : 0;
+  s.advance[b] = 0;
+  s.emit[b] = 0;
+  s.label[b] = -1;
+}
+
+/** First joint evaluation of an outer iteration, already made at safe_frame(time) for every utterance. */
+ASRDEC_HD_INLINE void label_looping_first(const GreedyStateRef& s, const GreedyRules& rules, std::int64_t b,
+                                          const JointChoice& choice) {
+  s.active_at_start[b] = s.active[b];
+  if (!s.active[b]) {
+    s.advance[b] = 0;
+    return;
+  }
+  const std::int32_t time = s.time[b] + choice.offset;
+  s.label[b] = choice.label;
+  s.label_time[b] = time;
+  s.label_duration[b] = choice.duration;
+  s.label_score[b] = choice.score;
+  s.label_confidence[b] = choice.confidence;
+  s.time[b] = time + time_advance(rules, choice.label, choice.duration);
+  s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
+  s.advance[b] = (s.active[b] && choice.label == rules.blank) ? 1 : 0;
+}
+
+/** One step of the inner loop over blanks: only utterances still advancing take the new choice. */
+ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyRules& rules, std::int64_t b,
+                                          const JointChoice& choice) {
+  if (!s.advance[b]) {
+    return;
+  }
+  const std::int32_t time = s.time[b] + choice.offset;
+  s.label[b] = choice.label;
+  s.label_time[b] = time;
+  s.label_duration[b] = choice.duration;
+  s.label_score[b] = choice.score;
+  s.label_confidence[b] = choice.confidence;
+  s.time[b] = time + time_advance(rules, choice.label, choice.duration);
+  s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
+  s.advance[b] = (s.active[b] && choice.label == rules.blank) ? 1 : 0;
+}
+
+/** After the inner loop: store the label of every utterance that was active when the iteration began and
+ *  found a non-blank (for TDT it may have jumped past the end meanwhile; the label still counts). */
+ASRDEC_HD_INLINE void label_looping_store(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,
+                                          std::int64_t b) {
+  const bool emit = s.active_at_start[b] && s.label[b] != rules.blank;
+  s.emit[b] = emit ? 1 : 0;
+  if (emit) {
+    hyps_append(hyps, b, s.label[b], s.label_time[b], s.label_duration[b], s.label_score[b], s.label_confidence[b]);
+  }
+}
+
+/** After the predictor step: the max_symbols rule. An utterance that stored max_symbols consecutive labels on
+ *  the frame it is still on moves to the next frame without a joint evaluation (a virtual blank). */
+ASRDEC_HD_INLINE void label_looping_finish(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,
+                                           std::int64_t b) {
+  // A row out of capacity also moves on, so that a broken size invariant ends the decode (and is reported)
+  // instead of looping forever.
+  if (s.emit[b] && ((hyps.same_timestamp_count[b] >= rules.max_symbols && hyps.last_timestamp[b] == s.time[b]) ||
+                    hyps.overflow[b])) {
+    s.time[b] += 1;
+  }
+  s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
+}
+
+// ---- frame looping (Algorithm 2): the batch walks the frames together ----------------------------------------
+
+ASRDEC_HD_INLINE void frame_looping_begin(const GreedyStateRef& s, std::int64_t b, std::int32_t start) {
+  label_looping_begin(s, b, start);
+  s.symbols_on_frame[b] = 0;
+}
+
+/** Entering frame `frame`: utterances whose next frame it is take part in its symbol loop. */
+ASRDEC_HD_INLINE void frame_looping_enter(const GreedyStateRef& s, std::int64_t b, std::int32_t frame) {
+  s.advance[b] = (s.active[b] && s.time[b] == frame) ? 1 : 0;
+  s.symbols_on_frame[b] = 0;
+  s.emit[b] = 0;
+}
+
+/** One symbol step on the frame: a label is stored (and the predictor steps on it); the utterance leaves the
+ *  frame on blank, on a TDT duration > 0, or after max_symbols labels. */
+ASRDEC_HD_INLINE void frame_looping_step(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,
+                                         std::int64_t b, const JointChoice& choice) {
+  s.emit[b] = 0;
+  if (!s.advance[b]) {
+    return;
+  }
+  s.label[b] = choice.label;
+  const std::int32_t time = s.time[b];
+  std::int32_t step = time_advance(rules, choice.label, choice.duration);
+  if (choice.label != rules.blank) {
+    s.emit[b] = 1;
+    hyps_append(hyps, b, choice.label, time, choice.duration, choice.score, choice.confidence);
+    s.symbols_on_frame[b] += 1;
+    if (step == 0 && (s.symbols_on_frame[b] >= rules.max_symbols || hyps.overflow[b])) {
+      step = 1;
+    }
+  }
+  s.time[b] = time + step;
+  s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
+  s.advance[b] = (step == 0) ? 1 : 0;
+}
+
+}  // namespace asrdec::detail

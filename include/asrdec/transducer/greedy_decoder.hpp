@@ -1,0 +1,131 @@
+#pragma once
+/**
+ * @file
+ * Greedy decoding of RNN-T and TDT transducers, batched, on the CPU or a CUDA device, whole utterances or
+ * chunk by chunk. Every algorithm gives the output of the textbook frame-by-frame greedy search (Algorithm 1 of
+ * the label-looping paper); they differ only in speed:
+ *
+ * - `frame_looping`: the batch walks the frames together; on each frame, symbol steps run until every utterance
+ *   on it has emitted a blank, moved on (TDT) or hit max_symbols (Algorithm 2, the conventional batched baseline).
+ * - `label_looping` (default): each outer iteration finds one label per utterance; an inner loop skips blank
+ *   frames with the same predictor output (Algorithm 3). TDT: token and duration argmax are independent, a blank
+ *   of duration 0 counts as 1, a label is stored when the utterance was active at the start of the iteration
+ *   even if its duration carries it past the end.
+ * - `wind` (RNN-T only): label looping where each joint evaluation covers a window of W frames and takes the
+ *   first non-blank (WIND); a label found at window offset k is stamped at frame t + k.
+ *
+ * Rules shared by all: argmax takes the first maximum (lower ids win ties, blank loses to an equal token, the
+ * shorter duration wins); at most max_symbols_per_frame labels per frame, after which the decoder moves to the
+ * next frame; a zero-length utterance yields an empty hypothesis and never reads a frame.
+ *
+ * Results (asrdec::Hypothesis): tokens; timestamps (frames, absolute across chunks); TDT durations (the raw
+ * predicted duration of each label); token_scores = the joint's raw logit of each label (as NeMo on the GPU);
+ * token_confidences = exp(log-softmax) of the label over the V+1 token columns; score = am_score = the sum of the
+ * token scores. The same definitions hold on the CPU and on CUDA.
+ *
+ * CUDA: the decode loops run through the CUDA-graph helper (graph_mode: conditional = one graph with nested
+ * WHILE nodes, per_step = captured bodies with host-checked conditions, eager). Buffers are sized from the
+ * BatchLimits at construction and grow (with graph re-capture) only between calls.
+ *
+ * Thread safety: a decoder and its streams have one owner at a time; the model may be shared.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/hyps/batched_hyps.hpp"
+#include "asrdec/transducer/transducer_model.hpp"
+
+namespace asrdec {
+
+enum class TransducerGreedyAlgorithm { frame_looping, label_looping, wind };
+
+const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept;
+/** "frame-looping", "label-looping" or "wind" (underscores accepted); throws InvalidArgument otherwise. */
+TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name);
+
+struct TransducerGreedyConfig {
+  TransducerGreedyAlgorithm algorithm = TransducerGreedyAlgorithm::label_looping;
+  /** WIND window W (frames per joint evaluation); 1 is plain label looping. */
+  std::int32_t window = 8;
+  /** Labels allowed per frame before the decoder moves on (NeMo's max_symbols). */
+  std::int32_t max_symbols_per_frame = 10;
+  /** How the CUDA loops are launched; ignored on the CPU. */
+  GraphMode graph_mode = GraphMode::automatic;
+  /** Reject NaN or infinite values in the frames of enc_proj that are read. */
+  bool check_values = true;
+
+  /** Throws InvalidArgument for a window or max_symbols below 1. */
+  void validate() const;
+  std::string to_string() const;
+};
+
+/** The state that carries a batch of utterances from one chunk to the next: predictor state and output, last
+ *  label, frames decoded so far and the TDT overshoot. Created by TransducerGreedyDecoder::start_stream(). */
+class TransducerStream {
+ public:
+  ~TransducerStream();
+  TransducerStream(TransducerStream&&) noexcept;
+  TransducerStream& operator=(TransducerStream&&) noexcept;
+
+  std::int64_t batch() const noexcept;
+  /** Frames consumed so far per utterance (host copy). */
+  std::vector<std::int64_t> frames_decoded() const;
+
+  struct Impl;
+  explicit TransducerStream(std::unique_ptr<Impl> impl);
+  Impl& impl() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class TransducerGreedyDecoder {
+ public:
+  /** The decoder keeps a copy of `model` (cheap: the parts are shared). Throws InvalidArgument for a bad config
+   *  or limits, Unsupported for WIND on a TDT model. */
+  TransducerGreedyDecoder(const TransducerModel& model, TransducerGreedyConfig config = {}, BatchLimits limits = {});
+  ~TransducerGreedyDecoder();
+  TransducerGreedyDecoder(TransducerGreedyDecoder&&) noexcept;
+  TransducerGreedyDecoder& operator=(TransducerGreedyDecoder&&) noexcept;
+
+  /** Decodes whole utterances. enc_proj: [B, T, J] (fp32/fp16/bf16, any non-negative strides) on the model's
+   *  device; lengths: [B] int32/int64 on the host (or the device). Synchronises `stream`. */
+  std::vector<Hypothesis> decode(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream = nullptr);
+
+  /** As decode() but leaves the result in the decoder's buffers (device memory for CUDA) and returns at once;
+   *  timestamps are relative to the chunk. Call synchronize_and_check() before reading. */
+  BatchedHypsView decode_async(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream = nullptr);
+  void synchronize_and_check(StreamHandle stream = nullptr);
+
+  /** A stream of `batch` utterances decoded chunk by chunk; each starts after the start symbol. */
+  TransducerStream start_stream(std::int64_t batch, StreamHandle stream = nullptr);
+  /** Decodes the next chunk of every utterance of `state` (chunk_lengths[b] frames, 0 when it has none) and
+   *  returns the labels found in it, timestamps absolute, is_final false. Concatenating the chunks' outputs gives
+   *  exactly the whole-utterance output. */
+  std::vector<Hypothesis> decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
+                                       const TensorView& chunk_lengths, StreamHandle stream = nullptr);
+
+  const TransducerModel& model() const noexcept;
+  const TransducerGreedyConfig& config() const noexcept;
+  Device device() const noexcept;
+  GraphMode graph_mode() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/** Algorithm 1 of the label-looping paper — one utterance at a time, frame by frame, written for clarity rather
+ *  than speed: the oracle every decoder is tested against. Same semantics and result fields as the decoders.
+ *  Needs a CPU model. */
+std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
+                                                    const TensorView& lengths, std::int32_t max_symbols_per_frame = 10);
+
+}  // namespace asrdec

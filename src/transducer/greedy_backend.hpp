@@ -1,0 +1,59 @@
+#pragma once
+// Internal: the executor interface behind TransducerGreedyDecoder, and the validated form of a request.
+
+#include <memory>
+#include <vector>
+
+#include "asrdec/config.hpp"
+#include "asrdec/transducer/greedy_decoder.hpp"
+#include "transducer/joint_cpu.hpp"
+
+namespace asrdec {
+
+/** Executor-specific carried state; the host keeps the frame offsets for absolute timestamps. */
+struct TransducerStream::Impl {
+  virtual ~Impl() = default;
+  std::int64_t batch = 0;
+  std::vector<std::int64_t> frames_decoded;
+};
+
+namespace detail {
+
+struct GreedyProblem {
+  TensorView enc_proj;
+  EncodedView enc;
+  std::int64_t batch = 0;
+  std::int64_t frames = 0;
+  std::vector<std::int32_t> lengths;  // validated, host
+};
+
+/** Validates enc_proj [B, T, J] and lengths [B] against the model; copies device lengths to the host. */
+GreedyProblem make_greedy_problem(const TransducerModel& model, const TensorView& enc_proj, const TensorView& lengths,
+                                  StreamHandle stream);
+
+GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config);
+
+class GreedyBackend {
+ public:
+  virtual ~GreedyBackend() = default;
+  /** A fresh stream: predictor state after the start symbol, no frames decoded. */
+  virtual std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle stream) = 0;
+  /** Decodes the chunk and carries the stream state forward (frames_decoded is advanced by the caller). */
+  virtual BatchedHypsView decode_chunk(const GreedyProblem& problem, TransducerStream::Impl& state,
+                                       StreamHandle stream) = 0;
+  /** Host hypotheses of the last decode_chunk, timestamps shifted by `offsets`. */
+  virtual std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets,
+                                          bool is_final, StreamHandle stream) = 0;
+  virtual void synchronize_and_check(StreamHandle stream) = 0;
+  virtual GraphMode graph_mode() const noexcept = 0;
+};
+
+std::unique_ptr<GreedyBackend> make_greedy_cpu(const TransducerModel& model, const TransducerGreedyConfig& config,
+                                               BatchLimits limits);
+#if ASRDEC_WITH_CUDA
+std::unique_ptr<GreedyBackend> make_greedy_cuda(const TransducerModel& model, const TransducerGreedyConfig& config,
+                                                BatchLimits limits);
+#endif
+
+}  // namespace detail
+}  // namespace asrdec

@@ -1,0 +1,194 @@
+// The CPU executor of greedy transducer decoding: the algorithms of greedy_decoder.hpp as loops over the batch,
+// driving the shared step functions (include/asrdec/detail/transducer_step.hpp). Joint evaluations are made
+// only for the utterances that need them; the predictor steps only on emitting utterances.
+
+#include <algorithm>
+
+#include "asrdec/core/error.hpp"
+#include "transducer/greedy_backend.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+struct CpuStream final : TransducerStream::Impl {
+  HostBuffer<float> predictor_state;
+  HostBuffer<float> dec;  // [B, J] predictor output
+  HostBuffer<std::int32_t> time_jump;
+  HostBuffer<std::int32_t> last_label;
+};
+
+class GreedyCpu final : public GreedyBackend {
+ public:
+  GreedyCpu(const TransducerModel& model, const TransducerGreedyConfig& config, BatchLimits limits)
+      : model_(model), config_(config), rules_(rules_of(model, config)), limits_(limits),
+        session_(model.predictor().start_session(limits.max_batch)),
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations()) {
+    reserve(limits_.max_batch, limits_.max_frames);
+  }
+
+  std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle) override {
+    reserve(batch, limits_.max_frames);
+    auto state = std::make_unique<CpuStream>();
+    state->batch = batch;
+    state->frames_decoded.assign(static_cast<std::size_t>(batch), 0);
+    const std::int64_t S = model_.predictor().state_size();
+    const std::int64_t J = model_.joint_hidden();
+    const auto rows = static_cast<std::size_t>(std::max<std::int64_t>(batch, 1));
+    state->predictor_state = HostBuffer<float>(rows * static_cast<std::size_t>(S));
+    state->dec = HostBuffer<float>(rows * static_cast<std::size_t>(J));
+    state->time_jump = HostBuffer<std::int32_t>(rows);
+    state->last_label = HostBuffer<std::int32_t>(rows);
+    session_->initial_state(state->predictor_state.data(), batch, nullptr);
+    std::vector<std::int32_t> mask(rows, 1);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      state->last_label[b] = model_.blank_id();  // the start symbol
+      state->time_jump[b] = 0;
+    }
+    session_->step(state->last_label.data(), mask.data(), state->predictor_state.data(), state->dec.data(), batch,
+                   nullptr);
+    return state;
+  }
+
+  BatchedHypsView decode_chunk(const GreedyProblem& p, TransducerStream::Impl& base, StreamHandle) override {
+    auto& state = static_cast<CpuStream&>(base);
+    reserve(p.batch, p.frames);
+    hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
+    const GreedyStateRef s = state_ref(p);
+    const HypsRef h = hyps_.ref();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      hyps_clear(h, b);
+    }
+    if (config_.algorithm == TransducerGreedyAlgorithm::frame_looping) {
+      frame_looping(p, state, s, h);
+    } else {
+      label_looping(p, state, s, h);
+    }
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      // RNN-T never carries time: a chunk ends on a frame boundary. TDT carries the overshoot of the last jump.
+      state.time_jump[b] = rules_.tdt ? std::max(0, s.time[b] - p.lengths[static_cast<std::size_t>(b)]) : 0;
+      if (h.lengths[b] > 0) {
+        state.last_label[b] = h.tokens[b * h.capacity + h.lengths[b] - 1];
+      }
+      ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: hypothesis capacity exceeded for utterance ", b);
+    }
+    return hyps_.view(Device::cpu(), p.batch);
+  }
+
+  std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
+                                  StreamHandle) override {
+    return to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
+  }
+
+  void synchronize_and_check(StreamHandle) override {}
+  GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
+
+ private:
+  void reserve(std::int64_t batch, std::int64_t frames) {
+    limits_.max_batch = std::max(limits_.max_batch, batch);
+    limits_.max_frames = std::max(limits_.max_frames, frames);
+    const auto rows = static_cast<std::size_t>(limits_.max_batch);
+    for (auto* buffer : {&time_, &active_, &active_at_start_, &advance_, &label_, &label_time_, &label_duration_,
+                         &emit_, &symbols_on_frame_}) {
+      buffer->reserve_discard(rows);
+    }
+    label_score_.reserve_discard(rows);
+    label_confidence_.reserve_discard(rows);
+  }
+
+  GreedyStateRef state_ref(const GreedyProblem& p) {
+    return GreedyStateRef{p.lengths.data(),      time_.data(),         active_.data(),
+                          active_at_start_.data(), advance_.data(),    label_.data(),
+                          label_time_.data(),    label_duration_.data(), label_score_.data(),
+                          label_confidence_.data(), emit_.data(),      symbols_on_frame_.data()};
+  }
+
+  static bool any(const HostBuffer<std::int32_t>& flags, std::int64_t batch) {
+    return std::any_of(flags.data(), flags.data() + batch, [](std::int32_t f) { return f != 0; });
+  }
+
+  JointChoice evaluate(const GreedyProblem& p, const CpuStream& state, std::int64_t b, std::int32_t frame) {
+    return joint_.evaluate(p.enc, b, frame, state.dec.data() + b * model_.joint_hidden(), config_.check_values);
+  }
+
+  // The joint at the utterance's current frame, or WIND's first non-blank over the window (evaluated in order
+  // and stopped at the first non-blank: the same choice as evaluating the whole window).
+  JointChoice choose(const GreedyProblem& p, const CpuStream& state, std::int64_t b) {
+    const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
+    const std::int32_t frame = safe_frame(time_[b], length);
+    const std::int32_t window = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
+    const std::int32_t last = length > 0 ? length - 1 : 0;
+    JointChoice choice{};
+    for (std::int32_t w = 0; w < window; ++w) {
+      choice = evaluate(p, state, b, std::min(frame + w, last));
+      choice.offset = w;
+      if (choice.label != rules_.blank) break;
+    }
+    return choice;
+  }
+
+  void label_looping(const GreedyProblem& p, CpuStream& state, const GreedyStateRef& s, const HypsRef& h) {
+    const std::int64_t B = p.batch;
+    for (std::int64_t b = 0; b < B; ++b) {
+      label_looping_begin(s, b, state.time_jump[b]);
+    }
+    while (any(active_, B)) {
+      for (std::int64_t b = 0; b < B; ++b) {
+        const JointChoice choice = active_[b] ? choose(p, state, b) : JointChoice{};
+        label_looping_first(s, rules_, b, choice);
+      }
+      while (any(advance_, B)) {
+        for (std::int64_t b = 0; b < B; ++b) {
+          if (advance_[b]) {
+            label_looping_inner(s, rules_, b, choose(p, state, b));
+          }
+        }
+      }
+      for (std::int64_t b = 0; b < B; ++b) {
+        label_looping_store(s, rules_, h, b);
+      }
+      session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
+      for (std::int64_t b = 0; b < B; ++b) {
+        label_looping_finish(s, rules_, h, b);
+      }
+    }
+  }
+
+  void frame_looping(const GreedyProblem& p, CpuStream& state, const GreedyStateRef& s, const HypsRef& h) {
+    const std::int64_t B = p.batch;
+    for (std::int64_t b = 0; b < B; ++b) {
+      frame_looping_begin(s, b, state.time_jump[b]);
+    }
+    for (std::int32_t frame = 0; any(active_, B); ++frame) {
+      for (std::int64_t b = 0; b < B; ++b) {
+        frame_looping_enter(s, b, frame);
+      }
+      while (any(advance_, B)) {
+        for (std::int64_t b = 0; b < B; ++b) {
+          const JointChoice choice = advance_[b] ? evaluate(p, state, b, time_[b]) : JointChoice{};
+          frame_looping_step(s, rules_, h, b, choice);
+        }
+        session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
+      }
+    }
+  }
+
+  TransducerModel model_;
+  TransducerGreedyConfig config_;
+  GreedyRules rules_;
+  BatchLimits limits_;
+  std::unique_ptr<PredictorSession> session_;
+  JointCpu joint_;
+  BatchedHyps<MemoryKind::host> hyps_;
+  HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
+      symbols_on_frame_;
+  HostBuffer<float> label_score_, label_confidence_;
+};
+
+}  // namespace
+
+std::unique_ptr<GreedyBackend> make_greedy_cpu(const TransducerModel& model, const TransducerGreedyConfig& config,
+                                               BatchLimits limits) {
+  return std::make_unique<GreedyCpu>(model, config, limits);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,201 @@
+#include "asrdec/transducer/greedy_decoder.hpp"
+
+#include <cstring>
+
+#include "asrdec/core/error.hpp"
+#include "transducer/greedy_backend.hpp"
+
+#if ASRDEC_WITH_CUDA
+#include "cuda/check.hpp"
+#endif
+
+namespace asrdec {
+
+const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept {
+  switch (algorithm) {
+    case TransducerGreedyAlgorithm::frame_looping:
+      return "frame-looping";
+    case TransducerGreedyAlgorithm::label_looping:
+      return "label-looping";
+    case TransducerGreedyAlgorithm::wind:
+      return "wind";
+  }
+  return "unknown";
+}
+
+TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name) {
+  if (name == "frame-looping" || name == "frame_looping") return TransducerGreedyAlgorithm::frame_looping;
+  if (name == "label-looping" || name == "label_looping") return TransducerGreedyAlgorithm::label_looping;
+  if (name == "wind") return TransducerGreedyAlgorithm::wind;
+  throw InvalidArgument(
+      detail::concat("unknown greedy algorithm '", name, "': expected frame-looping, label-looping or wind"));
+}
+
+void TransducerGreedyConfig::validate() const {
+  ASRDEC_CHECK_ARG(window >= 1, "TransducerGreedyConfig.window must be at least 1, got ", window);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerGreedyConfig.max_symbols_per_frame must be at least 1, got ",
+                   max_symbols_per_frame);
+}
+
+std::string TransducerGreedyConfig::to_string() const {
+  return detail::concat("TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
+                        ", max_symbols_per_frame=", max_symbols_per_frame, ", graph_mode=", asrdec::to_string(graph_mode),
+                        ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace detail {
+
+GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config) {
+  return GreedyRules{model.blank_id(), config.max_symbols_per_frame, model.type() == TransducerType::tdt};
+}
+
+GreedyProblem make_greedy_problem(const TransducerModel& model, const TensorView& enc_proj, const TensorView& lengths,
+                                  StreamHandle stream) {
+  TensorCheck(enc_proj, "enc_proj")
+      .ndim(3, "[B, T, J]")
+      .dtype_one_of({DType::f32, DType::f16, DType::bf16})
+      .device(model.device())
+      .dim(2, model.joint_hidden(), "J, the joint hidden size of the model")
+      .not_null()
+      .non_negative_strides();
+  GreedyProblem p;
+  p.enc_proj = enc_proj;
+  p.batch = enc_proj.size(0);
+  p.frames = enc_proj.size(1);
+  ASRDEC_CHECK_ARG(p.frames < (std::int64_t{1} << 30) && p.batch < (std::int64_t{1} << 30),
+                   "enc_proj: too many utterances or frames in one call ", enc_proj.shape_string());
+  p.enc = EncodedView{enc_proj.data(), enc_proj.dtype(), enc_proj.stride(0), enc_proj.stride(1), enc_proj.stride(2)};
+  TensorCheck(lengths, "lengths")
+      .ndim(1, "[B]")
+      .dtype_one_of({DType::i32, DType::i64})
+      .dim(0, p.batch, "the batch size B of enc_proj")
+      .not_null()
+      .non_negative_strides();
+  ASRDEC_CHECK_ARG(lengths.device().is_cpu() || lengths.device() == model.device(), "lengths: expected data on cpu or ",
+                   model.device().to_string(), ", got ", lengths.device().to_string());
+  std::vector<std::int64_t> raw(static_cast<std::size_t>(p.batch));
+  const std::int64_t stride = p.batch > 0 ? lengths.stride(0) : 1;
+  const std::size_t element = dtype_size(lengths.dtype());
+  if (lengths.device().is_cpu()) {
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      raw[static_cast<std::size_t>(b)] = lengths.dtype() == DType::i32
+                                             ? static_cast<const std::int32_t*>(lengths.data())[b * stride]
+                                             : static_cast<const std::int64_t*>(lengths.data())[b * stride];
+    }
+  } else {
+#if ASRDEC_WITH_CUDA
+    // Device lengths are read back once: the host needs them to size and validate the decode.
+    std::vector<std::byte> host(static_cast<std::size_t>(p.batch) * element);
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      copy_bytes_async(host.data() + b * element, Device::cpu(),
+                       static_cast<const std::byte*>(lengths.data()) + b * stride * static_cast<std::int64_t>(element),
+                       lengths.device(), element, stream);
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      std::int64_t value = 0;
+      if (element == 4) {
+        std::int32_t v32;
+        std::memcpy(&v32, host.data() + b * 4, 4);
+        value = v32;
+      } else {
+        std::memcpy(&value, host.data() + b * 8, 8);
+      }
+      raw[static_cast<std::size_t>(b)] = value;
+    }
+#else
+    (void)stream;
+    (void)element;
+#endif
+  }
+  p.lengths.resize(raw.size());
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t length = raw[static_cast<std::size_t>(b)];
+    ASRDEC_CHECK_ARG(length >= 0 && length <= p.frames, "lengths[", b, "] = ", length, " is outside [0, ", p.frames,
+                     "] (T, the frames of enc_proj)");
+    p.lengths[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(length);
+  }
+  return p;
+}
+
+}  // namespace detail
+
+TransducerStream::TransducerStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TransducerStream::~TransducerStream() = default;
+TransducerStream::TransducerStream(TransducerStream&&) noexcept = default;
+TransducerStream& TransducerStream::operator=(TransducerStream&&) noexcept = default;
+std::int64_t TransducerStream::batch() const noexcept { return impl_->batch; }
+std::vector<std::int64_t> TransducerStream::frames_decoded() const { return impl_->frames_decoded; }
+
+struct TransducerGreedyDecoder::Impl {
+  TransducerModel model;
+  TransducerGreedyConfig config;
+  std::unique_ptr<detail::GreedyBackend> backend;
+  std::unique_ptr<TransducerStream::Impl> scratch;  // the state of decode()/decode_async()
+};
+
+TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, TransducerGreedyConfig config,
+                                                 BatchLimits limits)
+    : impl_(std::make_unique<Impl>(Impl{model, config, nullptr, nullptr})) {
+  config.validate();
+  limits.validate();
+  ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
+                 Unsupported, "WIND greedy decoding is defined for RNN-T models; this model is TDT");
+  if (model.device().is_cpu()) {
+    impl_->backend = detail::make_greedy_cpu(model, config, limits);
+  } else {
+#if ASRDEC_WITH_CUDA
+    impl_->backend = detail::make_greedy_cuda(model, config, limits);
+#else
+    throw Unsupported(cuda_info().reason);
+#endif
+  }
+}
+
+TransducerGreedyDecoder::~TransducerGreedyDecoder() = default;
+TransducerGreedyDecoder::TransducerGreedyDecoder(TransducerGreedyDecoder&&) noexcept = default;
+TransducerGreedyDecoder& TransducerGreedyDecoder::operator=(TransducerGreedyDecoder&&) noexcept = default;
+
+BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj, const TensorView& lengths,
+                                                      StreamHandle stream) {
+  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
+  impl_->scratch = impl_->backend->start(problem.batch, stream);
+  return impl_->backend->decode_chunk(problem, *impl_->scratch, stream);
+}
+
+std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
+                                                        StreamHandle stream) {
+  const BatchedHypsView view = decode_async(enc_proj, lengths, stream);
+  return impl_->backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true,
+                                 stream);
+}
+
+void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {
+  impl_->backend->synchronize_and_check(stream);
+}
+
+TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, StreamHandle stream) {
+  ASRDEC_CHECK_ARG(batch >= 0, "start_stream: batch must not be negative, got ", batch);
+  return TransducerStream(impl_->backend->start(batch, stream));
+}
+
+std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
+                                                              const TensorView& chunk_lengths, StreamHandle stream) {
+  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_chunk, chunk_lengths, stream);
+  ASRDEC_CHECK_ARG(problem.batch == state.batch(), "enc_chunk holds ", problem.batch,
+                   " utterances but the stream was started for ", state.batch());
+  const std::vector<std::int64_t> offsets = state.impl().frames_decoded;
+  const BatchedHypsView view = impl_->backend->decode_chunk(problem, state.impl(), stream);
+  std::vector<Hypothesis> out = impl_->backend->collect(view, offsets, false, stream);
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    state.impl().frames_decoded[static_cast<std::size_t>(b)] += problem.lengths[static_cast<std::size_t>(b)];
+  }
+  return out;
+}
+
+const TransducerModel& TransducerGreedyDecoder::model() const noexcept { return impl_->model; }
+const TransducerGreedyConfig& TransducerGreedyDecoder::config() const noexcept { return impl_->config; }
+Device TransducerGreedyDecoder::device() const noexcept { return impl_->model.device(); }
+GraphMode TransducerGreedyDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
+
+}  // namespace asrdec

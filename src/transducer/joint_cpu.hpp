@@ -1,0 +1,34 @@
+#pragma once
+// Internal: evaluating the joint for one (utterance, frame) on the CPU and choosing the label.
+
+#include <vector>
+
+#include "asrdec/detail/transducer_step.hpp"
+#include "transducer/joint_impl.hpp"
+
+namespace asrdec::detail {
+
+/** Where enc_proj is and how to read it ([B, T, J], any float dtype, element strides). */
+struct EncodedView {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  std::int64_t stride_b = 0, stride_t = 0, stride_j = 0;
+};
+
+class JointCpu {
+ public:
+  JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations);
+
+  /** Joint of utterance b at `frame` with predictor output `dec` ([J]). Throws InvalidArgument for a NaN or
+   *  infinite enc_proj value when `check_values`. */
+  JointChoice evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
+                       bool check_values);
+
+ private:
+  const TransducerJoint::Impl& joint_;
+  std::int64_t token_columns_;
+  const std::vector<std::int32_t>& durations_;
+  std::vector<float> hidden_;
+};
+
+}  // namespace asrdec::detail

@@ -1,0 +1,246 @@
+#include "transducer/random_transducer.hpp"
+
+namespace asrdec {
+namespace {
+
+using testing::expect_same_hypotheses;
+using testing::make_random_transducer;
+using testing::random_encoded;
+using testing::random_spec;
+
+struct GreedyCase {
+  bool cuda;
+  GraphMode mode;
+};
+
+void PrintTo(const GreedyCase& c, std::ostream* out) {
+  *out << (c.cuda ? "cuda/" : "cpu/") << to_string(c.mode);
+}
+
+std::string case_name(const ::testing::TestParamInfo<GreedyCase>& info) {
+  return info.param.cuda ? std::string("CUDA_") + to_string(info.param.mode) : std::string("cpu");
+}
+
+std::vector<GreedyCase> all_cases() {
+  std::vector<GreedyCase> cases = {{false, GraphMode::eager}};
+  for (GraphMode mode : {GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
+    cases.push_back({true, mode});
+  }
+  return cases;
+}
+
+class TransducerGreedy : public ::testing::TestWithParam<GreedyCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().cuda) {
+      ASRDEC_SKIP_WITHOUT_CUDA();
+      device_ = Device::cuda(0);
+    }
+  }
+  // CPU results must equal the oracle exactly; CUDA ones within float tolerance (different summation order).
+  double tolerance() const { return GetParam().cuda ? 1e-4 : 0.0; }
+
+  struct Placed {
+    DeviceBuffer<std::byte> buffer;
+    TensorView view;
+  };
+  Placed place(const testing::RandomEncoded& e) const {
+    if (device_.is_cpu() || e.values.empty()) {
+      return Placed{{}, TensorView(e.values.data(), DType::f32, {e.batch, e.frames, e.hidden}, device_)};
+    }
+    Placed p{testing::to_device(e.values.data(), e.values.size() * 4, device_), {}};
+    p.view = TensorView(p.buffer.data(), DType::f32, {e.batch, e.frames, e.hidden}, device_);
+    return p;
+  }
+
+  Device device_;
+};
+
+// The acceptance check: every algorithm equals the per-utterance oracle on thousands of random utterances of
+// random models (ties, max_symbols hits, TDT duration 0 at the last frame, lengths 0 and 1 included).
+TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const int cases = GetParam().cuda ? 60 : 400;
+  std::int64_t utterances = 0, labels = 0, capped = 0;
+  for (int i = 0; i < cases; ++i) {
+    const testing::RandomTransducerSpec spec = random_spec(rng);
+    const testing::RandomTransducer random = make_random_transducer(spec, rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device_);
+    const testing::RandomEncoded e = random_encoded(rng, spec, 10, 24);
+    const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
+    utterances += e.batch;
+    for (const auto& h : want) {
+      labels += static_cast<std::int64_t>(h.tokens.size());
+      for (std::size_t k = 0; max_symbols > 1 && k + static_cast<std::size_t>(max_symbols) <= h.timestamps.size(); ++k) {
+        capped += h.timestamps[k] == h.timestamps[k + static_cast<std::size_t>(max_symbols) - 1] ? 1 : 0;
+      }
+    }
+    const Placed enc = place(e);
+    std::vector<std::pair<TransducerGreedyAlgorithm, std::int32_t>> algorithms = {
+        {TransducerGreedyAlgorithm::frame_looping, 1}, {TransducerGreedyAlgorithm::label_looping, 1}};
+    if (!spec.tdt) {
+      for (std::int32_t w : {1, 2, 3, 8}) algorithms.push_back({TransducerGreedyAlgorithm::wind, w});
+    }
+    for (const auto& [algorithm, window] : algorithms) {
+      TransducerGreedyConfig config;
+      config.algorithm = algorithm;
+      config.window = window;
+      config.max_symbols_per_frame = max_symbols;
+      config.graph_mode = GetParam().mode;
+      TransducerGreedyDecoder decoder(model, config, BatchLimits{3, 5});  // small: buffers grow during the test
+      expect_same_hypotheses(decoder.decode(enc.view, e.lens()), want, tolerance(),
+                             std::string(to_string(algorithm)) + " W=" + std::to_string(window));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  if (!GetParam().cuda) {
+    EXPECT_GE(utterances, 2000) << "the acceptance bar is 2000 random utterances";
+  }
+  EXPECT_GT(capped, 0) << "no case reached max_symbols; the generator lost its edge cases";
+  std::printf("%lld utterances, %lld labels, %lld max_symbols runs\n", static_cast<long long>(utterances),
+              static_cast<long long>(labels), static_cast<long long>(capped));
+}
+
+// Chunked decoding with the stream state gives exactly the whole-utterance output.
+TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const int cases = GetParam().cuda ? 12 : 60;
+  for (int i = 0; i < cases; ++i) {
+    const testing::RandomTransducerSpec spec = random_spec(rng);
+    const testing::RandomTransducer random = make_random_transducer(spec, rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
+    const TransducerModel model = random.build(device_);
+    const testing::RandomEncoded e = random_encoded(rng, spec, 6, 40);
+    TransducerGreedyConfig config;
+    config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+    config.graph_mode = GetParam().mode;
+    std::vector<TransducerGreedyAlgorithm> algorithms = {TransducerGreedyAlgorithm::label_looping,
+                                                         TransducerGreedyAlgorithm::frame_looping};
+    if (!spec.tdt) algorithms.push_back(TransducerGreedyAlgorithm::wind);
+    for (TransducerGreedyAlgorithm algorithm : algorithms) {
+      config.algorithm = algorithm;
+      config.window = 4;
+      TransducerGreedyDecoder decoder(model, config);
+      const Placed whole_enc = place(e);
+      const auto whole = decoder.decode(whole_enc.view, e.lens());
+      for (int chunk : {1, 3, 17, 0}) {  // 0: random chunk sizes
+        SCOPED_TRACE(std::string(to_string(algorithm)) + ", chunk " + std::to_string(chunk));
+        TransducerStream stream = decoder.start_stream(e.batch);
+        std::vector<Hypothesis> joined(static_cast<std::size_t>(e.batch));
+        for (std::int64_t start = 0; start < e.frames || start == 0;) {
+          const std::int64_t size =
+              chunk > 0 ? chunk : std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
+          const std::int64_t frames = std::min(size, std::max<std::int64_t>(e.frames - start, 0));
+          testing::RandomEncoded piece;
+          piece.batch = e.batch, piece.frames = frames, piece.hidden = e.hidden;
+          for (std::int64_t b = 0; b < e.batch; ++b) {
+            for (std::int64_t t = start; t < start + frames; ++t) {
+              const auto* row = e.values.data() + (b * e.frames + t) * e.hidden;
+              piece.values.insert(piece.values.end(), row, row + e.hidden);
+            }
+            const std::int64_t remaining = std::max<std::int64_t>(e.lengths[b] - start, 0);
+            piece.lengths.push_back(static_cast<std::int32_t>(std::min(remaining, frames)));
+          }
+          const Placed enc = place(piece);
+          const auto part = decoder.decode_chunk(stream, enc.view, piece.lens());
+          for (std::int64_t b = 0; b < e.batch; ++b) {
+            Hypothesis& h = joined[b];
+            const Hypothesis& p = part[b];
+            EXPECT_FALSE(p.is_final);
+            h.tokens.insert(h.tokens.end(), p.tokens.begin(), p.tokens.end());
+            h.timestamps.insert(h.timestamps.end(), p.timestamps.begin(), p.timestamps.end());
+            h.durations.insert(h.durations.end(), p.durations.begin(), p.durations.end());
+            h.token_scores.insert(h.token_scores.end(), p.token_scores.begin(), p.token_scores.end());
+            h.token_confidences.insert(h.token_confidences.end(), p.token_confidences.begin(),
+                                       p.token_confidences.end());
+            h.score += p.score;
+          }
+          start += std::max<std::int64_t>(frames, 1);
+        }
+        expect_same_hypotheses(joined, whole, 1e-5, "chunked");
+        if (::testing::Test::HasFatalFailure()) return;
+        const std::vector<std::int64_t> decoded = stream.frames_decoded();
+        for (std::int64_t b = 0; b < e.batch; ++b) EXPECT_EQ(decoded[b], e.lengths[b]);
+      }
+    }
+  }
+}
+
+TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
+  std::mt19937_64 rng(7);
+  testing::RandomTransducerSpec spec;
+  spec.vocab = 5, spec.joint = 4, spec.hidden = 3;
+  const testing::RandomTransducer random = make_random_transducer(spec, rng);
+  const TransducerModel model = random.build(device_);
+  TransducerGreedyDecoder decoder(model);
+  std::vector<float> values(2 * 6 * 4, 0.25f);
+  const Placed good = place(testing::RandomEncoded{2, 6, 4, values, {6, 2}});
+  std::int32_t lengths[2] = {6, 2};
+  EXPECT_EQ(decoder.decode(good.view, TensorView(lengths, DType::i32, {2})).size(), 2u);
+
+  std::int32_t too_long[2] = {7, 1};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(good.view, TensorView(too_long, DType::i32, {2})), InvalidArgument,
+                          "lengths[0] = 7 is outside [0, 6] (T, the frames of enc_proj)");
+  std::int32_t negative[2] = {1, -3};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(good.view, TensorView(negative, DType::i32, {2})), InvalidArgument,
+                          "lengths[1] = -3 is outside [0, 6]");
+  std::vector<float> wide(2 * 6 * 5, 0.25f);
+  const Placed wrong_j = place(testing::RandomEncoded{2, 6, 5, wide, {6, 2}});
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(wrong_j.view, TensorView(lengths, DType::i32, {2})), InvalidArgument,
+                          "enc_proj: dimension 2 must be 4 (J, the joint hidden size of the model), got 5");
+  std::vector<std::int32_t> ints(48, 0);
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(TensorView(ints.data(), DType::i32, {2, 6, 4}, device_),
+                                         TensorView(lengths, DType::i32, {2})),
+                          InvalidArgument, "enc_proj: expected dtype float32, float16 or bfloat16, got int32");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(good.view, TensorView(lengths, DType::i32, {1})), InvalidArgument,
+                          "lengths: dimension 0 must be 2 (the batch size B of enc_proj)");
+  std::vector<float> with_nan = values;
+  with_nan[(1 * 6 + 1) * 4 + 2] = std::numeric_limits<float>::quiet_NaN();
+  const Placed nan = place(testing::RandomEncoded{2, 6, 4, with_nan, {6, 2}});
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(nan.view, TensorView(lengths, DType::i32, {2})), InvalidArgument,
+                          "enc_proj[1, 1, 2] is NaN");
+  // NaN beyond a length is never read.
+  std::int32_t short_lengths[2] = {6, 1};
+  EXPECT_NO_THROW(decoder.decode(nan.view, TensorView(short_lengths, DType::i32, {2})));
+
+  TransducerGreedyConfig bad;
+  bad.max_symbols_per_frame = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument,
+                          "max_symbols_per_frame must be at least 1, got 0");
+  bad = {};
+  bad.window = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument, "window must be at least 1, got 0");
+  spec.tdt = true;
+  std::mt19937_64 rng2(8);
+  const testing::RandomTransducer tdt = make_random_transducer(spec, rng2);
+  bad = {};
+  bad.algorithm = TransducerGreedyAlgorithm::wind;
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(tdt.build(device_), bad), Unsupported,
+                          "WIND greedy decoding is defined for RNN-T models; this model is TDT");
+  TransducerStream stream = decoder.start_stream(3);
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, good.view, TensorView(lengths, DType::i32, {2})),
+                          InvalidArgument, "enc_chunk holds 2 utterances but the stream was started for 3");
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, TransducerGreedy, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(TransducerGreedyConfig, ParsesAndPrints) {
+  EXPECT_EQ(parse_greedy_algorithm("label-looping"), TransducerGreedyAlgorithm::label_looping);
+  EXPECT_EQ(parse_greedy_algorithm("frame_looping"), TransducerGreedyAlgorithm::frame_looping);
+  EXPECT_EQ(parse_greedy_algorithm("wind"), TransducerGreedyAlgorithm::wind);
+  ASRDEC_EXPECT_THROW_MSG(parse_greedy_algorithm("beam"), InvalidArgument,
+                          "unknown greedy algorithm 'beam': expected frame-looping, label-looping or wind");
+  EXPECT_EQ(TransducerGreedyConfig{}.to_string(),
+            "TransducerGreedyConfig{algorithm=label-looping, window=8, max_symbols_per_frame=10, graph_mode=auto, "
+            "check_values=true}");
+}
+
+}  // namespace
+}  // namespace asrdec

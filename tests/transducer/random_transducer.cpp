@@ -1,0 +1,142 @@
+#include "transducer/random_transducer.hpp"
+
+#include <sstream>
+
+namespace asrdec::testing {
+namespace {
+
+float sample(std::mt19937_64& rng, bool quantised, float scale) {
+  if (quantised) {
+    return static_cast<float>(std::uniform_int_distribution<int>(-16, 16)(rng)) / 16.0f;
+  }
+  return std::normal_distribution<float>(0.0f, scale)(rng);
+}
+
+}  // namespace
+
+std::string RandomTransducerSpec::describe() const {
+  std::ostringstream out;
+  out << (tdt ? "tdt" : "rnnt") << (stateless ? " stateless(C=" + std::to_string(context) + (layer_norm ? ",ln)" : ")")
+                                                 : " lstm(L=" + std::to_string(layers) + ")")
+      << (quantised ? " quantised" : "") << " V=" << vocab << " J=" << joint << " P=" << hidden << " blank=" << blank
+      << " act=" << static_cast<int>(activation) << " dtype=" << dtype_name(dtype) << " bias=" << bias_mode;
+  return out.str();
+}
+
+RandomTransducerSpec random_spec(std::mt19937_64& rng) {
+  const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  RandomTransducerSpec s;
+  s.tdt = uniform(0, 1) == 1;
+  s.stateless = uniform(0, 2) == 0;
+  s.quantised = s.stateless && uniform(0, 1) == 1;
+  s.vocab = uniform(2, 12);
+  s.joint = uniform(2, 12);
+  s.hidden = uniform(2, 10);
+  s.layers = uniform(1, 2);
+  s.context = uniform(1, 3);
+  s.layer_norm = !s.quantised && uniform(0, 1) == 1;
+  s.blank = uniform(0, 3) == 0 ? uniform(0, static_cast<int>(s.vocab)) : static_cast<std::int32_t>(s.vocab);
+  if (uniform(0, 2) == 0) s.durations = {0, 1, 2};
+  if (uniform(0, 3) == 0) s.durations = {1, 2, 4};
+  // Quantised models stay exact only with relu (tanh and sigmoid round).
+  s.activation = s.quantised ? JointActivation::relu : static_cast<JointActivation>(uniform(0, 2));
+  s.dtype = s.quantised ? DType::f32 : static_cast<DType>(uniform(0, 2));
+  const char* modes[] = {"none", "none", "token", "blank", "zero_duration"};
+  s.bias_mode = modes[uniform(0, 4)];
+  return s;
+}
+
+RandomTransducer make_random_transducer(const RandomTransducerSpec& spec, std::mt19937_64& rng) {
+  RandomTransducer m;
+  m.spec = spec;
+  if (m.spec.blank < 0) m.spec.blank = static_cast<std::int32_t>(spec.vocab);
+  const std::int64_t V = spec.vocab, J = spec.joint, P = spec.hidden;
+  const std::int64_t D = spec.tdt ? static_cast<std::int64_t>(spec.durations.size()) : 0;
+  const std::int64_t outputs = V + 1 + D;
+  const auto tensor = [&](std::initializer_list<std::int64_t> shape, float scale) -> TensorView {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (auto& v : values) v = sample(rng, spec.quantised, scale);
+    m.storage.push_back(std::move(values));
+    return TensorView(m.storage.back().data(), DType::f32, shape);
+  };
+  m.storage.reserve(64);  // views point into the storage vectors; no reallocation of the outer vector
+  m.out_weight = tensor({outputs, J}, 1.0f);
+  m.out_bias = tensor({outputs}, 0.5f);
+  float* bias = m.storage.back().data();
+  if (spec.bias_mode == "token") bias[(m.spec.blank + 1) % (V + 1)] += spec.quantised ? 4.0f : 6.0f;
+  if (spec.bias_mode == "blank") bias[m.spec.blank] += spec.quantised ? 2.0f : 3.0f;
+  if (spec.bias_mode == "zero_duration" && D > 0) bias[V + 1] += 6.0f;
+  if (spec.stateless) {
+    std::int64_t width = 0;
+    for (std::int64_t i = 0; i < spec.context; ++i) {
+      const std::int64_t w = i == 0 ? P : std::max<std::int64_t>(1, P / 2);
+      m.stateless.embeddings.push_back(tensor({V + 1, w}, 1.0f));
+      width += w;
+    }
+    m.stateless.layer_norm = spec.layer_norm;
+    m.stateless.projection_weight = tensor({J, width}, spec.quantised ? 1.0f : 0.7f);
+    m.stateless.projection_bias = tensor({J}, 0.3f);
+  } else {
+    m.lstm.embedding = tensor({V + 1, P}, 1.0f);
+    for (std::int64_t l = 0; l < spec.layers; ++l) {
+      m.lstm.weight_ih.push_back(tensor({4 * P, P}, 0.8f));
+      m.lstm.weight_hh.push_back(tensor({4 * P, P}, 0.8f));
+      m.lstm.bias_ih.push_back(tensor({4 * P}, 0.3f));
+      m.lstm.bias_hh.push_back(tensor({4 * P}, 0.3f));
+    }
+    m.lstm.projection_weight = tensor({J, P}, 1.5f);
+    m.lstm.projection_bias = tensor({J}, 0.3f);
+  }
+  return m;
+}
+
+TransducerModel RandomTransducer::build(Device device) const {
+  auto joint = std::make_shared<const TransducerJoint>(out_weight, out_bias, spec.activation, spec.dtype, device);
+  std::shared_ptr<TransducerPredictor> predictor =
+      spec.stateless ? make_stateless_predictor(stateless, spec.blank, spec.dtype, device)
+                     : make_lstm_predictor(lstm, spec.blank, spec.dtype, device);
+  return TransducerModel(joint, predictor, spec.vocab, spec.blank,
+                         spec.tdt ? spec.durations : std::vector<std::int32_t>{});
+}
+
+RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& spec, std::int64_t max_batch,
+                             std::int64_t max_frames) {
+  const auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  RandomEncoded e;
+  e.batch = uniform(1, max_batch);
+  e.frames = uniform(0, max_frames);
+  e.hidden = spec.joint;
+  e.values.resize(static_cast<std::size_t>(e.batch * e.frames * e.hidden));
+  for (auto& v : e.values) v = sample(rng, spec.quantised, 1.0f);
+  for (std::int64_t b = 0; b < e.batch; ++b) {
+    const std::int64_t pick = uniform(0, 7);
+    e.lengths.push_back(static_cast<std::int32_t>(pick == 0 ? 0 : pick == 1 ? std::min<std::int64_t>(1, e.frames)
+                                                  : pick == 2 ? e.frames
+                                                              : uniform(0, e.frames)));
+  }
+  return e;
+}
+
+void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want, double tolerance,
+                            const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t b = 0; b < got.size(); ++b) {
+    SCOPED_TRACE(what + ", utterance " + std::to_string(b));
+    ASSERT_EQ(got[b].tokens, want[b].tokens);
+    ASSERT_EQ(got[b].timestamps, want[b].timestamps);
+    ASSERT_EQ(got[b].durations, want[b].durations);
+    ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());
+    for (std::size_t i = 0; i < got[b].token_scores.size(); ++i) {
+      ASSERT_NEAR(got[b].token_scores[i], want[b].token_scores[i],
+                  std::max(1e-5, tolerance * std::fabs(want[b].token_scores[i])));
+      ASSERT_NEAR(got[b].token_confidences[i], want[b].token_confidences[i], std::max(1e-5, tolerance));
+    }
+    ASSERT_NEAR(got[b].score, want[b].score, std::max(1e-4, tolerance * std::fabs(want[b].score)));
+  }
+}
+
+}  // namespace asrdec::testing

@@ -1,0 +1,66 @@
+#pragma once
+// Random transducer models and inputs for the tests: LSTM or stateless predictors, RNN-T or TDT, any blank id,
+// activations, weight dtypes, and "quantised" models whose values are small multiples of 1/16 so that every
+// logit is exact in fp32 — exact ties then happen often and must be broken the same way everywhere.
+// Biases can make one token, the blank, or the zero duration dominate, to reach max_symbols and TDT edge cases.
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "asrdec/detail/float16.hpp"
+#include "support/test_support.hpp"
+
+namespace asrdec::testing {
+
+struct RandomTransducerSpec {
+  bool tdt = false;
+  bool stateless = false;
+  bool quantised = false;
+  std::int64_t vocab = 8;  // V
+  std::int64_t joint = 8;  // J
+  std::int64_t hidden = 8; // P (LSTM) or embedding width (stateless)
+  std::int64_t layers = 1;
+  std::int64_t context = 2;
+  bool layer_norm = false;
+  std::int32_t blank = -1;  // -1: V
+  std::vector<std::int32_t> durations = {0, 1, 2, 3, 4};
+  JointActivation activation = JointActivation::relu;
+  DType dtype = DType::f32;
+  std::string bias_mode = "none";  // none | token | blank | zero_duration
+  std::string describe() const;
+};
+
+/** Host tensors of a model (kept alive for the TensorViews). */
+struct RandomTransducer {
+  RandomTransducerSpec spec;
+  std::vector<std::vector<float>> storage;
+  TensorView out_weight, out_bias;
+  LstmPredictorWeights lstm;
+  StatelessPredictorWeights stateless;
+
+  /** The model on `device`. */
+  TransducerModel build(Device device) const;
+};
+
+RandomTransducerSpec random_spec(std::mt19937_64& rng);
+RandomTransducer make_random_transducer(const RandomTransducerSpec& spec, std::mt19937_64& rng);
+
+/** enc_proj [B, T, J] float32 with per-utterance lengths (0, 1 and T included); quantised when the model is. */
+struct RandomEncoded {
+  std::int64_t batch = 0, frames = 0, hidden = 0;
+  std::vector<float> values;
+  std::vector<std::int32_t> lengths;
+  TensorView enc() const { return TensorView(values.data(), DType::f32, {batch, frames, hidden}); }
+  TensorView lens() const { return TensorView(lengths.data(), DType::i32, {batch}); }
+};
+
+RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& spec, std::int64_t max_batch,
+                             std::int64_t max_frames);
+
+/** Fails with a readable diff unless the two hypothesis lists have identical tokens, timestamps and durations,
+ *  and scores within `tolerance` (relative, at least absolute 1e-5). */
+void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
+                            double tolerance, const std::string& what);
+
+}  // namespace asrdec::testing

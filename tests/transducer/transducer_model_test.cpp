@@ -1,0 +1,148 @@
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "transducer/random_transducer.hpp"
+
+namespace asrdec {
+namespace {
+
+struct Expected {
+  std::vector<std::int32_t> tokens, timestamps, durations;
+  double score;
+};
+
+std::vector<Expected> load_expected(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Expected> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    Expected e{j.at("tokens").get<std::vector<std::int32_t>>(), j.at("timestamps").get<std::vector<std::int32_t>>(),
+               {}, j.at("score").get<double>()};
+    if (j.contains("durations")) e.durations = j.at("durations").get<std::vector<std::int32_t>>();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// The shipped samples were planted and checked by the generator's own NumPy decoder; the library must agree.
+void check_sample(const std::string& name, Device device, GraphMode mode) {
+  const std::string dir = testing::source_path("examples/data/" + name + "/");
+  const TransducerModel model = TransducerModel::load(dir + "model.safetensors", device);
+  EXPECT_EQ(model.type(), name == "tdt" ? TransducerType::tdt : TransducerType::rnnt);
+  EXPECT_EQ(model.vocab_size(), 256);
+  EXPECT_EQ(model.blank_id(), 256);
+  const NpyArray enc = read_npy(dir + "enc_proj.npy");
+  const NpyArray lengths = read_npy(dir + "lengths.npy");
+  const std::vector<Expected> expected = load_expected(dir + "expected_greedy.jsonl");
+  DeviceBuffer<std::byte> on_device;
+  TensorView input = enc.view();
+  if (device.is_cuda()) {
+    on_device = testing::to_device(enc.data(), enc.bytes(), device);
+    input = TensorView(on_device.data(), enc.dtype(), {enc.shape()[0], enc.shape()[1], enc.shape()[2]}, device);
+  }
+  std::vector<std::pair<TransducerGreedyAlgorithm, int>> algorithms = {{TransducerGreedyAlgorithm::frame_looping, 1},
+                                                                      {TransducerGreedyAlgorithm::label_looping, 1}};
+  if (name == "rnnt") algorithms.push_back({TransducerGreedyAlgorithm::wind, 8});
+  for (const auto& [algorithm, window] : algorithms) {
+    SCOPED_TRACE(std::string(to_string(algorithm)));
+    TransducerGreedyConfig config;
+    config.algorithm = algorithm;
+    config.window = window;
+    config.graph_mode = mode;
+    TransducerGreedyDecoder decoder(model, config);
+    const auto hyps = decoder.decode(input, lengths.view());
+    ASSERT_EQ(hyps.size(), expected.size());
+    for (std::size_t i = 0; i < hyps.size(); ++i) {
+      SCOPED_TRACE("utterance " + std::to_string(i));
+      EXPECT_EQ(hyps[i].tokens, expected[i].tokens);
+      EXPECT_EQ(hyps[i].timestamps, expected[i].timestamps);
+      EXPECT_EQ(hyps[i].durations, expected[i].durations);
+      EXPECT_NEAR(hyps[i].score, expected[i].score, 1e-3 * std::max(1.0, std::fabs(expected[i].score)));
+    }
+  }
+  if (device.is_cpu()) {
+    const auto reference = transducer_greedy_reference(model, input, lengths.view());
+    for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(reference[i].tokens, expected[i].tokens) << i;
+  }
+}
+
+TEST(TransducerSample, RnntMatchesTheGeneratorsDecoder) { check_sample("rnnt", Device::cpu(), GraphMode::eager); }
+TEST(TransducerSample, TdtMatchesTheGeneratorsDecoder) { check_sample("tdt", Device::cpu(), GraphMode::eager); }
+
+TEST(TransducerSampleCUDA, RnntAndTdtMatchTheGeneratorsDecoderInEveryGraphMode) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  for (GraphMode mode : {GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
+    SCOPED_TRACE(to_string(mode));
+    check_sample("rnnt", Device::cuda(0), mode);
+    check_sample("tdt", Device::cuda(0), mode);
+  }
+}
+
+// Writes a copy of the RNN-T sample model with one change, for the loader's error paths.
+std::string altered_model(const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+  const std::string source = testing::source_path("examples/data/rnnt/model.safetensors");
+  std::ifstream in(source, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::uint64_t size = 0;
+  for (int i = 0; i < 8; ++i) size |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, size));
+  change(header);
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const std::string path = testing::temp_path(name);
+  std::ofstream out(path, std::ios::binary);
+  const std::uint64_t new_size = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((new_size >> (8 * i)) & 0xff));
+  out << text << bytes.substr(8 + size);
+  return path;
+}
+
+TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
+  const auto load = [](const std::string& path) { return TransducerModel::load(path, Device::cpu()); };
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("format.st", [](auto& h) { h["__metadata__"]["asrdec.format"] = "x"; })),
+                          Unsupported, "model format 'x' is not supported (expected transducer-v1)");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("type.st", [](auto& h) { h["__metadata__"]["model_type"] = "ctc"; })),
+                          ParseError, "model_type 'ctc' is not rnnt or tdt");
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("vocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "300"; })), ParseError,
+      "joint has 257 outputs but vocab_size 300 + blank + 0 durations make 301");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("missing.st", [](auto& h) { h.erase("joint.pred.bias"); })), ParseError,
+                          "missing tensor 'joint.pred.bias'");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("noint.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "many"; })),
+                          ParseError, "metadata 'vocab_size' = 'many' is not an integer");
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("act.st", [](auto& h) { h["__metadata__"]["joint_activation"] = "gelu"; })), ParseError,
+      "joint_activation 'gelu' is not relu, tanh or sigmoid");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("durations.st", [](auto& h) { h["__metadata__"]["durations"] = "0,1"; })),
+                          ParseError, "model_type rnnt must not list durations");
+  // A shape that does not match: swap the two LSTM weight matrices' names.
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("shape.st",
+                                             [](auto& h) {
+                                               auto pred = h["joint.pred.weight"];
+                                               h["joint.pred.weight"] = h["joint.pred.bias"];
+                                               h["joint.pred.bias"] = pred;
+                                             })),
+                          ParseError, "joint.pred.weight: expected [J, P], got [64]");
+  ASRDEC_EXPECT_THROW_MSG(load(testing::temp_path("absent.safetensors")), Error, "cannot open for reading");
+}
+
+TEST(TransducerModel, PartsMustFitTogether) {
+  std::mt19937_64 rng(3);
+  testing::RandomTransducerSpec spec;
+  const testing::RandomTransducer random = make_random_transducer(spec, rng);
+  auto joint = std::make_shared<const TransducerJoint>(random.out_weight, random.out_bias, JointActivation::relu,
+                                                       DType::f32, Device::cpu());
+  auto predictor = make_lstm_predictor(random.lstm, 8, DType::f32, Device::cpu());
+  ASRDEC_EXPECT_THROW_MSG(TransducerModel(joint, predictor, 9, 9, {}), InvalidArgument,
+                          "joint has 9 outputs but vocab_size 9 + blank + 0 durations make 10");
+  ASRDEC_EXPECT_THROW_MSG(TransducerModel(joint, predictor, 8, 9, {}), InvalidArgument,
+                          "blank id 9 must be one of the V+1 = 9 token columns (0..8)");
+  const TransducerModel model(joint, predictor, 8, 8, {});
+  EXPECT_EQ(model.to_string(),
+            "TransducerModel{rnnt, V=8, blank=8, J=8, activation=relu, weights=float32, device=cpu}");
+}
+
+}  // namespace
+}  // namespace asrdec
