@@ -20,7 +20,10 @@ struct CpuStream final : TransducerStream::Impl {
 class GreedyCpu final : public GreedyBackend {
  public:
   GreedyCpu(const TransducerModel& model, const TransducerGreedyConfig& config, BatchLimits limits)
-      : model_(model), config_(config), rules_(rules_of(model, config)), limits_(limits),
+      : model_(model),
+        config_(config),
+        rules_(rules_of(model, config)),
+        limits_(limits),
         session_(model.predictor().start_session(limits.max_batch)),
         joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations()) {
     reserve(limits_.max_batch, limits_.max_frames);
@@ -96,10 +99,10 @@ class GreedyCpu final : public GreedyBackend {
   }
 
   GreedyStateRef state_ref(const GreedyProblem& p) {
-    return GreedyStateRef{p.lengths.data(),      time_.data(),         active_.data(),
-                          active_at_start_.data(), advance_.data(),    label_.data(),
-                          label_time_.data(),    label_duration_.data(), label_score_.data(),
-                          label_confidence_.data(), emit_.data(),      symbols_on_frame_.data()};
+    return GreedyStateRef{p.lengths.data(),         time_.data(),           active_.data(),
+                          active_at_start_.data(),  advance_.data(),        label_.data(),
+                          label_time_.data(),       label_duration_.data(), label_score_.data(),
+                          label_confidence_.data(), emit_.data(),           symbols_on_frame_.data()};
   }
 
   static bool any(const HostBuffer<std::int32_t>& flags, std::int64_t batch) {

@@ -39,7 +39,8 @@ void TransducerGreedyConfig::validate() const {
 
 std::string TransducerGreedyConfig::to_string() const {
   return detail::concat("TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
-                        ", max_symbols_per_frame=", max_symbols_per_frame, ", graph_mode=", asrdec::to_string(graph_mode),
+                        ", max_symbols_per_frame=", max_symbols_per_frame,
+                        ", graph_mode=", asrdec::to_string(graph_mode),
                         ", check_values=", check_values ? "true" : "false", "}");
 }
 

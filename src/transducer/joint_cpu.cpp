@@ -23,7 +23,9 @@ float read(const EncodedView& enc, std::int64_t offset) {
 
 JointCpu::JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns,
                    const std::vector<std::int32_t>& durations)
-    : joint_(joint), token_columns_(token_columns), durations_(durations),
+    : joint_(joint),
+      token_columns_(token_columns),
+      durations_(durations),
       hidden_(static_cast<std::size_t>(joint.hidden)) {}
 
 JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,

@@ -21,8 +21,7 @@ class JointCpu {
 
   /** Joint of utterance b at `frame` with predictor output `dec` ([J]). Throws InvalidArgument for a NaN or
    *  infinite enc_proj value when `check_values`. */
-  JointChoice evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
-                       bool check_values);
+  JointChoice evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, bool check_values);
 
  private:
   const TransducerJoint::Impl& joint_;

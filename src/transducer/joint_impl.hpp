@@ -15,8 +15,8 @@ struct TransducerJoint::Impl {
   JointActivation activation = JointActivation::relu;
   DType weight_dtype = DType::f32;
   Device device;
-  std::vector<float> host_weight;  // [outputs, hidden], CPU models
-  std::vector<float> host_bias;    // [outputs]
+  std::vector<float> host_weight;         // [outputs, hidden], CPU models
+  std::vector<float> host_bias;           // [outputs]
   DeviceBuffer<std::byte> device_weight;  // [outputs, hidden] in weight_dtype, CUDA models
   DeviceBuffer<float> device_bias;
 };

@@ -26,8 +26,8 @@ LstmHostWeights prepare_lstm(const LstmPredictorWeights& w, std::int32_t blank_i
   ASRDEC_CHECK_ARG(w.projection_weight.ndim() == 2, "joint.pred.weight: expected [J, P], got ",
                    w.projection_weight.shape_string());
   out.joint = w.projection_weight.size(0);
-  ASRDEC_CHECK_ARG(blank_id >= 0 && blank_id < out.vocab_rows, "blank id ", blank_id,
-                   " is outside the embedding's ", out.vocab_rows, " rows");
+  ASRDEC_CHECK_ARG(blank_id >= 0 && blank_id < out.vocab_rows, "blank id ", blank_id, " is outside the embedding's ",
+                   out.vocab_rows, " rows");
   expect_shape(w.embedding, "predictor.embedding.weight", {out.vocab_rows, embed});
   expect_shape(w.projection_weight, "joint.pred.weight", {out.joint, P});
   expect_shape(w.projection_bias, "joint.pred.bias", {out.joint});
@@ -87,7 +87,9 @@ namespace {
 class LstmCpuSession final : public PredictorSession {
  public:
   explicit LstmCpuSession(const LstmHostWeights& w)
-      : w_(w), gates_(static_cast<std::size_t>(4 * w.hidden)), input_(static_cast<std::size_t>(w.hidden)),
+      : w_(w),
+        gates_(static_cast<std::size_t>(4 * w.hidden)),
+        input_(static_cast<std::size_t>(w.hidden)),
         recurrent_(static_cast<std::size_t>(w.hidden)) {}
 
   void initial_state(float* state, std::int64_t batch, StreamHandle) override {

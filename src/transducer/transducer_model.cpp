@@ -93,7 +93,10 @@ std::vector<std::int32_t> parse_durations(const ModelFile& file, const std::stri
 TransducerModel::TransducerModel(std::shared_ptr<const TransducerJoint> joint,
                                  std::shared_ptr<TransducerPredictor> predictor, std::int64_t vocab_size,
                                  std::int32_t blank_id, std::vector<std::int32_t> durations)
-    : joint_(std::move(joint)), predictor_(std::move(predictor)), vocab_size_(vocab_size), blank_id_(blank_id),
+    : joint_(std::move(joint)),
+      predictor_(std::move(predictor)),
+      vocab_size_(vocab_size),
+      blank_id_(blank_id),
       durations_(std::move(durations)) {
   ASRDEC_CHECK_ARG(joint_ != nullptr && predictor_ != nullptr, "TransducerModel needs a joint and a predictor");
   ASRDEC_CHECK_ARG(vocab_size_ >= 1, "vocab_size must be positive, got ", vocab_size_);
@@ -132,7 +135,8 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
   const TensorView out_weight = file.tensor("joint.out.weight");
   const DType dtype = options.override_weight_dtype ? options.weight_dtype : out_weight.dtype();
   auto joint = file.build([&] {
-    return std::make_shared<const TransducerJoint>(out_weight, file.tensor("joint.out.bias"), activation, dtype, device);
+    return std::make_shared<const TransducerJoint>(out_weight, file.tensor("joint.out.bias"), activation, dtype,
+                                                   device);
   });
 
   const std::string kind = file.meta("predictor", "lstm");

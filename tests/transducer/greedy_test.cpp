@@ -13,9 +13,7 @@ struct GreedyCase {
   GraphMode mode;
 };
 
-void PrintTo(const GreedyCase& c, std::ostream* out) {
-  *out << (c.cuda ? "cuda/" : "cpu/") << to_string(c.mode);
-}
+void PrintTo(const GreedyCase& c, std::ostream* out) { *out << (c.cuda ? "cuda/" : "cpu/") << to_string(c.mode); }
 
 std::string case_name(const ::testing::TestParamInfo<GreedyCase>& info) {
   return info.param.cuda ? std::string("CUDA_") + to_string(info.param.mode) : std::string("cpu");
@@ -76,7 +74,8 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
     utterances += e.batch;
     for (const auto& h : want) {
       labels += static_cast<std::int64_t>(h.tokens.size());
-      for (std::size_t k = 0; max_symbols > 1 && k + static_cast<std::size_t>(max_symbols) <= h.timestamps.size(); ++k) {
+      for (std::size_t k = 0; max_symbols > 1 && k + static_cast<std::size_t>(max_symbols) <= h.timestamps.size();
+           ++k) {
         capped += h.timestamps[k] == h.timestamps[k + static_cast<std::size_t>(max_symbols) - 1] ? 1 : 0;
       }
     }
@@ -135,8 +134,7 @@ TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
         TransducerStream stream = decoder.start_stream(e.batch);
         std::vector<Hypothesis> joined(static_cast<std::size_t>(e.batch));
         for (std::int64_t start = 0; start < e.frames || start == 0;) {
-          const std::int64_t size =
-              chunk > 0 ? chunk : std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
+          const std::int64_t size = chunk > 0 ? chunk : std::uniform_int_distribution<std::int64_t>(1, 9)(rng);
           const std::int64_t frames = std::min(size, std::max<std::int64_t>(e.frames - start, 0));
           testing::RandomEncoded piece;
           piece.batch = e.batch, piece.frames = frames, piece.hidden = e.hidden;
@@ -196,9 +194,9 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(wrong_j.view, TensorView(lengths, DType::i32, {2})), InvalidArgument,
                           "enc_proj: dimension 2 must be 4 (J, the joint hidden size of the model), got 5");
   std::vector<std::int32_t> ints(48, 0);
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode(TensorView(ints.data(), DType::i32, {2, 6, 4}, device_),
-                                         TensorView(lengths, DType::i32, {2})),
-                          InvalidArgument, "enc_proj: expected dtype float32, float16 or bfloat16, got int32");
+  ASRDEC_EXPECT_THROW_MSG(
+      decoder.decode(TensorView(ints.data(), DType::i32, {2, 6, 4}, device_), TensorView(lengths, DType::i32, {2})),
+      InvalidArgument, "enc_proj: expected dtype float32, float16 or bfloat16, got int32");
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(good.view, TensorView(lengths, DType::i32, {1})), InvalidArgument,
                           "lengths: dimension 0 must be 2 (the batch size B of enc_proj)");
   std::vector<float> with_nan = values;

@@ -16,8 +16,9 @@ float sample(std::mt19937_64& rng, bool quantised, float scale) {
 
 std::string RandomTransducerSpec::describe() const {
   std::ostringstream out;
-  out << (tdt ? "tdt" : "rnnt") << (stateless ? " stateless(C=" + std::to_string(context) + (layer_norm ? ",ln)" : ")")
-                                                 : " lstm(L=" + std::to_string(layers) + ")")
+  out << (tdt ? "tdt" : "rnnt")
+      << (stateless ? " stateless(C=" + std::to_string(context) + (layer_norm ? ",ln)" : ")")
+                    : " lstm(L=" + std::to_string(layers) + ")")
       << (quantised ? " quantised" : "") << " V=" << vocab << " J=" << joint << " P=" << hidden << " blank=" << blank
       << " act=" << static_cast<int>(activation) << " dtype=" << dtype_name(dtype) << " bias=" << bias_mode;
   return out.str();
@@ -114,7 +115,8 @@ RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& s
   for (auto& v : e.values) v = sample(rng, spec.quantised, 1.0f);
   for (std::int64_t b = 0; b < e.batch; ++b) {
     const std::int64_t pick = uniform(0, 7);
-    e.lengths.push_back(static_cast<std::int32_t>(pick == 0 ? 0 : pick == 1 ? std::min<std::int64_t>(1, e.frames)
+    e.lengths.push_back(static_cast<std::int32_t>(pick == 0   ? 0
+                                                  : pick == 1 ? std::min<std::int64_t>(1, e.frames)
                                                   : pick == 2 ? e.frames
                                                               : uniform(0, e.frames)));
   }

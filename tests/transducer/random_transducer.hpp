@@ -17,9 +17,9 @@ struct RandomTransducerSpec {
   bool tdt = false;
   bool stateless = false;
   bool quantised = false;
-  std::int64_t vocab = 8;  // V
-  std::int64_t joint = 8;  // J
-  std::int64_t hidden = 8; // P (LSTM) or embedding width (stateless)
+  std::int64_t vocab = 8;   // V
+  std::int64_t joint = 8;   // J
+  std::int64_t hidden = 8;  // P (LSTM) or embedding width (stateless)
   std::int64_t layers = 1;
   std::int64_t context = 2;
   bool layer_norm = false;
@@ -60,7 +60,7 @@ RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& s
 
 /** Fails with a readable diff unless the two hypothesis lists have identical tokens, timestamps and durations,
  *  and scores within `tolerance` (relative, at least absolute 1e-5). */
-void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
-                            double tolerance, const std::string& what);
+void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want, double tolerance,
+                            const std::string& what);
 
 }  // namespace asrdec::testing

@@ -18,8 +18,10 @@ std::vector<Expected> load_expected(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line);
-    Expected e{j.at("tokens").get<std::vector<std::int32_t>>(), j.at("timestamps").get<std::vector<std::int32_t>>(),
-               {}, j.at("score").get<double>()};
+    Expected e{j.at("tokens").get<std::vector<std::int32_t>>(),
+               j.at("timestamps").get<std::vector<std::int32_t>>(),
+               {},
+               j.at("score").get<double>()};
     if (j.contains("durations")) e.durations = j.at("durations").get<std::vector<std::int32_t>>();
     out.push_back(std::move(e));
   }
@@ -43,7 +45,7 @@ void check_sample(const std::string& name, Device device, GraphMode mode) {
     input = TensorView(on_device.data(), enc.dtype(), {enc.shape()[0], enc.shape()[1], enc.shape()[2]}, device);
   }
   std::vector<std::pair<TransducerGreedyAlgorithm, int>> algorithms = {{TransducerGreedyAlgorithm::frame_looping, 1},
-                                                                      {TransducerGreedyAlgorithm::label_looping, 1}};
+                                                                       {TransducerGreedyAlgorithm::label_looping, 1}};
   if (name == "rnnt") algorithms.push_back({TransducerGreedyAlgorithm::wind, 8});
   for (const auto& [algorithm, window] : algorithms) {
     SCOPED_TRACE(std::string(to_string(algorithm)));
@@ -105,9 +107,8 @@ TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
                           Unsupported, "model format 'x' is not supported (expected transducer-v1)");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("type.st", [](auto& h) { h["__metadata__"]["model_type"] = "ctc"; })),
                           ParseError, "model_type 'ctc' is not rnnt or tdt");
-  ASRDEC_EXPECT_THROW_MSG(
-      load(altered_model("vocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "300"; })), ParseError,
-      "joint has 257 outputs but vocab_size 300 + blank + 0 durations make 301");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("vocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "300"; })),
+                          ParseError, "joint has 257 outputs but vocab_size 300 + blank + 0 durations make 301");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("missing.st", [](auto& h) { h.erase("joint.pred.bias"); })), ParseError,
                           "missing tensor 'joint.pred.bias'");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("noint.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "many"; })),

@@ -111,7 +111,7 @@ struct GreedyStateRef {
   std::int32_t* label_duration;
   float* label_score;
   float* label_confidence;
-  std::int32_t* emit;            ///< a label is stored and the predictor steps on it in this iteration
+  std::int32_t* emit;              ///< a label is stored and the predictor steps on it in this iteration
   std::int32_t* symbols_on_frame;  ///< frame looping: labels emitted on the current frame
 };
 

@@ -63,9 +63,17 @@ class BatchedHyps {
 
   /** The mutable view the step functions write through. */
   detail::HypsRef ref() noexcept {
-    return detail::HypsRef{tokens_.data(),       timestamps_.data(), durations_.data(),      scores_.data(),
-                           confidences_.data(),  lengths_.data(),    total_scores_.data(),   last_timestamp_.data(),
-                           same_timestamp_count_.data(), overflow_.data(), capacity_};
+    return detail::HypsRef{tokens_.data(),
+                           timestamps_.data(),
+                           durations_.data(),
+                           scores_.data(),
+                           confidences_.data(),
+                           lengths_.data(),
+                           total_scores_.data(),
+                           last_timestamp_.data(),
+                           same_timestamp_count_.data(),
+                           overflow_.data(),
+                           capacity_};
   }
 
   BatchedHypsView view(Device device, std::int64_t batch) const noexcept {

@@ -46,8 +46,8 @@ class TransducerJoint {
   TransducerJoint(TransducerJoint&&) noexcept;
   TransducerJoint& operator=(TransducerJoint&&) noexcept;
 
-  std::int64_t hidden_size() const noexcept;   ///< J
-  std::int64_t output_size() const noexcept;   ///< V + 1 + D
+  std::int64_t hidden_size() const noexcept;  ///< J
+  std::int64_t output_size() const noexcept;  ///< V + 1 + D
   JointActivation activation() const noexcept;
   DType weight_dtype() const noexcept;
   Device device() const noexcept;
@@ -63,13 +63,13 @@ class TransducerJoint {
  *  layers of hidden size P (PyTorch gate order i, f, g, o), then the joint's prediction projection to J. The first
  *  layer's input projection W_ih · emb + b_ih + b_hh is precomputed per label at construction. */
 struct LstmPredictorWeights {
-  TensorView embedding;                  ///< [V+1, E]
-  std::vector<TensorView> weight_ih;     ///< per layer [4P, E] (layer 0) or [4P, P]
-  std::vector<TensorView> weight_hh;     ///< per layer [4P, P]
-  std::vector<TensorView> bias_ih;       ///< per layer [4P]
-  std::vector<TensorView> bias_hh;       ///< per layer [4P]
-  TensorView projection_weight;          ///< [J, P]
-  TensorView projection_bias;            ///< [J]
+  TensorView embedding;               ///< [V+1, E]
+  std::vector<TensorView> weight_ih;  ///< per layer [4P, E] (layer 0) or [4P, P]
+  std::vector<TensorView> weight_hh;  ///< per layer [4P, P]
+  std::vector<TensorView> bias_ih;    ///< per layer [4P]
+  std::vector<TensorView> bias_hh;    ///< per layer [4P]
+  TensorView projection_weight;       ///< [J, P]
+  TensorView projection_bias;         ///< [J]
 };
 
 std::shared_ptr<TransducerPredictor> make_lstm_predictor(const LstmPredictorWeights& weights, std::int32_t blank_id,
@@ -81,13 +81,12 @@ std::shared_ptr<TransducerPredictor> make_lstm_predictor(const LstmPredictorWeig
 struct StatelessPredictorWeights {
   std::vector<TensorView> embeddings;  ///< per position [V+1, E_i], position 0 = most recent label
   bool layer_norm = false;
-  TensorView projection_weight;        ///< [J, sum E_i]
-  TensorView projection_bias;          ///< [J]
+  TensorView projection_weight;  ///< [J, sum E_i]
+  TensorView projection_bias;    ///< [J]
 };
 
 std::shared_ptr<TransducerPredictor> make_stateless_predictor(const StatelessPredictorWeights& weights,
-                                                              std::int32_t blank_id, DType weight_dtype,
-                                                              Device device);
+                                                              std::int32_t blank_id, DType weight_dtype, Device device);
 
 struct TransducerLoadOptions {
   /** Weight dtype on the device; unset (the default) keeps the dtype of joint.out.weight in the file. */
@@ -108,7 +107,7 @@ class TransducerModel {
   static TransducerModel load(const std::string& path, Device device, const TransducerLoadOptions& options = {});
 
   TransducerType type() const noexcept { return durations_.empty() ? TransducerType::rnnt : TransducerType::tdt; }
-  std::int64_t vocab_size() const noexcept { return vocab_size_; }          ///< V (tokens, blank excluded)
+  std::int64_t vocab_size() const noexcept { return vocab_size_; }  ///< V (tokens, blank excluded)
   std::int32_t blank_id() const noexcept { return blank_id_; }
   const std::vector<std::int32_t>& durations() const noexcept { return durations_; }
   std::int64_t joint_hidden() const noexcept { return joint_->hidden_size(); }  ///< J
