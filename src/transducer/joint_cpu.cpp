@@ -34,7 +34,7 @@ JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int3
   const std::int64_t base = b * enc.stride_b + frame * enc.stride_t;
   for (std::int64_t j = 0; j < J; ++j) {
     const float x = read(enc, base + j * enc.stride_j);
-    if (check_values && !(x - x == 0.0f)) {
+    if (check_values && !is_finite_value(x)) {
       throw InvalidArgument(concat("enc_proj[", b, ", ", frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
                                    "; encoder projections must be finite"));
     }

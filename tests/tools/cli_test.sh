@@ -58,4 +58,34 @@ if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device tpu >/
   fail "unknown device accepted"
 fi
 grep -q "unknown device 'tpu'" "$work/err6.txt" || fail "unknown device message"
+# Transducers: every algorithm (and chunked decoding) prints the same tokens as the generator's own decoder.
+for model in rnnt tdt; do
+  algos="frame-looping label-looping"
+  [ "$model" = rnnt ] && algos="$algos wind"
+  for algo in $algos; do
+    for chunk in 0 5; do
+      "$asrdec" decode "$model" --model "$data/$model/model.safetensors" --enc "$data/$model/enc_proj.npy" \
+        --lengths "$data/$model/lengths.npy" --vocab "$data/tokens.txt" --algo "$algo" --chunk "$chunk" --device cpu \
+        --json >"$work/$model-$algo-$chunk.jsonl" 2>"$work/err.txt" || { cat "$work/err.txt"; fail "$model $algo"; }
+      python3 - "$work/$model-$algo-$chunk.jsonl" "$data/$model/expected_greedy.jsonl" "$model" <<'PY' \
+        || fail "$model $algo chunk $chunk differs from the expected output"
+import json, sys
+got = [json.loads(l) for l in open(sys.argv[1])]
+want = [json.loads(l) for l in open(sys.argv[2])]
+assert len(got) == len(want) == 40
+for g, w in zip(got, want):
+    assert g["tokens"] == w["tokens"] and g["timestamps"] == w["timestamps"]
+    if sys.argv[3] == "tdt":
+        assert g["durations"] == w["durations"]
+PY
+    done
+  done
+done
+if "$asrdec" decode tdt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --device cpu \
+  >/dev/null 2>"$work/err7.txt"; then fail "RNN-T model accepted by decode tdt"; fi
+grep -q "holds a rnnt model; decode it with \`asrdec decode rnnt\`" "$work/err7.txt" || { cat "$work/err7.txt"; fail "model type message"; }
+if "$asrdec" decode rnnt --model "$data/rnnt/model.safetensors" --enc "$data/ctc/logprobs.npy" --device cpu \
+  >/dev/null 2>"$work/err8.txt"; then fail "CTC log-probabilities accepted as enc_proj"; fi
+grep -q "enc_proj: dimension 2 must be 64 (J, the joint hidden size of the model), got 257" "$work/err8.txt" \
+  || { cat "$work/err8.txt"; fail "enc_proj shape message"; }
 echo "cli_test: all checks passed"

@@ -38,19 +38,6 @@ Device choose_device(const std::string& name) {
   return Device::parse(name);
 }
 
-NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames) {
-  if (path.empty()) {
-    NpyArray lengths(DType::i64, {utterances});
-    for (std::int64_t i = 0; i < utterances; ++i) lengths.mutable_data_as<std::int64_t>()[i] = frames;
-    return lengths;
-  }
-  NpyArray lengths = read_npy(path);
-  ASRDEC_CHECK_ARG(lengths.shape().size() == 1 && lengths.shape()[0] == utterances, path,
-                   ": expected lengths of shape [", utterances, "] to match the model outputs, got ",
-                   lengths.view().shape_string());
-  return lengths;
-}
-
 DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                            const std::string& source)
     : options_(options) {

@@ -34,9 +34,6 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options);
 /** "auto" -> cuda:0 when a CUDA device is usable, else cpu; otherwise Device::parse. */
 Device choose_device(const std::string& name);
 
-/** Reads a lengths file ([N] int32/int64) or, when `path` is empty, gives every utterance `frames` frames. */
-NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames);
-
 class DecodeReport {
  public:
   /** Loads --vocab and --refs and checks them against the model size and the number of utterances. */

@@ -35,6 +35,9 @@ ASRDEC_HD_INLINE std::int32_t time_advance(const GreedyRules& rules, std::int32_
   return (label == rules.blank && duration == 0) ? 1 : duration;
 }
 
+/** False for NaN and ±inf (x - x is 0 only for finite x): the check on every encoder value that is read. */
+ASRDEC_HD_INLINE bool is_finite_value(float x) { return x - x == 0.0f; }
+
 /** The frame a joint evaluation reads: the current one clamped to the utterance's last frame, and frame 0 for an
  *  empty utterance (never -1), whose evaluations are masked anyway. */
 ASRDEC_HD_INLINE std::int32_t safe_frame(std::int32_t time, std::int32_t length) {

@@ -1,0 +1,63 @@
+#pragma once
+// Internal: elementwise kernels of the built-in predictors; the matrix products around them go through cuBLAS.
+// Every kernel writes a row only where mask[b] != 0 (the masked-update rule of PredictorSession::step) unless
+// it writes scratch that no one reads for unmasked rows.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/core/dtype.hpp"
+
+namespace asrdec::detail {
+
+/** x[b, k] = h[b * stride + k] rounded to `dtype` (the operand of the next GEMM), for b < batch, k < width. */
+void launch_round_rows(const float* source, std::int64_t source_stride, void* target, DType dtype, std::int64_t batch,
+                       std::int64_t width, cudaStream_t stream);
+
+struct LstmCellParams {
+  const std::int32_t* labels;
+  const std::int32_t* mask;
+  const float* input_table;  ///< [V+1, 4P] layer 0 (null for layers >= 1)
+  std::int32_t vocab_rows;
+  const float* input_gemm;  ///< [B, 4P] W_ih · x (layers >= 1)
+  const float* bias;        ///< [4P] b_ih + b_hh (layers >= 1)
+  const float* recurrent;   ///< [B, 4P] W_hh · round(h)
+  float* state;             ///< [B, state_stride]; this layer's h at h_offset, c right after it
+  std::int64_t state_stride;
+  std::int64_t h_offset;
+  void* next_input;  ///< [B, P] round(h') in the weight dtype, for the layer above / the projection
+  DType dtype;
+  std::int64_t batch;
+  std::int64_t hidden;
+};
+void launch_lstm_cell(const LstmCellParams& params, cudaStream_t stream);
+
+/** output[b, j] = product[b, j] + bias[j] for masked rows. */
+void launch_masked_bias(const float* product, const float* bias, const std::int32_t* mask, float* output,
+                        std::int64_t batch, std::int64_t width, cudaStream_t stream);
+
+struct StatelessParams {
+  const std::int32_t* labels;
+  const std::int32_t* mask;
+  float* state;  ///< [B, state_size] previous labels, oldest first
+  std::int64_t state_size;
+  const float* tables;                ///< all embedding tables, concatenated: position i at table_offsets[i]
+  const std::int64_t* table_offsets;  ///< device array [context]
+  const std::int64_t* slice_offsets;  ///< device array [context + 1]: start of each slice in the features
+  std::int32_t context;
+  std::int32_t vocab_rows;
+  std::int32_t layer_norm;
+  void* features;  ///< [B, width] in the weight dtype
+  DType dtype;
+  std::int64_t batch;
+  std::int64_t width;
+};
+/** Features of one step (embeddings of the new and previous labels, layer norm, rounding) for masked rows. */
+void launch_stateless_features(const StatelessParams& params, cudaStream_t stream);
+/** Shifts the new label into the state of masked rows. */
+void launch_stateless_shift(const StatelessParams& params, cudaStream_t stream);
+
+void preload_predictor_kernels();
+
+}  // namespace asrdec::detail

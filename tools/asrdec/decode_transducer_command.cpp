@@ -1,0 +1,151 @@
+// `asrdec decode rnnt` and `asrdec decode tdt`: greedy decoding of transducer encoder projections from .npy files
+// with a model in asrdec's safetensors format, whole utterances or chunk by chunk.
+
+#include <algorithm>
+
+#include "batch_input.hpp"
+#include "commands.hpp"
+#include "decode_output.hpp"
+#include "progress_bar.hpp"
+
+namespace asrdec::cli {
+namespace {
+
+struct TransducerOptions {
+  DecodeOptions common;
+  TransducerType type = TransducerType::rnnt;
+  std::string model;
+  std::string enc;
+  std::string lengths;
+  std::string algorithm = "label-looping";
+  std::int32_t window = 8;
+  std::int32_t max_symbols = 10;
+  std::int64_t chunk = 0;
+};
+
+void append(Hypothesis& whole, const Hypothesis& part) {
+  whole.tokens.insert(whole.tokens.end(), part.tokens.begin(), part.tokens.end());
+  whole.timestamps.insert(whole.timestamps.end(), part.timestamps.begin(), part.timestamps.end());
+  whole.durations.insert(whole.durations.end(), part.durations.begin(), part.durations.end());
+  whole.token_scores.insert(whole.token_scores.end(), part.token_scores.begin(), part.token_scores.end());
+  whole.token_confidences.insert(whole.token_confidences.end(), part.token_confidences.begin(),
+                                 part.token_confidences.end());
+  whole.score += part.score;
+  whole.am_score += part.am_score;
+}
+
+void run(const TransducerOptions& options) {
+  const Device device = choose_device(options.common.device);
+  const TransducerModel model = TransducerModel::load(options.model, device);
+  ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
+                   " model; decode it with `asrdec decode ", to_string(model.type()), "`");
+  BatchInput input(options.enc, "encoder projections [N, T, J]", device, options.common.batch_size);
+  const std::int64_t utterances = input.utterances();
+  const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
+  const std::int64_t batch_size =
+      std::min<std::int64_t>(options.common.batch_size, std::max<std::int64_t>(utterances, 1));
+  ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
+
+  TransducerGreedyConfig config;
+  config.algorithm = parse_greedy_algorithm(options.algorithm);
+  config.window = options.window;
+  config.max_symbols_per_frame = options.max_symbols;
+  config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  const std::int64_t chunk = options.chunk > 0 ? std::min(options.chunk, input.frames()) : input.frames();
+  TransducerGreedyDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(chunk, 1)});
+  DecodeReport report(options.common, utterances, model.vocab_size(), options.model);
+  Stream stream(device);
+
+  const auto decode = [&](std::int64_t first, std::int64_t count) {
+    const TensorView lengths_view = lengths_slice(lengths, first, count);
+    if (options.chunk == 0) {
+      const TensorView batch = input.batch(first, count, stream.handle());
+      stream.synchronize();
+      const auto start = std::chrono::steady_clock::now();
+      auto out = decoder.decode(batch, lengths_view, stream.handle());
+      return std::make_pair(std::move(out), std::chrono::steady_clock::now() - start);
+    }
+    std::vector<Hypothesis> whole(static_cast<std::size_t>(count));
+    std::chrono::steady_clock::duration spent{};
+    TransducerStream state = decoder.start_stream(count, stream.handle());
+    std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(count));
+    for (std::int64_t frame = 0; frame < input.frames(); frame += chunk) {
+      const std::int64_t frames = std::min(chunk, input.frames() - frame);
+      for (std::int64_t b = 0; b < count; ++b) {
+        const std::int64_t length = lengths_view.dtype() == DType::i32 ? lengths_view.data_as<std::int32_t>()[b]
+                                                                       : lengths_view.data_as<std::int64_t>()[b];
+        chunk_lengths[static_cast<std::size_t>(b)] =
+            static_cast<std::int32_t>(std::clamp<std::int64_t>(length - frame, 0, frames));
+      }
+      const TensorView piece = input.slice(first, count, frame, frames, stream.handle());
+      stream.synchronize();
+      const auto start = std::chrono::steady_clock::now();
+      const auto part =
+          decoder.decode_chunk(state, piece, TensorView(chunk_lengths.data(), DType::i32, {count}), stream.handle());
+      spent += std::chrono::steady_clock::now() - start;
+      for (std::int64_t b = 0; b < count; ++b)
+        append(whole[static_cast<std::size_t>(b)], part[static_cast<std::size_t>(b)]);
+    }
+    return std::make_pair(std::move(whole), spent);
+  };
+
+  if (utterances > 0) {
+    (void)decode(0, std::min(batch_size, utterances));  // untimed: graph capture and first launches
+  }
+  ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+  for (std::int64_t first = 0; first < utterances; first += batch_size) {
+    const std::int64_t count = std::min(batch_size, utterances - first);
+    auto [hypotheses, elapsed] = decode(first, count);
+    report.add_time(elapsed, total_frames(lengths, first, count));
+    for (const Hypothesis& hypothesis : hypotheses) report.add(hypothesis);
+    progress.update(first + count);
+  }
+  progress.finish();
+  std::string name = std::string(to_string(model.type())) + "-" + to_string(config.algorithm);
+  if (config.algorithm == TransducerGreedyAlgorithm::wind) name += " W=" + std::to_string(config.window);
+  if (options.chunk > 0) name += ", chunks of " + std::to_string(options.chunk);
+  report.finish(name, device, decoder.graph_mode());
+}
+
+void add_command(CLI::App& decode, TransducerType type) {
+  auto options = std::make_shared<TransducerOptions>();
+  options->type = type;
+  const bool tdt = type == TransducerType::tdt;
+  CLI::App* command = decode.add_subcommand(
+      tdt ? "tdt" : "rnnt", tdt ? "Greedy decoding of a TDT transducer" : "Greedy decoding of an RNN-T transducer");
+  command->add_option("--model", options->model, "Model (.safetensors, docs/model-format.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--enc", options->enc, "Encoder projections enc_proj [N, T, J] (.npy, float32 or float16)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--algo", options->algorithm,
+                   tdt ? "frame-looping or label-looping" : "frame-looping, label-looping or wind")
+      ->check(CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping"}
+                                : std::vector<std::string>{"frame-looping", "label-looping", "wind"}))
+      ->capture_default_str();
+  if (!tdt) {
+    command->add_option("--window", options->window, "WIND window (frames per joint evaluation)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  }
+  command->add_option("--max-symbols", options->max_symbols, "Labels per frame before moving on")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--chunk", options->chunk, "Decode in chunks of N frames with a carried stream state (0: whole)")
+      ->capture_default_str();
+  add_common_decode_options(*command, options->common);
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace
+
+void add_decode_transducer_commands(CLI::App& decode) {
+  add_command(decode, TransducerType::rnnt);
+  add_command(decode, TransducerType::tdt);
+}
+
+}  // namespace asrdec::cli
