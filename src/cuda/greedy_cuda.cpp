@@ -61,19 +61,25 @@ class GreedyCuda final : public GreedyBackend {
     state->dec = DeviceBuffer<float>(rows * static_cast<std::size_t>(model_.joint_hidden()), device_);
     state->time_jump = DeviceBuffer<std::int32_t>(rows, device_);
     state->last_label = DeviceBuffer<std::int32_t>(rows, device_);
-    if (batch > 0) {
-      // The start symbol: blank, stepped from the initial state (eagerly, outside any graph).
-      const std::vector<std::int32_t> blanks(rows, model_.blank_id());
-      const std::vector<std::int32_t> ones(rows, 1);
-      copy_bytes_async(state->last_label.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream);
-      copy_bytes_async(emit_mask_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream);
-      fill_bytes_async(state->time_jump.data(), device_, 0, rows * 4, stream);
-      session_->initial_state(state->predictor_state.data(), batch, stream);
-      session_->step(state->last_label.data(), emit_mask_.data(), state->predictor_state.data(), state->dec.data(),
-                     batch, stream);
-      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host vectors above are staged; be safe anyway
-    }
+    restart(*state, stream);
     return state;
+  }
+
+  void restart(TransducerStream::Impl& base, StreamHandle user_stream) override {
+    auto& state = static_cast<CudaStream&>(base);
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
+    const std::int64_t batch = state.batch;
+    if (batch == 0) return;
+    grow(batch, limits_.max_frames, stream);
+    const auto rows = static_cast<std::size_t>(batch);
+    // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
+    copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
+    fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
+    session_->initial_state(state.predictor_state.data(), batch, stream);
+    session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
+                   stream);
   }
 
   BatchedHypsView decode_chunk(const GreedyProblem& p, TransducerStream::Impl& base,
@@ -208,6 +214,8 @@ class GreedyCuda final : public GreedyBackend {
     time_jump_ = DeviceBuffer<std::int32_t>(rows, device_);
     last_label_ = DeviceBuffer<std::int32_t>(rows, device_);
     emit_mask_ = DeviceBuffer<std::int32_t>(rows, device_);
+    blanks_ = DeviceBuffer<std::int32_t>(rows, device_);
+    ones_ = DeviceBuffer<std::int32_t>(rows, device_);
     work_state_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(state_size()), device_);
     work_dec_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(J), device_);
     for (auto* buffer : {&time_, &active_, &active_at_start_, &advance_, &label_, &label_time_, &label_duration_,
@@ -234,6 +242,10 @@ class GreedyCuda final : public GreedyBackend {
     fill_bytes_async(work_state_.data(), device_, 0, work_state_.bytes(), stream.handle());
     fill_bytes_async(work_dec_.data(), device_, 0, work_dec_.bytes(), stream.handle());
     fill_bytes_async(label_.data(), device_, 0, rows * 4, stream.handle());
+    const std::vector<std::int32_t> blanks(rows, model_.blank_id());
+    const std::vector<std::int32_t> ones(rows, 1);
+    copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
+    copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream.handle());
     stream.synchronize();
   }
 
@@ -356,6 +368,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_;
   DeviceBuffer<std::int32_t> lengths_, time_jump_, last_label_, emit_mask_;
+  DeviceBuffer<std::int32_t> blanks_, ones_;  // [max_batch] constants for the start symbol
   DeviceBuffer<float> work_state_, work_dec_;
   DeviceBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_,
       symbols_on_frame_;

@@ -38,6 +38,8 @@ class GreedyBackend {
   virtual ~GreedyBackend() = default;
   /** A fresh stream: predictor state after the start symbol, no frames decoded. */
   virtual std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle stream) = 0;
+  /** Puts an existing stream back to its start, reusing its memory (no allocation, no synchronisation). */
+  virtual void restart(TransducerStream::Impl& state, StreamHandle stream) = 0;
   /** Decodes the chunk and carries the stream state forward (frames_decoded is advanced by the caller). */
   virtual BatchedHypsView decode_chunk(const GreedyProblem& problem, TransducerStream::Impl& state,
                                        StreamHandle stream) = 0;

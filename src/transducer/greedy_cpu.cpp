@@ -41,15 +41,22 @@ class GreedyCpu final : public GreedyBackend {
     state->dec = HostBuffer<float>(rows * static_cast<std::size_t>(J));
     state->time_jump = HostBuffer<std::int32_t>(rows);
     state->last_label = HostBuffer<std::int32_t>(rows);
-    session_->initial_state(state->predictor_state.data(), batch, nullptr);
-    std::vector<std::int32_t> mask(rows, 1);
-    for (std::int64_t b = 0; b < batch; ++b) {
-      state->last_label[b] = model_.blank_id();  // the start symbol
-      state->time_jump[b] = 0;
-    }
-    session_->step(state->last_label.data(), mask.data(), state->predictor_state.data(), state->dec.data(), batch,
-                   nullptr);
+    restart(*state, nullptr);
     return state;
+  }
+
+  void restart(TransducerStream::Impl& base, StreamHandle) override {
+    auto& state = static_cast<CpuStream&>(base);
+    const std::int64_t batch = state.batch;
+    std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
+    session_->initial_state(state.predictor_state.data(), batch, nullptr);
+    std::vector<std::int32_t> mask(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)), 1);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      state.last_label[b] = model_.blank_id();  // the start symbol
+      state.time_jump[b] = 0;
+    }
+    session_->step(state.last_label.data(), mask.data(), state.predictor_state.data(), state.dec.data(), batch,
+                   nullptr);
   }
 
   BatchedHypsView decode_chunk(const GreedyProblem& p, TransducerStream::Impl& base, StreamHandle) override {

@@ -160,7 +160,11 @@ TransducerGreedyDecoder& TransducerGreedyDecoder::operator=(TransducerGreedyDeco
 BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj, const TensorView& lengths,
                                                       StreamHandle stream) {
   const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
-  impl_->scratch = impl_->backend->start(problem.batch, stream);
+  if (impl_->scratch != nullptr && impl_->scratch->batch == problem.batch) {
+    impl_->backend->restart(*impl_->scratch, stream);
+  } else {
+    impl_->scratch = impl_->backend->start(problem.batch, stream);
+  }
   return impl_->backend->decode_chunk(problem, *impl_->scratch, stream);
 }
 

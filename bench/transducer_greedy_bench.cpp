@@ -1,0 +1,176 @@
+// Greedy transducer decoding, decoder only (encoder excluded): frame-looping (the conventional batched baseline),
+// label-looping in each CUDA-graph mode and WIND windows, side by side in one process, on realistic-size random
+// models (V = 1024 + blank, LSTM 1 x 640, joint 640, TDT durations 0..4) whose inputs emit about one label per
+// three frames. Models and inputs come from `python3 -m tools.sample_data --bench-models DIR`; point
+// ASRDEC_BENCH_MODELS at DIR (default: bench-models/ in the current directory).
+//
+// Inputs of any batch x frames are tiled from the generated utterances (each row cycles through them along time),
+// which keeps the emission statistics; the "frames_per_label" counter reports what was decoded.
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "common/bench_support.hpp"
+
+namespace asrdec::bench {
+namespace {
+
+std::string models_dir() {
+  const char* dir = std::getenv("ASRDEC_BENCH_MODELS");
+  return dir != nullptr ? dir : "bench-models";
+}
+
+struct Source {
+  NpyArray enc;      // [N, T, J] float32
+  NpyArray lengths;  // [N]
+};
+
+const Source& source(const std::string& kind) {
+  static std::map<std::string, Source> cache;
+  auto found = cache.find(kind);
+  if (found == cache.end()) {
+    const std::string dir = models_dir() + "/" + kind + "/";
+    found = cache.emplace(kind, Source{read_npy(dir + "enc_proj.npy"), read_npy(dir + "lengths.npy")}).first;
+  }
+  return found->second;
+}
+
+const TransducerModel& model(const std::string& kind, Device device) {
+  static std::map<std::pair<std::string, std::string>, std::unique_ptr<TransducerModel>> cache;
+  auto& slot = cache[{kind, device.to_string()}];
+  if (!slot) {
+    slot = std::make_unique<TransducerModel>(
+        TransducerModel::load(models_dir() + "/" + kind + "/model.safetensors", device));
+  }
+  return *slot;
+}
+
+/** [batch, frames, J] float32: row b walks utterances b, b+1, ... (their valid frames) until `frames` are filled. */
+std::vector<float> tiled_input(const Source& s, std::int64_t batch, std::int64_t frames) {
+  const std::int64_t N = s.enc.shape()[0], T = s.enc.shape()[1], J = s.enc.shape()[2];
+  const auto length = [&](std::int64_t u) {
+    return s.lengths.dtype() == DType::i32 ? std::int64_t{s.lengths.data_as<std::int32_t>()[u]}
+                                           : s.lengths.data_as<std::int64_t>()[u];
+  };
+  std::vector<float> out(static_cast<std::size_t>(batch * frames * J));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::int64_t t = 0;
+    for (std::int64_t u = b; t < frames; ++u) {
+      const std::int64_t utterance = u % N;
+      const std::int64_t take = std::min(length(utterance), frames - t);
+      const float* from = s.enc.data_as<float>() + utterance * T * J;
+      std::copy(from, from + take * J, out.data() + (b * frames + t) * J);
+      t += take;
+    }
+  }
+  return out;
+}
+
+struct Case {
+  std::string kind;  // rnnt | tdt
+  TransducerGreedyAlgorithm algorithm;
+  std::int32_t window;
+  GraphMode mode;
+  bool cuda;
+};
+
+void run(benchmark::State& state, Case c) {
+  const std::int64_t batch = state.range(0), frames = state.range(1);
+  if (c.cuda && !cuda_unavailable_reason().empty()) {
+    state.SkipWithError(cuda_unavailable_reason().c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const std::string dir = models_dir() + "/" + c.kind + "/model.safetensors";
+  if (!std::filesystem::exists(dir)) {
+    const std::string message = "no benchmark models in " + models_dir() +
+                                ": run `python3 -m tools.sample_data --bench-models " + models_dir() + "`";
+    state.SkipWithError(message.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
+  const TransducerModel& m = model(c.kind, device);
+  const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  const std::int64_t J = m.joint_hidden();
+  Stream stream(device);
+  DeviceBuffer<float> on_device;
+  TensorView enc(host.data(), DType::f32, {batch, frames, J});
+  if (c.cuda) {
+    on_device = DeviceBuffer<float>(host.size(), device);
+    copy_bytes_async(on_device.data(), device, host.data(), Device::cpu(), host.size() * 4, stream.handle());
+    stream.synchronize();
+    enc = TensorView(on_device.data(), DType::f32, {batch, frames, J}, device);
+  }
+  const TensorView lens(lengths.data(), DType::i32, {batch});
+  TransducerGreedyConfig config;
+  config.algorithm = c.algorithm;
+  config.window = c.window;
+  config.graph_mode = c.mode;
+  TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});
+  // Untimed: capture graphs and count the labels of one decode.
+  const std::vector<Hypothesis> once = decoder.decode(enc, lens, stream.handle());
+  std::int64_t labels = 0;
+  for (const auto& h : once) labels += static_cast<std::int64_t>(h.tokens.size());
+  if (c.cuda) {
+    time_on_stream(state, device, stream.handle(), [&] { decoder.decode_async(enc, lens, stream.handle()); });
+    decoder.synchronize_and_check(stream.handle());
+  } else {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(decoder.decode_async(enc, lens));
+    }
+  }
+  set_rtfx(state, batch * frames);
+  state.counters["frames_per_label"] =
+      labels > 0 ? static_cast<double>(batch * frames) / static_cast<double>(labels) : 0;
+  state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
+}
+
+std::string name_of(const Case& c) {
+  std::string algo = to_string(c.algorithm);
+  if (c.algorithm == TransducerGreedyAlgorithm::wind) algo += "-W" + std::to_string(c.window);
+  if (c.cuda) algo += std::string("/") + to_string(c.mode);
+  return "transducer_greedy/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo;
+}
+
+void register_all() {
+  const std::vector<std::vector<std::int64_t>> gpu_shapes = {{1, 250},  {1, 1000},  {1, 3000},  {4, 1000},  {16, 1000},
+                                                             {32, 250}, {32, 1000}, {32, 3000}, {128, 1000}};
+  const std::vector<std::vector<std::int64_t>> cpu_shapes = {{1, 250}, {4, 250}};
+  for (const std::string kind : {"rnnt", "tdt"}) {
+    std::vector<Case> cases;
+    for (bool cuda : {false, true}) {
+      cases.push_back({kind, TransducerGreedyAlgorithm::frame_looping, 1, GraphMode::automatic, cuda});
+      for (GraphMode mode : cuda ? std::vector<GraphMode>{GraphMode::eager, GraphMode::per_step, GraphMode::conditional}
+                                 : std::vector<GraphMode>{GraphMode::eager}) {
+        cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, mode, cuda});
+      }
+      if (kind == "rnnt") {
+        for (std::int32_t w : {2, 4, 8, 16}) {
+          if (!cuda && w != 8) continue;
+          cases.push_back({kind, TransducerGreedyAlgorithm::wind, w, GraphMode::automatic, cuda});
+        }
+      }
+    }
+    for (const Case& c : cases) {
+      auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
+      b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
+      for (const auto& shape : c.cuda ? gpu_shapes : cpu_shapes) b->Args(shape);
+      if (c.cuda) b->UseManualTime();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace asrdec::bench
+
+int main(int argc, char** argv) {
+  asrdec::bench::register_all();
+  return asrdec::bench::run_benchmarks(argc, argv, "transducer_greedy");
+}
