@@ -147,3 +147,67 @@ TEST(TransducerModel, PartsMustFitTogether) {
 
 }  // namespace
 }  // namespace asrdec
+
+namespace asrdec {
+namespace {
+
+// An engine's own predictor: here a wrapper around the built-in one that counts the rows it steps and checks
+// the interface contract (masked rows only, batch within the session's maximum).
+class CountingPredictor final : public TransducerPredictor {
+ public:
+  explicit CountingPredictor(std::shared_ptr<TransducerPredictor> inner) : inner_(std::move(inner)) {}
+  Device device() const override { return inner_->device(); }
+  std::int64_t state_size() const override { return inner_->state_size(); }
+  std::int64_t output_size() const override { return inner_->output_size(); }
+  std::unique_ptr<PredictorSession> start_session(std::int64_t max_batch) const override {
+    struct Session final : PredictorSession {
+      std::unique_ptr<PredictorSession> inner;
+      std::int64_t max_batch;
+      std::int64_t* steps;
+      void initial_state(float* state, std::int64_t batch, StreamHandle stream) override {
+        inner->initial_state(state, batch, stream);
+      }
+      void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
+                StreamHandle stream) override {
+        EXPECT_LE(batch, max_batch);
+        for (std::int64_t b = 0; b < batch; ++b) *steps += mask[b] ? 1 : 0;
+        inner->step(labels, mask, state, output, batch, stream);
+      }
+    };
+    auto session = std::make_unique<Session>();
+    session->inner = inner_->start_session(max_batch);
+    session->max_batch = max_batch;
+    session->steps = &steps_;
+    return session;
+  }
+  mutable std::int64_t steps_ = 0;
+
+ private:
+  std::shared_ptr<TransducerPredictor> inner_;
+};
+
+TEST(TransducerModel, EnginePredictorsPlugIn) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  testing::RandomTransducerSpec spec = testing::random_spec(rng);
+  spec.stateless = false;
+  const testing::RandomTransducer random = make_random_transducer(spec, rng);
+  const TransducerModel plain = random.build(Device::cpu());
+  auto joint = std::make_shared<const TransducerJoint>(random.out_weight, random.out_bias, random.spec.activation,
+                                                       random.spec.dtype, Device::cpu());
+  auto counting = std::make_shared<CountingPredictor>(
+      make_lstm_predictor(random.lstm, random.spec.blank, random.spec.dtype, Device::cpu()));
+  const TransducerModel custom(joint, counting, spec.vocab, random.spec.blank,
+                               spec.tdt ? spec.durations : std::vector<std::int32_t>{});
+  const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 20);
+  const auto want = TransducerGreedyDecoder(plain).decode(e.enc(), e.lens());
+  const auto got = TransducerGreedyDecoder(custom).decode(e.enc(), e.lens());
+  testing::expect_same_hypotheses(got, want, 0.0, "engine predictor");
+  std::int64_t labels = 0;
+  for (const auto& h : want) labels += static_cast<std::int64_t>(h.tokens.size());
+  EXPECT_EQ(counting->steps_, labels + e.batch) << "one step per label plus the start symbol of each utterance";
+}
+
+}  // namespace
+}  // namespace asrdec
