@@ -103,6 +103,7 @@ class GreedyCpu final : public GreedyBackend {
     }
     label_score_.reserve_discard(rows);
     label_confidence_.reserve_discard(rows);
+    choices_.resize(rows);
   }
 
   GreedyStateRef state_ref(const GreedyProblem& p) {
@@ -116,24 +117,34 @@ class GreedyCpu final : public GreedyBackend {
     return std::any_of(flags.data(), flags.data() + batch, [](std::int32_t f) { return f != 0; });
   }
 
-  JointChoice evaluate(const GreedyProblem& p, const CpuStream& state, std::int64_t b, std::int32_t frame) {
-    return joint_.evaluate(p.enc, b, frame, state.dec.data() + b * model_.joint_hidden(), config_.check_values);
-  }
-
-  // The joint at the utterance's current frame, or WIND's first non-blank over the window (evaluated in order
-  // and stopped at the first non-blank: the same choice as evaluating the whole window).
-  JointChoice choose(const GreedyProblem& p, const CpuStream& state, std::int64_t b) {
-    const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
-    const std::int32_t frame = safe_frame(time_[b], length);
+  // Joint choices for every utterance with mask[b] != 0 at its current frame, into choices_[b]. WIND evaluates
+  // window position w only for the utterances that found nothing but blanks before it: the same choice as
+  // evaluating the whole window.
+  void choose(const GreedyProblem& p, const CpuStream& state, const HostBuffer<std::int32_t>& mask) {
     const std::int32_t window = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
-    const std::int32_t last = length > 0 ? length - 1 : 0;
-    JointChoice choice{};
-    for (std::int32_t w = 0; w < window; ++w) {
-      choice = evaluate(p, state, b, std::min(frame + w, last));
-      choice.offset = w;
-      if (choice.label != rules_.blank) break;
+    pending_.clear();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      if (mask[b]) pending_.push_back(b);
     }
-    return choice;
+    for (std::int32_t w = 0; w < window && !pending_.empty(); ++w) {
+      rows_.clear();
+      for (std::int64_t b : pending_) {
+        const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
+        const std::int32_t last = length > 0 ? length - 1 : 0;
+        rows_.push_back(JointRow{b, std::min(safe_frame(time_[b], length) + w, last)});
+      }
+      results_.resize(rows_.size());
+      joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), state.dec.data(),
+                           model_.joint_hidden(), config_.check_values, results_.data());
+      std::size_t kept = 0;
+      for (std::size_t r = 0; r < rows_.size(); ++r) {
+        const std::int64_t b = pending_[r];
+        choices_[b] = results_[r];
+        choices_[b].offset = w;
+        if (results_[r].label == rules_.blank) pending_[kept++] = b;
+      }
+      pending_.resize(kept);
+    }
   }
 
   void label_looping(const GreedyProblem& p, CpuStream& state, const GreedyStateRef& s, const HypsRef& h) {
@@ -142,14 +153,15 @@ class GreedyCpu final : public GreedyBackend {
       label_looping_begin(s, b, state.time_jump[b]);
     }
     while (any(active_, B)) {
+      choose(p, state, active_);
       for (std::int64_t b = 0; b < B; ++b) {
-        const JointChoice choice = active_[b] ? choose(p, state, b) : JointChoice{};
-        label_looping_first(s, rules_, b, choice);
+        label_looping_first(s, rules_, b, active_[b] ? choices_[b] : JointChoice{});
       }
       while (any(advance_, B)) {
+        choose(p, state, advance_);
         for (std::int64_t b = 0; b < B; ++b) {
           if (advance_[b]) {
-            label_looping_inner(s, rules_, b, choose(p, state, b));
+            label_looping_inner(s, rules_, b, choices_[b]);
           }
         }
       }
@@ -173,9 +185,9 @@ class GreedyCpu final : public GreedyBackend {
         frame_looping_enter(s, b, frame);
       }
       while (any(advance_, B)) {
+        choose(p, state, advance_);  // frame looping has no window: the joint at time_[b]
         for (std::int64_t b = 0; b < B; ++b) {
-          const JointChoice choice = advance_[b] ? evaluate(p, state, b, time_[b]) : JointChoice{};
-          frame_looping_step(s, rules_, h, b, choice);
+          frame_looping_step(s, rules_, h, b, advance_[b] ? choices_[b] : JointChoice{});
         }
         session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
       }
@@ -192,6 +204,10 @@ class GreedyCpu final : public GreedyBackend {
   HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
       symbols_on_frame_;
   HostBuffer<float> label_score_, label_confidence_;
+  std::vector<JointChoice> choices_;  // [max_batch] this phase's joint choice per utterance
+  std::vector<std::int64_t> pending_;
+  std::vector<JointRow> rows_;
+  std::vector<JointChoice> results_;
 };
 
 }  // namespace

@@ -30,38 +30,60 @@ JointCpu::JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_column
 
 JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
                                bool check_values) {
+  const JointRow row{b, frame};
+  JointChoice choice{};
+  evaluate_rows(enc, &row, 1, dec, /*dec_stride=*/0, check_values, &choice);
+  return choice;
+}
+
+void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
+                             std::int64_t dec_stride, bool check_values, JointChoice* out) {
   const std::int64_t J = joint_.hidden;
-  const std::int64_t base = b * enc.stride_b + frame * enc.stride_t;
-  for (std::int64_t j = 0; j < J; ++j) {
-    const float x = read(enc, base + j * enc.stride_j);
-    if (check_values && !is_finite_value(x)) {
-      throw InvalidArgument(concat("enc_proj[", b, ", ", frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
-                                   "; encoder projections must be finite"));
+  hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
+  tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
+  lse_.assign(static_cast<std::size_t>(count), lse_identity());
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t b = rows[r].b;
+    const std::int64_t base = b * enc.stride_b + rows[r].frame * enc.stride_t;
+    float* hidden = hidden_.data() + r * J;
+    const float* g = dec + b * dec_stride;
+    for (std::int64_t j = 0; j < J; ++j) {
+      const float x = read(enc, base + j * enc.stride_j);
+      if (check_values && !is_finite_value(x)) {
+        throw InvalidArgument(concat("enc_proj[", b, ", ", rows[r].frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
+                                     "; encoder projections must be finite"));
+      }
+      hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
     }
-    hidden_[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + dec[j]));
   }
   const float* weight = joint_.host_weight.data();
   const float* bias = joint_.host_bias.data();
-  ArgMax token = argmax_identity();
-  LogSumExp lse = lse_identity();
   for (std::int64_t o = 0; o < token_columns_; ++o) {
-    const float logit = dot(weight + o * J, hidden_.data(), J) + bias[o];
-    argmax_update(token, logit, static_cast<std::int32_t>(o));
-    lse = lse_add(lse, logit);
+    for (std::int64_t r = 0; r < count; ++r) {
+      const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
+      argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
+      lse_[r] = lse_add(lse_[r], logit);
+    }
   }
-  JointChoice choice{};
-  choice.label = token.index;
-  choice.score = token.value;
-  choice.confidence = lse_max_probability(lse, token.value);
+  for (std::int64_t r = 0; r < count; ++r) {
+    out[r] = JointChoice{};
+    out[r].label = tokens_[r].index;
+    out[r].score = tokens_[r].value;
+    out[r].confidence = lse_max_probability(lse_[r], tokens_[r].value);
+  }
   if (!durations_.empty()) {
-    ArgMax duration = argmax_identity();
+    durations_best_.assign(static_cast<std::size_t>(count), argmax_identity());
     for (std::int64_t d = 0; d < static_cast<std::int64_t>(durations_.size()); ++d) {
       const std::int64_t o = token_columns_ + d;
-      argmax_update(duration, dot(weight + o * J, hidden_.data(), J) + bias[o], static_cast<std::int32_t>(d));
+      for (std::int64_t r = 0; r < count; ++r) {
+        argmax_update(durations_best_[r], dot(weight + o * J, hidden_.data() + r * J, J) + bias[o],
+                      static_cast<std::int32_t>(d));
+      }
     }
-    choice.duration = durations_[static_cast<std::size_t>(duration.index)];
+    for (std::int64_t r = 0; r < count; ++r) {
+      out[r].duration = durations_[static_cast<std::size_t>(durations_best_[r].index)];
+    }
   }
-  return choice;
 }
 
 }  // namespace asrdec::detail

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "asrdec/detail/logsumexp.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "transducer/joint_impl.hpp"
 
@@ -15,6 +16,12 @@ struct EncodedView {
   std::int64_t stride_b = 0, stride_t = 0, stride_j = 0;
 };
 
+/** One joint evaluation to make: utterance b at `frame`. */
+struct JointRow {
+  std::int64_t b;
+  std::int32_t frame;
+};
+
 class JointCpu {
  public:
   JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations);
@@ -23,11 +30,18 @@ class JointCpu {
    *  infinite enc_proj value when `check_values`. */
   JointChoice evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, bool check_values);
 
+  /** Several evaluations at once, each weight row read once for all of them; the predictor output of row r is
+   *  dec + rows[r].b * dec_stride. Each result equals evaluate() on its row, bit for bit. */
+  void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
+                     std::int64_t dec_stride, bool check_values, JointChoice* out);
+
  private:
   const TransducerJoint::Impl& joint_;
   std::int64_t token_columns_;
   const std::vector<std::int32_t>& durations_;
-  std::vector<float> hidden_;
+  std::vector<float> hidden_;  // [rows, J]
+  std::vector<ArgMax> tokens_, durations_best_;
+  std::vector<LogSumExp> lse_;
 };
 
 }  // namespace asrdec::detail

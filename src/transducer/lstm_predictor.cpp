@@ -84,13 +84,12 @@ void lstm_cell_row(const float* gates, float* h, float* c, std::int64_t hidden) 
 
 namespace {
 
+// Steps all masked rows together, layer by layer: each weight row is read once per step for all of them (the
+// weights are megabytes; re-reading them per utterance made the CPU executor memory-bound). Per row, the
+// arithmetic and its order are those of a single-row step.
 class LstmCpuSession final : public PredictorSession {
  public:
-  explicit LstmCpuSession(const LstmHostWeights& w)
-      : w_(w),
-        gates_(static_cast<std::size_t>(4 * w.hidden)),
-        input_(static_cast<std::size_t>(w.hidden)),
-        recurrent_(static_cast<std::size_t>(w.hidden)) {}
+  explicit LstmCpuSession(const LstmHostWeights& w) : w_(w) {}
 
   void initial_state(float* state, std::int64_t batch, StreamHandle) override {
     std::fill(state, state + batch * w_.state_size(), 0.0f);
@@ -99,45 +98,72 @@ class LstmCpuSession final : public PredictorSession {
   void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
             StreamHandle) override {
     const std::int64_t P = w_.hidden;
+    rows_.clear();
     for (std::int64_t b = 0; b < batch; ++b) {
       if (!mask[b]) continue;
       ASRDEC_CHECK_ARG(labels[b] >= 0 && labels[b] < w_.vocab_rows, "predictor label ", labels[b], " outside [0, ",
                        w_.vocab_rows, ")");
-      float* row = state + b * w_.state_size();
-      for (std::int64_t l = 0; l < w_.layers; ++l) {
-        float* h = row + 2 * l * P;
-        float* c = h + P;
-        const std::size_t i = static_cast<std::size_t>(l);
-        for (std::int64_t k = 0; k < P; ++k) recurrent_[k] = round_to(w_.dtype, h[k]);
-        if (l == 0) {
-          const float* table = w_.input_table.data() + labels[b] * 4 * P;
-          for (std::int64_t k = 0; k < 4 * P; ++k) {
-            gates_[k] = table[k] + dot(w_.weight_hh[i].data() + k * P, recurrent_.data(), P);
-          }
-        } else {
-          const float* below = row + 2 * (l - 1) * P;  // this step's output of the layer below
-          for (std::int64_t k = 0; k < P; ++k) input_[k] = round_to(w_.dtype, below[k]);
-          for (std::int64_t k = 0; k < 4 * P; ++k) {
-            gates_[k] = (dot(w_.weight_ih[i].data() + k * P, input_.data(), P) + w_.bias[i][k]) +
-                        dot(w_.weight_hh[i].data() + k * P, recurrent_.data(), P);
+      rows_.push_back(b);
+    }
+    const auto R = static_cast<std::int64_t>(rows_.size());
+    if (R == 0) return;
+    gates_.resize(static_cast<std::size_t>(R * 4 * P));
+    input_.resize(static_cast<std::size_t>(R * P));
+    recurrent_.resize(static_cast<std::size_t>(R * P));
+    const auto row_state = [&](std::int64_t r) { return state + rows_[static_cast<std::size_t>(r)] * w_.state_size(); };
+    for (std::int64_t l = 0; l < w_.layers; ++l) {
+      const std::size_t i = static_cast<std::size_t>(l);
+      for (std::int64_t r = 0; r < R; ++r) {
+        const float* h = row_state(r) + 2 * l * P;
+        for (std::int64_t k = 0; k < P; ++k) recurrent_[r * P + k] = round_to(w_.dtype, h[k]);
+      }
+      if (l == 0) {
+        for (std::int64_t r = 0; r < R; ++r) {
+          const float* table = w_.input_table.data() + labels[rows_[static_cast<std::size_t>(r)]] * 4 * P;
+          std::copy(table, table + 4 * P, gates_.data() + r * 4 * P);
+        }
+      } else {
+        for (std::int64_t r = 0; r < R; ++r) {
+          const float* below = row_state(r) + 2 * (l - 1) * P;  // this step's output of the layer below
+          for (std::int64_t k = 0; k < P; ++k) input_[r * P + k] = round_to(w_.dtype, below[k]);
+        }
+        for (std::int64_t k = 0; k < 4 * P; ++k) {
+          const float* weight = w_.weight_ih[i].data() + k * P;
+          for (std::int64_t r = 0; r < R; ++r) {
+            gates_[r * 4 * P + k] = dot(weight, input_.data() + r * P, P) + w_.bias[i][k];
           }
         }
-        lstm_cell_row(gates_.data(), h, c, P);
       }
-      const float* top = row + 2 * (w_.layers - 1) * P;
-      for (std::int64_t k = 0; k < P; ++k) input_[k] = round_to(w_.dtype, top[k]);
-      float* out = output + b * w_.joint;
-      for (std::int64_t j = 0; j < w_.joint; ++j) {
-        out[j] = dot(w_.projection_weight.data() + j * P, input_.data(), P) + w_.projection_bias[j];
+      for (std::int64_t k = 0; k < 4 * P; ++k) {
+        const float* weight = w_.weight_hh[i].data() + k * P;
+        for (std::int64_t r = 0; r < R; ++r) {
+          gates_[r * 4 * P + k] = gates_[r * 4 * P + k] + dot(weight, recurrent_.data() + r * P, P);
+        }
+      }
+      for (std::int64_t r = 0; r < R; ++r) {
+        float* h = row_state(r) + 2 * l * P;
+        lstm_cell_row(gates_.data() + r * 4 * P, h, h + P, P);
+      }
+    }
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float* top = row_state(r) + 2 * (w_.layers - 1) * P;
+      for (std::int64_t k = 0; k < P; ++k) input_[r * P + k] = round_to(w_.dtype, top[k]);
+    }
+    for (std::int64_t j = 0; j < w_.joint; ++j) {
+      const float* weight = w_.projection_weight.data() + j * P;
+      for (std::int64_t r = 0; r < R; ++r) {
+        output[rows_[static_cast<std::size_t>(r)] * w_.joint + j] =
+            dot(weight, input_.data() + r * P, P) + w_.projection_bias[j];
       }
     }
   }
 
  private:
   const LstmHostWeights& w_;
-  std::vector<float> gates_;
-  std::vector<float> input_;
-  std::vector<float> recurrent_;
+  std::vector<std::int64_t> rows_;
+  std::vector<float> gates_;      // [R, 4P]
+  std::vector<float> input_;      // [R, P]
+  std::vector<float> recurrent_;  // [R, P]
 };
 
 class LstmCpuPredictor final : public TransducerPredictor {

@@ -1,6 +1,8 @@
 #pragma once
 // Streaming log-sum-exp, mergeable in any order (for parallel reductions): value = max + log(sum).
 
+#include <cmath>
+
 #include "asrdec/detail/hd.hpp"
 
 namespace asrdec::detail {
