@@ -169,6 +169,14 @@ void launch_masked_bias(const float* product, const float* bias, const std::int3
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "masked_bias_kernel");
 }
 
+void prepare_stateless_features(std::int64_t width) {
+  const std::size_t bytes = static_cast<std::size_t>(width) * sizeof(float);
+  if (bytes > 48 * 1024) {
+    ASRDEC_CUDA_CHECK(cudaFuncSetAttribute(stateless_features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+  }
+}
+
 void launch_stateless_features(const StatelessParams& params, cudaStream_t stream) {
   const int blocks = static_cast<int>(params.batch < 1 ? 1 : (params.batch > 4096 ? 4096 : params.batch));
   stateless_features_kernel<<<blocks, kThreads, static_cast<std::size_t>(params.width) * sizeof(float), stream>>>(

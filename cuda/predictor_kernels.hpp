@@ -53,6 +53,9 @@ struct StatelessParams {
   std::int64_t batch;
   std::int64_t width;
 };
+/** Allows the features kernel the dynamic shared memory `width` floats need (beyond the 48 KiB default). Call
+ *  once per session, outside any capture. */
+void prepare_stateless_features(std::int64_t width);
 /** Features of one step (embeddings of the new and previous labels, layer norm, rounding) for masked rows. */
 void launch_stateless_features(const StatelessParams& params, cudaStream_t stream);
 /** Shifts the new label into the state of masked rows. */

@@ -12,7 +12,7 @@ constexpr int kPhaseThreads = 1024;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 template <class TEnc, class TWeight>
-__global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceState g, const std::int32_t* need) {
+__global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceState g) {
   const GreedyArgs args = *g.args;
   const std::int64_t n = g.rows * g.hidden_size;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceStat
     frame = frame < last ? frame : last;
     const TEnc* enc = static_cast<const TEnc*>(args.enc);
     const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
-    if (g.check_values && need[b] && length > 0 && !is_finite_value(x)) {
-      atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
+    if (g.check_values && length > 0 && !is_finite_value(x)) {
+      atomicMin(g.row_bad + row, pack_bad_value(b, frame, j, x != x));
     }
     hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[b * g.hidden_size + j]));
   }
@@ -68,10 +68,10 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
           lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
     }
     if (lane == 0) {
-      g.choice_label[row] = best.index;
+      g.choice_label[row] = label_or_blank(best, g.rules.blank);
       g.choice_score[row] = best.value;
       g.choice_confidence[row] = lse_max_probability(lse, best.value);
-      g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration.index] : 0;
+      g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(duration)] : 0;
     }
   }
 }
@@ -82,6 +82,24 @@ __device__ JointChoice choice_of(const GreedyDeviceState& g, std::int64_t b) {
   const std::int32_t k = g.window > 1 ? wind_pick(g.choice_label + first, g.window, g.rules.blank) : 0;
   const std::int64_t row = first + k;
   return JointChoice{g.choice_label[row], g.choice_duration[row], k, g.choice_score[row], g.choice_confidence[row]};
+}
+
+// Reports the invalid encoder values of the rows an utterance's choice read: its window rows up to the pick.
+__device__ void report_bad_values(const GreedyDeviceState& g, std::int64_t b, std::int32_t offset) {
+  unsigned long long first = kNoBadValue;
+  for (std::int32_t w = 0; w <= offset; ++w) {
+    const unsigned long long key = g.row_bad[b * g.window + w];
+    first = key < first ? key : first;
+  }
+  if (first != kNoBadValue) {
+    atomicMin(g.bad_value, first);
+  }
+}
+
+__device__ JointChoice used_choice(const GreedyDeviceState& g, std::int64_t b) {
+  const JointChoice choice = choice_of(g, b);
+  report_bad_values(g, b, choice.offset);
+  return choice;
 }
 
 // A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
@@ -111,11 +129,11 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         any |= s.active[b];
         break;
       case GreedyPhase::label_looping_first:
-        if (in_batch) label_looping_first(s, g.rules, b, choice_of(g, b));
+        if (in_batch) label_looping_first(s, g.rules, b, s.active[b] ? used_choice(g, b) : JointChoice{});
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_inner:
-        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, b, choice_of(g, b));
+        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, b, used_choice(g, b));
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_store:
@@ -131,7 +149,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         break;
       case GreedyPhase::frame_looping_step:
         if (in_batch) {
-          frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? choice_of(g, b) : JointChoice{});
+          frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? used_choice(g, b) : JointChoice{});
         }
         any |= s.advance[b];
         break;
@@ -182,32 +200,34 @@ int blocks_for(std::int64_t n, int threads) {
 }
 
 template <class TEnc>
-void launch_hidden_for(const GreedyDeviceState& g, const std::int32_t* need, cudaStream_t stream) {
+void launch_hidden_for(const GreedyDeviceState& g, cudaStream_t stream) {
   const int blocks = blocks_for(g.rows * g.hidden_size, kThreads);
   switch (g.weight_dtype) {
     case DType::f16:
-      joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g, need);
+      joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
       break;
     case DType::bf16:
-      joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g, need);
+      joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
       break;
     default:
-      joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g, need);
+      joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
   }
 }
 
 }  // namespace
 
-void launch_joint_hidden(const GreedyDeviceState& g, const std::int32_t* need, cudaStream_t stream) {
+void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
+  ASRDEC_CUDA_CHECK(
+      cudaMemsetAsync(g.row_bad, 0xff, static_cast<std::size_t>(g.rows) * sizeof(unsigned long long), stream));
   switch (g.enc_dtype) {
     case DType::f16:
-      launch_hidden_for<half_t>(g, need, stream);
+      launch_hidden_for<half_t>(g, stream);
       break;
     case DType::bf16:
-      launch_hidden_for<bfloat16_t>(g, need, stream);
+      launch_hidden_for<bfloat16_t>(g, stream);
       break;
     default:
-      launch_hidden_for<float>(g, need, stream);
+      launch_hidden_for<float>(g, stream);
   }
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_hidden_kernel");
 }

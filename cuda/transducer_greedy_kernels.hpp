@@ -43,6 +43,7 @@ struct GreedyDeviceState {
   const std::int32_t* durations;  ///< [num_durations]
   std::int32_t num_durations;
   unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
+  unsigned long long* row_bad;    ///< [rows] the same, per joint row of the current evaluation
   std::int64_t max_batch;
   std::int64_t rows;           ///< max_batch * window
   std::int64_t hidden_size;    ///< J
@@ -56,9 +57,10 @@ struct GreedyDeviceState {
   std::int32_t check_values;
 };
 
-/** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype; NaN/inf in
- *  enc_proj is recorded for the utterances with need[b] != 0 (those whose evaluation is used). */
-void launch_joint_hidden(const GreedyDeviceState& g, const std::int32_t* need, cudaStream_t stream);
+/** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in
+ *  enc_proj is recorded per row; the phase kernels report it for the rows whose evaluation is used, so that
+ *  exactly the frames the CPU executor reads are checked (for WIND: up to the first non-blank). */
+void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream);
 /** Label (first max over the token columns), raw score, max-prob confidence and duration of every row. */
 void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream);
 

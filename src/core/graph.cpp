@@ -1,5 +1,6 @@
 #include "asrdec/core/graph.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -122,6 +123,20 @@ struct GraphExecutor::Impl {
     detail::DeviceGuard guard(device);
     detail::preload_graph_kernels();
     blocks = compile(program);
+    // Loop bodies are captured from side streams, one per nesting level; create them now, never mid-capture.
+    if (mode == GraphMode::conditional) {
+      for (std::size_t depth = loop_depth(program); side_streams.size() < depth;) {
+        side_streams.emplace_back(device);
+      }
+    }
+  }
+
+  static std::size_t loop_depth(const StreamProgram& source) {
+    std::size_t depth = 0;
+    for (const StreamProgram::Node& node : source.nodes()) {
+      if (!node.launch) depth = std::max(depth, 1 + loop_depth(*node.body));
+    }
+    return depth;
   }
   ~Impl() { drop_graphs(); }
 
@@ -161,12 +176,7 @@ struct GraphExecutor::Impl {
     drop_graphs(blocks);
   }
 
-  cudaStream_t side_stream(std::size_t depth) {
-    while (side_streams.size() <= depth) {
-      side_streams.emplace_back(device);
-    }
-    return side_streams[depth].handle();
-  }
+  cudaStream_t side_stream(std::size_t depth) { return side_streams.at(depth).handle(); }
 
   // --- conditional mode: the whole program as one graph -----------------------------------------------------
 
@@ -267,10 +277,19 @@ struct GraphExecutor::Impl {
     detail::DeviceGuard guard(device);
     cudaStream_t stream = user_stream != nullptr ? user_stream : own_stream.handle();
     host_checks = 0;
-    if (mode == GraphMode::conditional) {
-      if (whole == nullptr) {
+    if (mode == GraphMode::conditional && whole == nullptr) {
+      try {
         capture_whole();
+      } catch (const CudaError& error) {
+        // The support probe passed, but this program's nodes (e.g. a library's kernels) cannot live inside a
+        // conditional body: keep decoding with per-step graphs and say so once.
+        warn_once(detail::concat("graph-capture-fallback:", device.to_string()),
+                  detail::concat("capturing a decode loop as one conditional CUDA graph failed (", error.what(),
+                                 "); using per_step graphs"));
+        mode = GraphMode::per_step;
       }
+    }
+    if (mode == GraphMode::conditional) {
       ASRDEC_CUDA_CHECK(cudaGraphLaunch(whole, stream));
     } else {
       run_items(blocks, stream);

@@ -51,6 +51,9 @@ void Gemm::rows_times_weight_t(const void* weight, DType dtype, std::int64_t out
   const float alpha = 1.0f;
   const float beta = 0.0f;
   ASRDEC_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+  // cublasSetStream resets the workspace to cuBLAS's own pool, which allocates — illegal inside captured
+  // (conditional) graphs. Hand it our fixed workspace again every time.
+  ASRDEC_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
   ASRDEC_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(outputs), static_cast<int>(rows),
                                    static_cast<int>(inner), &alpha, weight, cuda_type(dtype), static_cast<int>(inner),
                                    x, cuda_type(dtype), static_cast<int>(ldx), &beta, y, CUDA_R_32F,

@@ -180,6 +180,7 @@ class GreedyCuda final : public GreedyBackend {
   }
 
   GraphMode graph_mode() const noexcept override { return mode_; }
+  StreamHandle default_stream() const noexcept override { return stream_.handle(); }
 
  private:
   cudaStream_t pick(StreamHandle user_stream) const { return user_stream != nullptr ? user_stream : stream_.handle(); }
@@ -231,6 +232,7 @@ class GreedyCuda final : public GreedyBackend {
     choice_duration_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
     choice_score_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
+    row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
     const std::int64_t capacity = limits_.max_frames * config_.max_symbols_per_frame + 1;
     hyps_ = BatchedHyps<MemoryKind::device>();
     hyps_.reserve(B, capacity, device_);
@@ -246,6 +248,12 @@ class GreedyCuda final : public GreedyBackend {
     const std::vector<std::int32_t> ones(rows, 1);
     copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream.handle());
+    // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
+    // predictor step, all on our own zeroed buffers with every row masked off.
+    fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
+    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(), O, J,
+                               hidden_.data(), J, B * window_, logits_.data(), O, stream.handle());
+    session_->step(label_.data(), emit_mask_.data(), work_state_.data(), work_dec_.data(), B, stream.handle());
     stream.synchronize();
   }
 
@@ -273,6 +281,7 @@ class GreedyCuda final : public GreedyBackend {
     g.durations = durations_.data();
     g.num_durations = static_cast<std::int32_t>(model_.durations().size());
     g.bad_value = bad_value_.data();
+    g.row_bad = row_bad_.data();
     g.max_batch = limits_.max_batch;
     g.rows = limits_.max_batch * window_;
     g.hidden_size = model_.joint_hidden();
@@ -288,8 +297,8 @@ class GreedyCuda final : public GreedyBackend {
   }
 
   // Joint of every row: hidden, one GEMM, argmax epilogue.
-  void joint(const GreedyDeviceState& g, const std::int32_t* need, cudaStream_t stream) {
-    launch_joint_hidden(g, need, stream);
+  void joint(const GreedyDeviceState& g, cudaStream_t stream) {
+    launch_joint_hidden(g, stream);
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
                                g.hidden, g.hidden_size, g.rows, g.logits, g.outputs, stream);
     launch_joint_epilogue(g, stream);
@@ -302,13 +311,13 @@ class GreedyCuda final : public GreedyBackend {
   StreamProgram label_looping_program(const GreedyDeviceState g) {
     StreamProgram inner;
     inner.then([this, g](StreamHandle s) {
-      joint(g, g.state.advance, s);
+      joint(g, s);
       launch_greedy_phase(GreedyPhase::label_looping_inner, g, s);
     });
     StreamProgram outer;
     outer
         .then([this, g](StreamHandle s) {
-          joint(g, g.state.active, s);
+          joint(g, s);
           launch_greedy_phase(GreedyPhase::label_looping_first, g, s);
         })
         .loop_while(g.any_advance, inner)
@@ -327,7 +336,7 @@ class GreedyCuda final : public GreedyBackend {
   StreamProgram frame_looping_program(const GreedyDeviceState g) {
     StreamProgram symbols;
     symbols.then([this, g](StreamHandle s) {
-      joint(g, g.state.advance, s);
+      joint(g, s);
       launch_greedy_phase(GreedyPhase::frame_looping_step, g, s);
       predictor_step(g, s);
     });
@@ -377,6 +386,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<float> logits_;
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
   DeviceBuffer<float> choice_score_, choice_confidence_;
+  DeviceBuffer<unsigned long long> row_bad_;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;
   std::array<std::optional<GraphExecutor>, 3> executors_;

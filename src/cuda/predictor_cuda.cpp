@@ -221,6 +221,7 @@ StatelessCudaSession::StatelessCudaSession(const StatelessCudaPredictor& predict
   const std::vector<float> blanks(rows * static_cast<std::size_t>(p_.w_.state_size()), static_cast<float>(p_.w_.blank));
   Stream stream(p_.device_);
   blank_state_ = upload(blanks, p_.device_, stream.handle());
+  fill_bytes_async(features_.data(), p_.device_, 0, features_.bytes(), stream.handle());  // rows never masked in
   stream.synchronize();
 }
 

@@ -25,7 +25,7 @@ class GreedyCpu final : public GreedyBackend {
         rules_(rules_of(model, config)),
         limits_(limits),
         session_(model.predictor().start_session(limits.max_batch)),
-        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations()) {
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {
     reserve(limits_.max_batch, limits_.max_frames);
   }
 
@@ -91,6 +91,7 @@ class GreedyCpu final : public GreedyBackend {
 
   void synchronize_and_check(StreamHandle) override {}
   GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
+  StreamHandle default_stream() const noexcept override { return nullptr; }
 
  private:
   void reserve(std::int64_t batch, std::int64_t frames) {

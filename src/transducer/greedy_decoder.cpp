@@ -85,14 +85,14 @@ GreedyProblem make_greedy_problem(const TransducerModel& model, const TensorView
     }
   } else {
 #if ASRDEC_WITH_CUDA
-    // Device lengths are read back once: the host needs them to size and validate the decode.
+    // Device lengths are read back once (one strided copy): the host needs them to size and validate the decode.
     std::vector<std::byte> host(static_cast<std::size_t>(p.batch) * element);
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      copy_bytes_async(host.data() + b * element, Device::cpu(),
-                       static_cast<const std::byte*>(lengths.data()) + b * stride * static_cast<std::int64_t>(element),
-                       lengths.device(), element, stream);
+    if (p.batch > 0) {
+      ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), element, lengths.data(),
+                                          static_cast<std::size_t>(stride) * element, element,
+                                          static_cast<std::size_t>(p.batch), cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (std::int64_t b = 0; b < p.batch; ++b) {
       std::int64_t value = 0;
       if (element == 4) {
@@ -159,6 +159,7 @@ TransducerGreedyDecoder& TransducerGreedyDecoder::operator=(TransducerGreedyDeco
 
 BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj, const TensorView& lengths,
                                                       StreamHandle stream) {
+  stream = stream != nullptr ? stream : impl_->backend->default_stream();
   const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
   if (impl_->scratch != nullptr && impl_->scratch->batch == problem.batch) {
     impl_->backend->restart(*impl_->scratch, stream);
@@ -170,6 +171,7 @@ BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj
 
 std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
                                                         StreamHandle stream) {
+  stream = stream != nullptr ? stream : impl_->backend->default_stream();
   const BatchedHypsView view = decode_async(enc_proj, lengths, stream);
   return impl_->backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true,
                                  stream);
@@ -186,6 +188,7 @@ TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, Strea
 
 std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
                                                               const TensorView& chunk_lengths, StreamHandle stream) {
+  stream = stream != nullptr ? stream : impl_->backend->default_stream();
   const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_chunk, chunk_lengths, stream);
   ASRDEC_CHECK_ARG(problem.batch == state.batch(), "enc_chunk holds ", problem.batch,
                    " utterances but the stream was started for ", state.batch());

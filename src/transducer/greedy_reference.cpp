@@ -14,7 +14,7 @@ std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model
   const detail::GreedyProblem p = detail::make_greedy_problem(model, enc_proj, lengths, nullptr);
   const bool tdt = model.type() == TransducerType::tdt;
   const std::int32_t blank = model.blank_id();
-  detail::JointCpu joint(model.joint().impl(), model.vocab_size() + 1, model.durations());
+  detail::JointCpu joint(model.joint().impl(), model.vocab_size() + 1, model.durations(), model.blank_id());
   std::unique_ptr<PredictorSession> session = model.predictor().start_session(1);
   std::vector<float> state(static_cast<std::size_t>(model.predictor().state_size()));
   std::vector<float> dec(static_cast<std::size_t>(model.joint_hidden()));

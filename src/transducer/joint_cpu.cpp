@@ -22,10 +22,11 @@ float read(const EncodedView& enc, std::int64_t offset) {
 }  // namespace
 
 JointCpu::JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns,
-                   const std::vector<std::int32_t>& durations)
+                   const std::vector<std::int32_t>& durations, std::int32_t blank)
     : joint_(joint),
       token_columns_(token_columns),
       durations_(durations),
+      blank_(blank),
       hidden_(static_cast<std::size_t>(joint.hidden)) {}
 
 JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
@@ -67,7 +68,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   }
   for (std::int64_t r = 0; r < count; ++r) {
     out[r] = JointChoice{};
-    out[r].label = tokens_[r].index;
+    out[r].label = label_or_blank(tokens_[r], blank_);
     out[r].score = tokens_[r].value;
     out[r].confidence = lse_max_probability(lse_[r], tokens_[r].value);
   }
@@ -81,7 +82,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       }
     }
     for (std::int64_t r = 0; r < count; ++r) {
-      out[r].duration = durations_[static_cast<std::size_t>(durations_best_[r].index)];
+      out[r].duration = durations_[static_cast<std::size_t>(duration_index_or_first(durations_best_[r]))];
     }
   }
 }

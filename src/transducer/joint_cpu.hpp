@@ -24,7 +24,8 @@ struct JointRow {
 
 class JointCpu {
  public:
-  JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations);
+  JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations,
+           std::int32_t blank);
 
   /** Joint of utterance b at `frame` with predictor output `dec` ([J]). Throws InvalidArgument for a NaN or
    *  infinite enc_proj value when `check_values`. */
@@ -39,6 +40,7 @@ class JointCpu {
   const TransducerJoint::Impl& joint_;
   std::int64_t token_columns_;
   const std::vector<std::int32_t>& durations_;
+  std::int32_t blank_;
   std::vector<float> hidden_;  // [rows, J]
   std::vector<ArgMax> tokens_, durations_best_;
   std::vector<LogSumExp> lse_;

@@ -208,6 +208,22 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   std::int32_t short_lengths[2] = {6, 1};
   EXPECT_NO_THROW(decoder.decode(nan.view, TensorView(short_lengths, DType::i32, {2})));
 
+  // With value checks off, NaN input must still decode (a NaN joint row counts as blank), never crash.
+  {
+    testing::RandomTransducerSpec tanh_spec = spec;
+    tanh_spec.activation = JointActivation::tanh;  // tanh(NaN) = NaN: every logit of that row is NaN
+    std::mt19937_64 rng3(9);
+    const testing::RandomTransducer tanh_model = make_random_transducer(tanh_spec, rng3);
+    TransducerGreedyConfig unchecked;
+    unchecked.check_values = false;
+    TransducerGreedyDecoder lenient(tanh_model.build(device_), unchecked);
+    const auto result = lenient.decode(nan.view, TensorView(lengths, DType::i32, {2}));
+    ASSERT_EQ(result.size(), 2u);
+    for (const auto& h : result) {
+      for (std::int32_t token : h.tokens) EXPECT_TRUE(token >= 0 && token < 5) << token;
+    }
+  }
+
   TransducerGreedyConfig bad;
   bad.max_symbols_per_frame = 0;
   ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument,
@@ -225,6 +241,32 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   TransducerStream stream = decoder.start_stream(3);
   ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, good.view, TensorView(lengths, DType::i32, {2})),
                           InvalidArgument, "enc_chunk holds 2 utterances but the stream was started for 3");
+}
+
+// WIND rejects an invalid encoder value exactly when the frame-by-frame oracle does (it reads a frame inside
+// the utterance), names the same position, and never looks at frames beyond the length.
+TEST_P(TransducerGreedy, WindRejectsInvalidInputLikeTheOracle) {
+  std::mt19937_64 rng(11);
+  testing::RandomTransducerSpec spec;
+  spec.vocab = 4, spec.joint = 4, spec.hidden = 3;
+  const testing::RandomTransducer random = make_random_transducer(spec, rng);
+  std::vector<float> values(6 * 4, 0.5f);
+  values[3 * 4 + 1] = std::numeric_limits<float>::infinity();  // frame 3
+  const Placed enc = place(testing::RandomEncoded{1, 6, 4, values, {6}});
+  TransducerGreedyConfig config;
+  config.algorithm = TransducerGreedyAlgorithm::wind;
+  config.window = 8;
+  config.graph_mode = GetParam().mode;
+  TransducerGreedyDecoder decoder(random.build(device_), config);
+  std::int32_t short_length[1] = {3};  // frames 0..2: the window may cover frame 3, but it is not read
+  EXPECT_NO_THROW(decoder.decode(enc.view, TensorView(short_length, DType::i32, {1})));
+  std::int32_t full_length[1] = {6};
+  ASRDEC_EXPECT_THROW_MSG(
+      transducer_greedy_reference(random.build(Device::cpu()), TensorView(values.data(), DType::f32, {1, 6, 4}),
+                                  TensorView(full_length, DType::i32, {1})),
+      InvalidArgument, "enc_proj[0, 3, 1] is infinite");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(enc.view, TensorView(full_length, DType::i32, {1})), InvalidArgument,
+                          "enc_proj[0, 3, 1] is infinite");
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, TransducerGreedy, ::testing::ValuesIn(all_cases()), case_name);

@@ -20,6 +20,17 @@ struct JointChoice {
   float confidence;       ///< max-prob confidence: exp(logit - logsumexp over the token columns)
 };
 
+/** The label of an argmax over the token columns: a row where nothing compared (every logit NaN, possible only
+ *  when invalid inputs are not rejected) counts as blank rather than yielding an out-of-range id. */
+ASRDEC_HD_INLINE std::int32_t label_or_blank(ArgMax best, std::int32_t blank) {
+  return best.index == argmax_identity().index ? blank : best.index;
+}
+
+/** The index of the duration argmax, 0 when nothing compared. */
+ASRDEC_HD_INLINE std::int32_t duration_index_or_first(ArgMax best) {
+  return best.index == argmax_identity().index ? 0 : best.index;
+}
+
 struct GreedyRules {
   std::int32_t blank;
   std::int32_t max_symbols;
