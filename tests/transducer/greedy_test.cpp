@@ -42,6 +42,8 @@ class TransducerGreedy : public ::testing::TestWithParam<GreedyCase> {
     DeviceBuffer<std::byte> buffer;
     TensorView view;
   };
+  // CPU views point into `e`, which must outlive the Placed result.
+  Placed place(const testing::RandomEncoded&& e) const = delete;
   Placed place(const testing::RandomEncoded& e) const {
     if (device_.is_cpu() || e.values.empty()) {
       return Placed{{}, TensorView(e.values.data(), DType::f32, {e.batch, e.frames, e.hidden}, device_)};
@@ -179,7 +181,8 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   const TransducerModel model = random.build(device_);
   TransducerGreedyDecoder decoder(model);
   std::vector<float> values(2 * 6 * 4, 0.25f);
-  const Placed good = place(testing::RandomEncoded{2, 6, 4, values, {6, 2}});
+  const testing::RandomEncoded good_input{2, 6, 4, values, {6, 2}};
+  const Placed good = place(good_input);
   std::int32_t lengths[2] = {6, 2};
   EXPECT_EQ(decoder.decode(good.view, TensorView(lengths, DType::i32, {2})).size(), 2u);
 
@@ -189,8 +192,8 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   std::int32_t negative[2] = {1, -3};
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(good.view, TensorView(negative, DType::i32, {2})), InvalidArgument,
                           "lengths[1] = -3 is outside [0, 6]");
-  std::vector<float> wide(2 * 6 * 5, 0.25f);
-  const Placed wrong_j = place(testing::RandomEncoded{2, 6, 5, wide, {6, 2}});
+  const testing::RandomEncoded wide{2, 6, 5, std::vector<float>(2 * 6 * 5, 0.25f), {6, 2}};
+  const Placed wrong_j = place(wide);
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(wrong_j.view, TensorView(lengths, DType::i32, {2})), InvalidArgument,
                           "enc_proj: dimension 2 must be 4 (J, the joint hidden size of the model), got 5");
   std::vector<std::int32_t> ints(48, 0);
@@ -201,7 +204,8 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
                           "lengths: dimension 0 must be 2 (the batch size B of enc_proj)");
   std::vector<float> with_nan = values;
   with_nan[(1 * 6 + 1) * 4 + 2] = std::numeric_limits<float>::quiet_NaN();
-  const Placed nan = place(testing::RandomEncoded{2, 6, 4, with_nan, {6, 2}});
+  const testing::RandomEncoded nan_input{2, 6, 4, with_nan, {6, 2}};
+  const Placed nan = place(nan_input);
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(nan.view, TensorView(lengths, DType::i32, {2})), InvalidArgument,
                           "enc_proj[1, 1, 2] is NaN");
   // NaN beyond a length is never read.
@@ -252,7 +256,8 @@ TEST_P(TransducerGreedy, WindRejectsInvalidInputLikeTheOracle) {
   const testing::RandomTransducer random = make_random_transducer(spec, rng);
   std::vector<float> values(6 * 4, 0.5f);
   values[3 * 4 + 1] = std::numeric_limits<float>::infinity();  // frame 3
-  const Placed enc = place(testing::RandomEncoded{1, 6, 4, values, {6}});
+  const testing::RandomEncoded input{1, 6, 4, values, {6}};
+  const Placed enc = place(input);
   TransducerGreedyConfig config;
   config.algorithm = TransducerGreedyAlgorithm::wind;
   config.window = 8;
