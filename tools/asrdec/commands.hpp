@@ -2,12 +2,18 @@
 // Each subcommand registers itself on the application; main() only dispatches and reports errors.
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace asrdec::cli {
 
 void add_info_command(CLI::App& app);
 /** `asrdec decode ctc-greedy`; later decoders add their own `decode` subcommands beside it. */
 void add_decode_ctc_greedy_command(CLI::App& decode);
+/** `asrdec lm score` and `asrdec lm convert`. */
+void add_lm_commands(CLI::App& app);
+/** Splits on ASCII space and tab only (as KenLM does: token-level symbols may be other whitespace). */
+std::vector<std::string> split_words_ascii(const std::string& line);
 /** `asrdec decode rnnt` and `asrdec decode tdt`. */
 void add_decode_transducer_commands(CLI::App& decode);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   decode->require_subcommand(1);
   asrdec::cli::add_decode_ctc_greedy_command(*decode);
   asrdec::cli::add_decode_transducer_commands(*decode);
+  asrdec::cli::add_lm_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

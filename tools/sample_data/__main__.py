@@ -19,17 +19,25 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--utterances", type=int, default=40,
                         help="number of test utterances (default 40)")
+    parser.add_argument("--lm", action="store_true",
+                        help="also build the sample LM into OUT/lm (needs IRSTLM)")
+    parser.add_argument("--test-lms", metavar="DIR",
+                        help="build the LMs the tests load into DIR (needs IRSTLM)")
     parser.add_argument("--bench-models", metavar="DIR",
                         help="also write benchmark-size random models and "
                              "inputs to DIR (not for the repository)")
     args = parser.parse_args(argv)
-    if not args.out and not args.bench_models:
-        parser.error("give --out and/or --bench-models")
+    if not args.out and not args.bench_models and not args.test_lms:
+        parser.error("give --out, --test-lms and/or --bench-models")
 
     from . import bench, generate
     if args.out:
         for line in generate.build_sample_data(args.out, args.seed,
-                                               args.utterances):
+                                               args.utterances, args.lm):
+            print(line, flush=True)
+    if args.test_lms:
+        for line in generate.build_test_lms(args.test_lms, args.seed,
+                                            args.utterances):
             print(line, flush=True)
     if args.bench_models:
         for line in bench.build_bench(args.bench_models, args.seed):

@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from . import bpe, corpus, ctc, errors, greedy, metrics, writers
+from . import bpe, corpus, ctc, errors, greedy, lm, metrics, writers
 from . import transducer_model as tm
 from . import transducer_sim as ts
 
@@ -186,7 +186,12 @@ def _finish_transducer(folder, model, res, refs, ref_tokens, piece_list,
                     piece_list, res["events"], extra)
 
 
-def build_sample_data(out, seed, n_utts):
+def build_test_lms(out, seed, n_utts):
+    text = corpus.load_corpus(n_utts, keyed_rng(seed, "corpus"))
+    return lm.build_test_lms(out, text["train"])
+
+
+def build_sample_data(out, seed, n_utts, with_lm=False):
     t0 = time.time()
     os.makedirs(out, exist_ok=True)
     text = corpus.load_corpus(n_utts, keyed_rng(seed, "corpus"))
@@ -223,6 +228,10 @@ def build_sample_data(out, seed, n_utts):
         lines += build_transducer(out, seed, model_type, refs, ref_tokens,
                                   piece_list, em)
         timings.append((model_type, time.time() - t))
+    if with_lm:
+        t = time.time()
+        lines += lm.build_sample_lm(out, text["train"], sp)
+        timings.append(("lm", time.time() - t))
     total = sum(writers.file_sizes(out).values())
     lines.append("total size of %s: %s" % (out, _mb(total)))
     lines.append("time: " + ", ".join("%s %.1f s" % kv for kv in timings) +

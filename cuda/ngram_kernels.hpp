@@ -1,0 +1,22 @@
+#pragma once
+// Internal: CUDA kernels of the n-gram LM queries. Launch shapes depend only on the batch size and the
+// vocabulary, so the launches can be captured into a CUDA graph by a fused decoder.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/lm/ngram_lm.hpp"
+
+namespace asrdec::detail {
+
+/** scores[b, v], next_states[b, v] for every state in `states` [batch]. `multiprocessors` sizes the grid: with
+ *  few states the vocabulary is split across blocks so that the whole GPU works on one query. */
+void launch_ngram_advance(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* scores,
+                          std::int32_t* next_states, int multiprocessors, cudaStream_t stream);
+
+/** out[b] = ln p(</s> | states[b]). */
+void launch_ngram_final_scores(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* out,
+                               cudaStream_t stream);
+
+}  // namespace asrdec::detail

@@ -1,0 +1,60 @@
+#pragma once
+// The n-gram query rules, shared by the CPU loop and the CUDA kernel: arcs of a state are sorted by label; a
+// token not found in a context is looked up in the context's backoff state with the backoff weight added,
+// down to START, which holds every label. Adding in this order (backoffs from the longest context down, then the
+// arc weight) makes every path bit-identical between executors.
+
+#include <cstdint>
+
+#include "asrdec/detail/hd.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
+
+namespace asrdec::detail {
+
+/** Index of the arc with `label` among arcs [begin, end), or -1. */
+ASRDEC_HD_INLINE std::int32_t find_arc(const NgramLmRef& lm, std::int32_t begin, std::int32_t end, std::int32_t label) {
+  while (begin < end) {
+    const std::int32_t middle = begin + (end - begin) / 2;
+    const std::int32_t found = lm.arc_label[middle];
+    if (found == label) return middle;
+    if (found < label) {
+      begin = middle + 1;
+    } else {
+      end = middle;
+    }
+  }
+  return -1;
+}
+
+struct NgramStep {
+  float score;
+  std::int32_t next;
+};
+
+/** Score of one label (a token, or V for <unk>) from `state`, and the state it leads to. */
+ASRDEC_HD_INLINE NgramStep score_label(const NgramLmRef& lm, std::int32_t state, std::int32_t label) {
+  float backoff = 0.0f;
+  for (;;) {
+    const std::int32_t arc = find_arc(lm, lm.arc_begin[state], lm.arc_begin[state + 1], label);
+    if (arc >= 0) {
+      return NgramStep{lm.arc_weight[arc] + backoff, lm.arc_target[arc]};
+    }
+    if (state == 0) {
+      return NgramStep{-__builtin_huge_valf(), 0};  // unreachable: START holds every label
+    }
+    backoff += lm.backoff_weight[state];
+    state = lm.backoff_to[state];
+  }
+}
+
+/** Score of a token: a token the model does not list scores as <unk> in this context. */
+ASRDEC_HD_INLINE NgramStep score_token(const NgramLmRef& lm, std::int32_t state, std::int32_t token) {
+  if (lm.missing[token]) {
+    NgramStep step = score_label(lm, state, lm.vocab_size);
+    step.score += lm.missing_offset;
+    return step;
+  }
+  return score_label(lm, state, token);
+}
+
+}  // namespace asrdec::detail
