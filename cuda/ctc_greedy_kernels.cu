@@ -3,6 +3,8 @@
 
 #include "asrdec/detail/ctc_greedy_step.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/fusion_step.hpp"
+#include "asrdec/detail/ngram_step.hpp"
 #include "cuda/check.hpp"
 #include "cuda/ctc_greedy_kernels.hpp"
 
@@ -128,6 +130,85 @@ __global__ void __launch_bounds__(kCollapseThreads) collapse_kernel(CtcGreedyWor
   }
 }
 
+// LM fusion: one block per utterance walks its frames in order (each emission depends on the LM state the
+// previous one left). A frame whose acoustic argmax would be emitted is re-chosen by the whole block: each thread
+// scores a slice of the vocabulary with the shared per-token LM query (bit-identical to the CPU's full-vocabulary
+// query), then a first-max reduction picks the token. Thread 0 keeps the sums in the CPU's order.
+template <class T>
+__global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGreedyWorkspace ws) {
+  constexpr int kWarps = kCollapseThreads / 32;
+  __shared__ float warp_value[kWarps];
+  __shared__ std::int32_t warp_index[kWarps];
+  __shared__ std::int32_t shared_state;
+  __shared__ std::int32_t shared_previous;
+  const CtcGreedyArgs args = *ws.args;
+  const NgramLmRef& lm = ws.lm;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  for (std::int64_t b = blockIdx.x; b < args.batch; b += gridDim.x) {
+    const std::int32_t length = read_length(args, b, ws.first_bad_length);
+    const T* logprobs = static_cast<const T*>(args.logprobs) + b * args.stride_b;
+    const std::int32_t* frame_token = ws.frame_token + b * ws.row_stride;
+    const float* frame_logprob = ws.frame_logprob + b * ws.row_stride;
+    std::int32_t count = 0;
+    double score = 0.0;
+    float lm_total = 0.0f;
+    if (threadIdx.x == 0) {
+      shared_state = NgramLm::bos_state();
+      shared_previous = -1;
+    }
+    __syncthreads();
+    for (std::int32_t t = 0; t < length; ++t) {
+      const std::int32_t previous = shared_previous;
+      const std::int32_t state = shared_state;
+      const std::int32_t token = frame_token[t];
+      const T* row = logprobs + t * args.stride_t;
+      __syncthreads();  // everyone has read the shared state before thread 0 rewrites it
+      if (ctc_emits(token, previous, args.blank)) {
+        ArgMax best = argmax_identity();
+        for (std::int32_t v = static_cast<std::int32_t>(threadIdx.x); v < lm.vocab_size; v += kCollapseThreads) {
+          if (v == previous) continue;
+          const float x = to_float(row[v * args.stride_v]) + weighted(ws.lm_weight, score_token(lm, state, v).score);
+          argmax_update(best, x, v);
+        }
+        for (int offset = 16; offset > 0; offset >>= 1) {
+          best = argmax_merge(best, ArgMax{__shfl_xor_sync(kFullWarp, best.value, offset),
+                                           __shfl_xor_sync(kFullWarp, best.index, offset)});
+        }
+        if (lane == 0) {
+          warp_value[warp] = best.value;
+          warp_index[warp] = best.index;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          for (int w = 1; w < kWarps; ++w) best = argmax_merge(best, ArgMax{warp_value[w], warp_index[w]});
+          const std::int32_t chosen = best.index != argmax_identity().index ? best.index : token;
+          const float value = to_float(row[chosen * args.stride_v]);
+          const NgramStep step = score_token(lm, state, chosen);
+          lm_total += weighted(ws.lm_weight, step.score);
+          ws.tokens[b * ws.row_stride + count] = chosen;
+          ws.timestamps[b * ws.row_stride + count] = t;
+          ws.token_logprobs[b * ws.row_stride + count] = value;
+          ++count;
+          score += value;
+          shared_state = step.next;
+          shared_previous = chosen;
+        }
+      } else if (threadIdx.x == 0) {
+        score += frame_logprob[t];
+        shared_previous = token;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      ws.token_counts[b] = count;
+      ws.scores[b] = static_cast<float>(score);
+      ws.lm_scores[b] = lm_total;
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 void launch_ctc_greedy(DType dtype, const CtcGreedyWorkspace& ws, int argmax_blocks, int collapse_blocks,
@@ -148,6 +229,20 @@ void launch_ctc_greedy(DType dtype, const CtcGreedyWorkspace& ws, int argmax_blo
       throw InvalidArgument("CTC greedy: logprobs must be float32, float16 or bfloat16");
   }
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "frame_argmax_kernel");
+  if (ws.use_lm) {
+    switch (dtype) {
+      case DType::f16:
+        fused_collapse_kernel<half_t><<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
+        break;
+      case DType::bf16:
+        fused_collapse_kernel<bfloat16_t><<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
+        break;
+      default:
+        fused_collapse_kernel<float><<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
+    }
+    ASRDEC_CUDA_CHECK_LAUNCH(stream, "fused_collapse_kernel");
+    return;
+  }
   collapse_kernel<<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "collapse_kernel");
 }
@@ -158,6 +253,9 @@ void preload_ctc_greedy_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, frame_argmax_kernel<half_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, frame_argmax_kernel<bfloat16_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, collapse_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<bfloat16_t>));
 }
 
 }  // namespace asrdec::detail

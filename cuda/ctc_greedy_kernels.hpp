@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "asrdec/core/dtype.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
 
 namespace asrdec::detail {
 
@@ -39,6 +40,11 @@ struct CtcGreedyWorkspace {
   unsigned long long* first_bad_value;  ///< packed (b, t, v, kind); all ones when none
   unsigned int* first_bad_length;       ///< smallest b with a length outside [0, T]; all ones when none
   std::int64_t row_stride;
+  // LM fusion (use_lm != 0): the collapse walks each utterance's frames in order, re-choosing emitted tokens.
+  float* lm_scores;  ///< [max_batch] weighted LM score per utterance
+  NgramLmRef lm;
+  float lm_weight;
+  std::int32_t use_lm;
 };
 
 /** Enqueues the whole decode: status reset, per-frame argmax, then per-utterance collapse. Grid sizes are

@@ -39,7 +39,7 @@ __device__ __forceinline__ std::int32_t lower_bound_label(const NgramLmRef& lm, 
 
 __global__ void __launch_bounds__(kAdvanceThreads)
     ngram_advance_kernel(NgramLmRef lm, const std::int32_t* states, std::int64_t batch, float* scores,
-                         std::int32_t* next_states, std::int32_t slice) {
+                         std::int32_t* next_states, std::int32_t slice, const std::int32_t* mask) {
   __shared__ std::int32_t chain[kMaxChain];
   __shared__ float chain_backoff[kMaxChain];
   __shared__ int chain_length;
@@ -51,6 +51,7 @@ __global__ void __launch_bounds__(kAdvanceThreads)
   const std::int32_t hi = min(V, lo + slice);
   // gridDim.y is capped at 65535, so a block may serve several states.
   for (std::int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    if (mask != nullptr && mask[b] == 0) continue;  // uniform across the block
     const std::int32_t state = clamp_state(lm, states[b]);
     float* row_scores = scores + b * V;
     std::int32_t* row_next = next_states + b * V;
@@ -122,7 +123,8 @@ __global__ void ngram_final_scores_kernel(NgramLmRef lm, const std::int32_t* sta
 }  // namespace
 
 void launch_ngram_advance(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* scores,
-                          std::int32_t* next_states, int multiprocessors, cudaStream_t stream) {
+                          std::int32_t* next_states, int multiprocessors, cudaStream_t stream,
+                          const std::int32_t* mask) {
   if (batch <= 0 || lm.vocab_size <= 0) return;
   // Enough blocks to fill the GPU twice over: a small batch splits the vocabulary, a large one does not.
   const std::int64_t wanted_slices = (2 * static_cast<std::int64_t>(multiprocessors) + batch - 1) / batch;
@@ -130,7 +132,7 @@ void launch_ngram_advance(const NgramLmRef& lm, const std::int32_t* states, std:
   const auto slices = static_cast<std::int32_t>(std::max<std::int64_t>(1, std::min(wanted_slices, max_slices)));
   const std::int32_t slice = (lm.vocab_size + slices - 1) / slices;
   const dim3 grid(static_cast<unsigned>(slices), static_cast<unsigned>(std::min<std::int64_t>(batch, 65535)));
-  ngram_advance_kernel<<<grid, kAdvanceThreads, 0, stream>>>(lm, states, batch, scores, next_states, slice);
+  ngram_advance_kernel<<<grid, kAdvanceThreads, 0, stream>>>(lm, states, batch, scores, next_states, slice, mask);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "ngram_advance_kernel");
 }
 

@@ -10,10 +10,12 @@
 
 namespace asrdec::detail {
 
-/** scores[b, v], next_states[b, v] for every state in `states` [batch]. `multiprocessors` sizes the grid: with
+/** scores[b, v], next_states[b, v] for every state in `states` [batch] (only rows with mask[b] != 0 when a mask
+ *  is given: a fused decoder re-queries just the utterances that emitted). `multiprocessors` sizes the grid: with
  *  few states the vocabulary is split across blocks so that the whole GPU works on one query. */
 void launch_ngram_advance(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* scores,
-                          std::int32_t* next_states, int multiprocessors, cudaStream_t stream);
+                          std::int32_t* next_states, int multiprocessors, cudaStream_t stream,
+                          const std::int32_t* mask = nullptr);
 
 /** out[b] = ln p(</s> | states[b]). */
 void launch_ngram_final_scores(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* out,

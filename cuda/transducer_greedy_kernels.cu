@@ -67,10 +67,29 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
       lse = lse_merge(
           lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
     }
+    std::int32_t label = label_or_blank(best, g.rules.blank);
+    float score = best.value;
+    if (g.fusion.scores != nullptr && label != g.rules.blank) {
+      // LM fusion (warp-uniform branch: every lane holds the merged argmax): re-choose among the V non-blank
+      // tokens by logit + weight * LM score, as the CPU joint does.
+      const float* lm = g.fusion.scores + (row / g.window) * g.fusion.vocab;
+      ArgMax fused = argmax_identity();
+      for (std::int32_t o = lane; o < g.fusion.vocab; o += 32) {
+        argmax_update(fused, (logits[o] + g.bias[o]) + weighted(g.fusion.weight, lm[o]), o);
+      }
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        fused = argmax_merge(fused, ArgMax{__shfl_xor_sync(kFullWarp, fused.value, offset),
+                                           __shfl_xor_sync(kFullWarp, fused.index, offset)});
+      }
+      if (fused.index != argmax_identity().index) {
+        label = fused.index;
+        score = logits[label] + g.bias[label];
+      }
+    }
     if (lane == 0) {
-      g.choice_label[row] = label_or_blank(best, g.rules.blank);
-      g.choice_score[row] = best.value;
-      g.choice_confidence[row] = lse_max_probability(lse, best.value);
+      g.choice_label[row] = label;
+      g.choice_score[row] = score;
+      g.choice_confidence[row] = lse_max_probability(lse, score);
       g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(duration)] : 0;
     }
   }
@@ -114,6 +133,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_begin:
         if (in_batch) {
           hyps_clear(g.hyps, b);
+          if (g.fusion.scores != nullptr) g.fusion.total[b] = 0.0f;
           const std::int32_t start = g.rules.tdt ? g.time_jump[b] : 0;
           if (phase == GreedyPhase::label_looping_begin) {
             label_looping_begin(s, b, start);
@@ -137,7 +157,10 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_store:
-        if (in_batch) label_looping_store(s, g.rules, g.hyps, b);
+        if (in_batch) {
+          label_looping_store(s, g.rules, g.hyps, b);
+          if (g.fusion.scores != nullptr && s.emit[b]) lm_fusion_emit(g.fusion, b, s.label[b]);
+        }
         break;
       case GreedyPhase::label_looping_finish:
         if (in_batch) label_looping_finish(s, g.rules, g.hyps, b);
@@ -150,6 +173,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_step:
         if (in_batch) {
           frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? used_choice(g, b) : JointChoice{});
+          if (g.fusion.scores != nullptr && s.emit[b]) lm_fusion_emit(g.fusion, b, s.label[b]);
         }
         any |= s.advance[b];
         break;

@@ -10,6 +10,7 @@
 
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/fusion_step.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 
 namespace asrdec::detail {
@@ -55,6 +56,7 @@ struct GreedyDeviceState {
   DType enc_dtype;
   DType weight_dtype;
   std::int32_t check_values;
+  LmFusionRef fusion;  ///< LM fusion; fusion.scores == nullptr without an LM
 };
 
 /** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in

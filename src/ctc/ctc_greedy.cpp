@@ -1,5 +1,7 @@
 #include "asrdec/ctc/ctc_greedy.hpp"
 
+#include <cmath>
+
 #include "asrdec/config.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/ctc_greedy_step.hpp"
@@ -10,12 +12,14 @@ namespace asrdec {
 void CtcGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(blank_id >= -1, "CtcGreedyConfig.blank_id must be -1 (last column) or a column index, got ",
                    blank_id);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcGreedyConfig.lm_weight must be finite, got ", lm_weight);
 }
 
 std::string CtcGreedyConfig::to_string() const {
   return detail::concat("CtcGreedyConfig{blank_id=", blank_id, blank_id < 0 ? " (last)" : "",
                         ", graph_mode=", asrdec::to_string(graph_mode),
-                        ", check_values=", check_values ? "true" : "false", "}");
+                        ", check_values=", check_values ? "true" : "false",
+                        lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "", "}");
 }
 
 namespace detail {
@@ -44,6 +48,15 @@ CtcGreedyProblem make_ctc_greedy_problem(const TensorView& logprobs, const Tenso
   problem.blank = config.blank_id < 0 ? static_cast<std::int32_t>(problem.columns - 1) : config.blank_id;
   ASRDEC_CHECK_ARG(problem.blank < problem.columns, "blank_id ", config.blank_id, " is out of range for logprobs with ",
                    problem.columns, " columns (valid: 0..", problem.columns - 1, ", or -1 for the last)");
+  if (config.lm != nullptr) {
+    ASRDEC_CHECK_ARG(config.lm->vocab_size() == problem.columns - 1,
+                     "vocabulary mismatch: the LM has V = ", config.lm->vocab_size(), " tokens, logprobs has ",
+                     problem.columns, " columns (V + 1 = ", config.lm->vocab_size() + 1, " expected)");
+    ASRDEC_CHECK_ARG(problem.blank == problem.columns - 1,
+                     "LM fusion needs blank in the last column (token ids "
+                     "index the LM); blank_id is ",
+                     problem.blank, " of ", problem.columns, " columns");
+  }
 
   TensorCheck(lengths, "lengths")
       .ndim(1, "[B]")
@@ -78,8 +91,9 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
     hypothesis.tokens.assign(result.tokens + begin, result.tokens + end);
     hypothesis.timestamps.assign(result.timestamps + begin, result.timestamps + end);
     hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
-    hypothesis.score = result.scores[b];
     hypothesis.am_score = result.scores[b];
+    hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
+    hypothesis.score = hypothesis.am_score + hypothesis.lm_score;
   }
   return hypotheses;
 }
@@ -98,6 +112,10 @@ CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchL
   limits.validate();
   impl_->device = device;
   impl_->config = config;
+  if (config.lm != nullptr) {
+    ASRDEC_CHECK_ARG(config.lm->device() == device, "CtcGreedyConfig.lm is on ", config.lm->device().to_string(),
+                     ", the decoder on ", device.to_string(), "; load the LM onto the decoder's device");
+  }
   if (device.is_cpu()) {
     impl_->backend = detail::make_ctc_greedy_cpu(config, limits);
   } else {

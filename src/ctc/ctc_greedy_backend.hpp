@@ -38,6 +38,8 @@ struct CtcGreedyOutputs {
   Buffer<float, Kind> token_logprobs;
   Buffer<std::int32_t, Kind> counts;
   Buffer<float, Kind> scores;
+  Buffer<float, Kind> lm_scores;
+  bool with_lm = false;
 
   void allocate(const BatchLimits& limits, Device device) {
     const auto cells = static_cast<std::size_t>(limits.max_batch * limits.max_frames);
@@ -47,6 +49,7 @@ struct CtcGreedyOutputs {
     token_logprobs = Buffer<float, Kind>(cells, device);
     counts = Buffer<std::int32_t, Kind>(rows, device);
     scores = Buffer<float, Kind>(rows, device);
+    lm_scores = Buffer<float, Kind>(rows, device);
   }
 
   CtcGreedyBatchResult view(Device device, std::int64_t batch, std::int64_t row_stride) const {
@@ -59,6 +62,7 @@ struct CtcGreedyOutputs {
     result.token_logprobs = token_logprobs.data();
     result.lengths = counts.data();
     result.scores = scores.data();
+    result.lm_scores = with_lm ? lm_scores.data() : nullptr;
     return result;
   }
 };

@@ -12,7 +12,9 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/ctc_greedy_step.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/fusion_step.hpp"
 #include "ctc/ctc_greedy_backend.hpp"
+#include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -76,7 +78,15 @@ std::int32_t first_equal(const float* values, std::int32_t columns, float maximu
 
 class CtcGreedyCpu final : public CtcGreedyBackend {
  public:
-  CtcGreedyCpu(const CtcGreedyConfig& config, BatchLimits limits) : config_(config), limits_(limits) { allocate(); }
+  CtcGreedyCpu(const CtcGreedyConfig& config, BatchLimits limits) : config_(config), limits_(limits) {
+    outputs_.with_lm = config_.lm != nullptr;
+    if (config_.lm != nullptr) {
+      const auto V = static_cast<std::size_t>(config_.lm->vocab_size());
+      lm_scores_ = HostBuffer<float>(V);
+      lm_next_ = HostBuffer<std::int32_t>(V);
+    }
+    allocate();
+  }
 
   CtcGreedyBatchResult decode_async(const CtcGreedyProblem& problem, StreamHandle) override {
     if (problem.batch > limits_.max_batch || problem.frames > limits_.max_frames) {
@@ -162,6 +172,7 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     const auto columns = static_cast<std::int32_t>(problem.columns);
     const std::int64_t row_stride = limits_.max_frames;
     scratch_.reserve_discard(static_cast<std::size_t>(columns));
+    const NgramLmRef lm = config_.lm != nullptr ? config_.lm->ref() : NgramLmRef{};
     for (std::int64_t b = 0; b < problem.batch; ++b) {
       const std::int32_t length = problem.host_lengths[static_cast<std::size_t>(b)];
       std::int32_t* tokens = outputs_.tokens.data() + b * row_stride;
@@ -170,6 +181,9 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       std::int32_t count = 0;
       std::int32_t previous = -1;
       double score = 0.0;
+      std::int32_t lm_state = NgramLm::bos_state();
+      float lm_total = 0.0f;
+      bool lm_stale = true;
       for (std::int32_t t = 0; t < length; ++t) {
         const T* frame = data + b * stride_b + t * stride_t;
         ArgMax best;
@@ -182,25 +196,48 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
         } else {
           best = strided_argmax(frame, columns, stride_v, config_.check_values, b, t);
         }
-        const std::int32_t token = ctc_frame_token(best, problem.blank);
-        score += best.value;
+        std::int32_t token = ctc_frame_token(best, problem.blank);
+        float value = best.value;
         if (ctc_emits(token, previous, problem.blank)) {
+          if (config_.lm != nullptr) {
+            if (lm_stale) {
+              advance_row(lm, lm_state, lm_scores_.data(), lm_next_.data());
+              lm_stale = false;
+            }
+            // Re-choose among the non-blank tokens other than the previous frame's (which would collapse).
+            ArgMax fused = argmax_identity();
+            for (std::int32_t v = 0; v < lm.vocab_size; ++v) {
+              if (v == previous) continue;
+              argmax_update(fused, to_float(frame[v * stride_v]) + weighted(config_.lm_weight, lm_scores_[v]), v);
+            }
+            if (fused.index != argmax_identity().index) {
+              token = fused.index;
+              value = to_float(frame[token * stride_v]);
+            }
+            lm_total += weighted(config_.lm_weight, lm_scores_[token]);
+            lm_state = lm_next_[token];
+            lm_stale = true;
+          }
           tokens[count] = token;
           timestamps[count] = t;
-          token_logprobs[count] = best.value;
+          token_logprobs[count] = value;
           ++count;
         }
+        score += value;
         previous = token;
       }
       outputs_.counts[static_cast<std::size_t>(b)] = count;
       outputs_.scores[static_cast<std::size_t>(b)] = static_cast<float>(score);
+      outputs_.lm_scores[static_cast<std::size_t>(b)] = lm_total;
     }
   }
 
   CtcGreedyConfig config_;
   BatchLimits limits_;
   CtcGreedyOutputs<MemoryKind::host> outputs_;
-  HostBuffer<float> scratch_;  ///< one frame converted to float (fp16/bf16 input)
+  HostBuffer<float> scratch_;         ///< one frame converted to float (fp16/bf16 input)
+  HostBuffer<float> lm_scores_;       ///< [V] LM query of the current utterance's state
+  HostBuffer<std::int32_t> lm_next_;  ///< [V]
 };
 
 }  // namespace

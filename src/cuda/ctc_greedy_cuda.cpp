@@ -101,6 +101,10 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
                                         cudaMemcpyDeviceToHost, stream));
       ASRDEC_CUDA_CHECK(
           cudaMemcpyAsync(host_outputs_.scores.data(), r.scores, rows * sizeof(float), cudaMemcpyDeviceToHost, stream));
+      if (r.lm_scores != nullptr) {
+        ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outputs_.lm_scores.data(), r.lm_scores, rows * sizeof(float),
+                                          cudaMemcpyDeviceToHost, stream));
+      }
     }
     synchronize_and_check(stream);
     return unpack_ctc_greedy(host_outputs_.view(Device::cpu(), problem.batch, static_cast<std::int64_t>(width)));
@@ -160,6 +164,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     lengths_ = DeviceBuffer<std::int32_t>(rows, device_);
     outputs_.allocate(limits_, device_);
     host_outputs_.allocate(limits_, Device::cpu());
+    outputs_.with_lm = host_outputs_.with_lm = config_.lm != nullptr;
     for (auto& slot : executors_) {
       slot.reset();
     }
@@ -178,6 +183,12 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     ws.first_bad_value = const_cast<unsigned long long*>(first_bad_value_.data());
     ws.first_bad_length = const_cast<unsigned int*>(first_bad_length_.data());
     ws.row_stride = limits_.max_frames;
+    ws.lm_scores = const_cast<float*>(outputs_.lm_scores.data());
+    if (config_.lm != nullptr) {
+      ws.lm = config_.lm->ref();
+      ws.lm_weight = config_.lm_weight;
+      ws.use_lm = 1;
+    }
     return ws;
   }
 

@@ -11,6 +11,7 @@
 #include "asrdec/detail/bad_value.hpp"
 #include "cuda/check.hpp"
 #include "cuda/gemm.hpp"
+#include "cuda/ngram_kernels.hpp"
 #include "cuda/transducer_greedy_kernels.hpp"
 #include "transducer/greedy_backend.hpp"
 
@@ -22,6 +23,7 @@ struct CudaStream final : TransducerStream::Impl {
   DeviceBuffer<float> dec;
   DeviceBuffer<std::int32_t> time_jump;
   DeviceBuffer<std::int32_t> last_label;
+  DeviceBuffer<std::int32_t> lm_state;  // LM fusion: each utterance's LM state
 };
 
 class GreedyCuda final : public GreedyBackend {
@@ -39,6 +41,9 @@ class GreedyCuda final : public GreedyBackend {
     DeviceGuard guard(device_);
     preload_greedy_kernels();
     window_ = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
+    int multiprocessors = 0;
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
+    multiprocessors_ = std::max(multiprocessors, 1);
     mode_ = resolve_graph_mode(config_.graph_mode, device_);
     std::vector<std::int32_t> durations = model_.durations();
     if (durations.empty()) durations.push_back(0);
@@ -61,6 +66,7 @@ class GreedyCuda final : public GreedyBackend {
     state->dec = DeviceBuffer<float>(rows * static_cast<std::size_t>(model_.joint_hidden()), device_);
     state->time_jump = DeviceBuffer<std::int32_t>(rows, device_);
     state->last_label = DeviceBuffer<std::int32_t>(rows, device_);
+    state->lm_state = DeviceBuffer<std::int32_t>(rows, device_);
     restart(*state, stream);
     return state;
   }
@@ -76,6 +82,7 @@ class GreedyCuda final : public GreedyBackend {
     const auto rows = static_cast<std::size_t>(batch);
     // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
     copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
+    copy_rows(state.lm_state.data(), bos_states_.data(), rows, stream);
     fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
     session_->initial_state(state.predictor_state.data(), batch, stream);
     session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
@@ -103,6 +110,7 @@ class GreedyCuda final : public GreedyBackend {
       copy_rows(work_dec_.data(), state.dec.data(), rows * static_cast<std::size_t>(model_.joint_hidden()), stream);
       copy_rows(time_jump_.data(), state.time_jump.data(), rows, stream);
       copy_rows(last_label_.data(), state.last_label.data(), rows, stream);
+      copy_rows(lm_state_.data(), state.lm_state.data(), rows, stream);
     }
     GreedyArgs args{};
     args.enc = p.enc_proj.data();
@@ -119,6 +127,7 @@ class GreedyCuda final : public GreedyBackend {
       copy_rows(state.dec.data(), work_dec_.data(), rows * static_cast<std::size_t>(model_.joint_hidden()), stream);
       copy_rows(state.time_jump.data(), time_jump_.data(), rows, stream);
       copy_rows(state.last_label.data(), last_label_.data(), rows, stream);
+      copy_rows(state.lm_state.data(), lm_state_.data(), rows, stream);
     }
     last_batch_ = p.batch;
     return hyps_.view(device_, p.batch);
@@ -138,6 +147,10 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lengths, view.lengths, rows * 4, cudaMemcpyDeviceToHost, stream));
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(host.total_scores), view.total_scores, rows * 4,
                                       cudaMemcpyDeviceToHost, stream));
+    std::vector<float> lm_totals(config_.lm != nullptr ? rows : 0);
+    if (config_.lm != nullptr) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lm_totals.data(), lm_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
+    }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     // Copy only the filled part of each row.
     const std::size_t width = static_cast<std::size_t>(*std::max_element(lengths, lengths + rows));
@@ -154,7 +167,12 @@ class GreedyCuda final : public GreedyBackend {
       copy(view.confidences, host.confidences);
       ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
-    return to_hypotheses(host, offsets.data(), rules_.tdt, is_final);
+    std::vector<Hypothesis> out = to_hypotheses(host, offsets.data(), rules_.tdt, is_final);
+    for (std::size_t b = 0; b < lm_totals.size(); ++b) {
+      out[b].lm_score = lm_totals[b];
+      out[b].score = out[b].am_score + out[b].lm_score;
+    }
+    return out;
   }
 
   void synchronize_and_check(StreamHandle user_stream) override {
@@ -233,6 +251,12 @@ class GreedyCuda final : public GreedyBackend {
     choice_score_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
+    const std::int64_t V = config_.lm != nullptr ? config_.lm->vocab_size() : 0;
+    lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
+    bos_states_ = DeviceBuffer<std::int32_t>(rows, device_);
+    lm_total_ = DeviceBuffer<float>(rows, device_);
+    lm_scores_ = DeviceBuffer<float>(std::max<std::size_t>(rows * static_cast<std::size_t>(V), 1), device_);
+    lm_next_ = DeviceBuffer<std::int32_t>(std::max<std::size_t>(rows * static_cast<std::size_t>(V), 1), device_);
     const std::int64_t capacity = limits_.max_frames * config_.max_symbols_per_frame + 1;
     hyps_ = BatchedHyps<MemoryKind::device>();
     hyps_.reserve(B, capacity, device_);
@@ -248,6 +272,10 @@ class GreedyCuda final : public GreedyBackend {
     const std::vector<std::int32_t> ones(rows, 1);
     copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream.handle());
+    // LM states of rows no call has written must be valid states: the first query covers every row.
+    const std::vector<std::int32_t> bos(rows, NgramLm::bos_state());
+    copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
+    copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
     // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
     // predictor step, all on our own zeroed buffers with every row masked off.
     fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
@@ -293,6 +321,10 @@ class GreedyCuda final : public GreedyBackend {
     g.enc_dtype = enc_dtype;
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
+    if (config_.lm != nullptr) {
+      g.fusion = LmFusionRef{lm_scores_.data(), lm_next_.data(),   lm_state_.data(),
+                             lm_total_.data(),  config_.lm_weight, static_cast<std::int32_t>(config_.lm->vocab_size())};
+    }
     return g;
   }
 
@@ -306,6 +338,13 @@ class GreedyCuda final : public GreedyBackend {
 
   void predictor_step(const GreedyDeviceState& g, cudaStream_t stream) {
     session_->step(g.state.label, g.state.emit, work_state_.data(), work_dec_.data(), g.max_batch, stream);
+  }
+
+  // LM fusion: the full-vocabulary query of every row's state (mask == nullptr), or of the rows that emitted.
+  void query_lm(const GreedyDeviceState& g, const std::int32_t* mask, cudaStream_t stream) {
+    if (g.fusion.scores == nullptr) return;
+    launch_ngram_advance(config_.lm->ref(), g.fusion.state, g.max_batch, const_cast<float*>(g.fusion.scores),
+                         const_cast<std::int32_t*>(g.fusion.next), multiprocessors_, stream, mask);
   }
 
   StreamProgram label_looping_program(const GreedyDeviceState g) {
@@ -324,10 +363,15 @@ class GreedyCuda final : public GreedyBackend {
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
           predictor_step(g, s);
+          query_lm(g, g.state.emit, s);
           launch_greedy_phase(GreedyPhase::label_looping_finish, g, s);
         });
     StreamProgram program;
-    program.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::label_looping_begin, g, s); })
+    program
+        .then([this, g](StreamHandle s) {
+          launch_greedy_phase(GreedyPhase::label_looping_begin, g, s);
+          query_lm(g, nullptr, s);
+        })
         .loop_while(g.any_active, outer)
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
     return program;
@@ -339,13 +383,18 @@ class GreedyCuda final : public GreedyBackend {
       joint(g, s);
       launch_greedy_phase(GreedyPhase::frame_looping_step, g, s);
       predictor_step(g, s);
+      query_lm(g, g.state.emit, s);
     });
     StreamProgram frames;
     frames.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_enter, g, s); })
         .loop_while(g.any_advance, symbols)
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_next_frame, g, s); });
     StreamProgram program;
-    program.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_begin, g, s); })
+    program
+        .then([this, g](StreamHandle s) {
+          launch_greedy_phase(GreedyPhase::frame_looping_begin, g, s);
+          query_lm(g, nullptr, s);
+        })
         .loop_while(g.any_active, frames)
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
     return program;
@@ -387,6 +436,9 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
   DeviceBuffer<float> choice_score_, choice_confidence_;
   DeviceBuffer<unsigned long long> row_bad_;
+  DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;  // LM fusion: [max_batch], [max_batch], [.., V]
+  DeviceBuffer<float> lm_total_, lm_scores_;                    // [max_batch], [max_batch, V]
+  int multiprocessors_ = 1;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;
   std::array<std::optional<GraphExecutor>, 3> executors_;

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/detail/fusion_step.hpp"
+#include "lm/ngram_lm_impl.hpp"
 #include "transducer/greedy_backend.hpp"
 
 namespace asrdec::detail {
@@ -15,6 +17,7 @@ struct CpuStream final : TransducerStream::Impl {
   HostBuffer<float> dec;  // [B, J] predictor output
   HostBuffer<std::int32_t> time_jump;
   HostBuffer<std::int32_t> last_label;
+  HostBuffer<std::int32_t> lm_state;  // LM fusion: each utterance's LM state
 };
 
 class GreedyCpu final : public GreedyBackend {
@@ -41,6 +44,7 @@ class GreedyCpu final : public GreedyBackend {
     state->dec = HostBuffer<float>(rows * static_cast<std::size_t>(J));
     state->time_jump = HostBuffer<std::int32_t>(rows);
     state->last_label = HostBuffer<std::int32_t>(rows);
+    state->lm_state = HostBuffer<std::int32_t>(rows);
     restart(*state, nullptr);
     return state;
   }
@@ -54,6 +58,7 @@ class GreedyCpu final : public GreedyBackend {
     for (std::int64_t b = 0; b < batch; ++b) {
       state.last_label[b] = model_.blank_id();  // the start symbol
       state.time_jump[b] = 0;
+      state.lm_state[b] = NgramLm::bos_state();
     }
     session_->step(state.last_label.data(), mask.data(), state.predictor_state.data(), state.dec.data(), batch,
                    nullptr);
@@ -67,6 +72,15 @@ class GreedyCpu final : public GreedyBackend {
     const HypsRef h = hyps_.ref();
     for (std::int64_t b = 0; b < p.batch; ++b) {
       hyps_clear(h, b);
+    }
+    fusion_ = LmFusionRef{};
+    if (config_.lm != nullptr) {
+      fusion_ = LmFusionRef{lm_scores_.data(), lm_next_.data(),   state.lm_state.data(),
+                            lm_total_.data(),  config_.lm_weight, static_cast<std::int32_t>(config_.lm->vocab_size())};
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        lm_total_[b] = 0.0f;
+        query_lm(b);
+      }
     }
     if (config_.algorithm == TransducerGreedyAlgorithm::frame_looping) {
       frame_looping(p, state, s, h);
@@ -86,7 +100,14 @@ class GreedyCpu final : public GreedyBackend {
 
   std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
                                   StreamHandle) override {
-    return to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
+    std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
+    if (config_.lm != nullptr) {
+      for (std::size_t b = 0; b < out.size(); ++b) {
+        out[b].lm_score = lm_total_[b];
+        out[b].score = out[b].am_score + out[b].lm_score;
+      }
+    }
+    return out;
   }
 
   void synchronize_and_check(StreamHandle) override {}
@@ -104,6 +125,12 @@ class GreedyCpu final : public GreedyBackend {
     }
     label_score_.reserve_discard(rows);
     label_confidence_.reserve_discard(rows);
+    if (config_.lm != nullptr) {
+      const auto V = static_cast<std::size_t>(config_.lm->vocab_size());
+      lm_scores_.reserve_discard(rows * V);
+      lm_next_.reserve_discard(rows * V);
+      lm_total_.reserve_discard(rows);
+    }
     choices_.resize(rows);
   }
 
@@ -112,6 +139,23 @@ class GreedyCpu final : public GreedyBackend {
                           active_at_start_.data(),  advance_.data(),        label_.data(),
                           label_time_.data(),       label_duration_.data(), label_score_.data(),
                           label_confidence_.data(), emit_.data(),           symbols_on_frame_.data()};
+  }
+
+  // The full-vocabulary LM query of utterance b's current state.
+  void query_lm(std::int64_t b) {
+    const std::int64_t V = fusion_.vocab;
+    advance_row(config_.lm->ref(), fusion_.state[b], lm_scores_.data() + b * V, lm_next_.data() + b * V);
+  }
+
+  // Emitting utterances add their label's weighted LM score and move their LM state on.
+  void fuse_emitted(std::int64_t batch) {
+    if (fusion_.scores == nullptr) return;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      if (emit_[b]) {
+        lm_fusion_emit(fusion_, b, label_[b]);
+        query_lm(b);
+      }
+    }
   }
 
   static bool any(const HostBuffer<std::int32_t>& flags, std::int64_t batch) {
@@ -136,7 +180,8 @@ class GreedyCpu final : public GreedyBackend {
       }
       results_.resize(rows_.size());
       joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), state.dec.data(),
-                           model_.joint_hidden(), config_.check_values, results_.data());
+                           model_.joint_hidden(), config_.check_values,
+                           JointFusion{fusion_.scores, fusion_.vocab, fusion_.weight}, results_.data());
       std::size_t kept = 0;
       for (std::size_t r = 0; r < rows_.size(); ++r) {
         const std::int64_t b = pending_[r];
@@ -169,6 +214,7 @@ class GreedyCpu final : public GreedyBackend {
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_store(s, rules_, h, b);
       }
+      fuse_emitted(B);
       session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_finish(s, rules_, h, b);
@@ -190,6 +236,7 @@ class GreedyCpu final : public GreedyBackend {
         for (std::int64_t b = 0; b < B; ++b) {
           frame_looping_step(s, rules_, h, b, advance_[b] ? choices_[b] : JointChoice{});
         }
+        fuse_emitted(B);
         session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
       }
     }
@@ -205,7 +252,10 @@ class GreedyCpu final : public GreedyBackend {
   HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
       symbols_on_frame_;
   HostBuffer<float> label_score_, label_confidence_;
-  std::vector<JointChoice> choices_;  // [max_batch] this phase's joint choice per utterance
+  HostBuffer<float> lm_scores_, lm_total_;  // LM fusion: [max_batch, V] query of each state, [max_batch] totals
+  HostBuffer<std::int32_t> lm_next_;        // [max_batch, V]
+  LmFusionRef fusion_{};                    // set for the chunk being decoded; scores == nullptr without an LM
+  std::vector<JointChoice> choices_;        // [max_batch] this phase's joint choice per utterance
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;

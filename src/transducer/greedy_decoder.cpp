@@ -1,5 +1,6 @@
 #include "asrdec/transducer/greedy_decoder.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "asrdec/core/error.hpp"
@@ -35,13 +36,15 @@ void TransducerGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(window >= 1, "TransducerGreedyConfig.window must be at least 1, got ", window);
   ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerGreedyConfig.max_symbols_per_frame must be at least 1, got ",
                    max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerGreedyConfig.lm_weight must be finite, got ", lm_weight);
 }
 
 std::string TransducerGreedyConfig::to_string() const {
   return detail::concat("TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
                         ", max_symbols_per_frame=", max_symbols_per_frame,
                         ", graph_mode=", asrdec::to_string(graph_mode),
-                        ", check_values=", check_values ? "true" : "false", "}");
+                        ", check_values=", check_values ? "true" : "false",
+                        lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "", "}");
 }
 
 namespace detail {
@@ -142,6 +145,18 @@ TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, T
   limits.validate();
   ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
                  Unsupported, "WIND greedy decoding is defined for RNN-T models; this model is TDT");
+  if (config.lm != nullptr) {
+    ASRDEC_CHECK_ARG(config.lm->device() == model.device(), "TransducerGreedyConfig.lm is on ",
+                     config.lm->device().to_string(), ", the model on ", model.device().to_string(),
+                     "; load the LM onto the model's device");
+    ASRDEC_CHECK_ARG(config.lm->vocab_size() == model.vocab_size(),
+                     "vocabulary mismatch: the LM has V = ", config.lm->vocab_size(), " tokens, the model ",
+                     model.vocab_size());
+    ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
+                     "LM fusion needs blank after the tokens (id V); the "
+                     "model's blank is ",
+                     model.blank_id());
+  }
   if (model.device().is_cpu()) {
     impl_->backend = detail::make_greedy_cpu(model, config, limits);
   } else {

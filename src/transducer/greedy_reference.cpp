@@ -2,12 +2,15 @@
 // (joint evaluation, predictor step) with the decoders, not their control flow or step functions.
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/detail/fusion_step.hpp"
 #include "transducer/greedy_backend.hpp"
 
 namespace asrdec {
 
-std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
-                                                    const TensorView& lengths, std::int32_t max_symbols) {
+namespace {
+
+std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView& enc_proj, const TensorView& lengths,
+                                  std::int32_t max_symbols, const NgramLm* lm, float lm_weight) {
   ASRDEC_CHECK_ARG(model.device().is_cpu(), "the reference decoder needs a CPU model, got one on ",
                    model.device().to_string());
   ASRDEC_CHECK_ARG(max_symbols >= 1, "max_symbols_per_frame must be at least 1, got ", max_symbols);
@@ -19,6 +22,7 @@ std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model
   std::vector<float> state(static_cast<std::size_t>(model.predictor().state_size()));
   std::vector<float> dec(static_cast<std::size_t>(model.joint_hidden()));
   const std::int32_t one = 1;
+  std::vector<float> logits(static_cast<std::size_t>(model.vocab_size() + 1));
 
   std::vector<Hypothesis> out(static_cast<std::size_t>(p.batch));
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -29,8 +33,28 @@ std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model
     const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
     std::int32_t t = 0;
     std::int32_t on_frame = 0;  // labels emitted on frame t so far
+    std::int32_t lm_state = NgramLm::bos_state();
     while (t < length) {
-      const detail::JointChoice c = joint.evaluate(p.enc, b, t, dec.data(), true);
+      detail::JointChoice c = joint.evaluate(p.enc, b, t, dec.data(), true);
+      if (lm != nullptr && c.label != blank) {
+        // Fusion: the best non-blank token by logit + weight * LM, the LM asked one token at a time.
+        joint.token_logits(p.enc, b, t, dec.data(), logits.data());
+        detail::ArgMax best = detail::argmax_identity();
+        detail::LogSumExp lse = detail::lse_identity();
+        for (std::int32_t v = 0; v <= model.vocab_size(); ++v) {
+          const float logit = logits[static_cast<std::size_t>(v)];
+          lse = detail::lse_add(lse, logit);
+          if (v < model.vocab_size()) {
+            detail::argmax_update(best, logit + detail::weighted(lm_weight, lm->score(lm_state, v).first), v);
+          }
+        }
+        c.label = best.index;
+        c.score = logits[static_cast<std::size_t>(best.index)];
+        c.confidence = detail::lse_max_probability(lse, c.score);
+        const auto [lm_score, next] = lm->score(lm_state, c.label);
+        hyp.lm_score += detail::weighted(lm_weight, lm_score);
+        lm_state = next;
+      }
       std::int32_t step;
       if (c.label == blank) {
         step = tdt ? std::max(c.duration, 1) : 1;
@@ -53,8 +77,25 @@ std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model
       t += step;
     }
     hyp.am_score = hyp.score;
+    hyp.score = hyp.am_score + hyp.lm_score;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
+                                                    const TensorView& lengths, std::int32_t max_symbols) {
+  return reference(model, enc_proj, lengths, max_symbols, nullptr, 0.0f);
+}
+
+std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
+                                                    const TensorView& lengths, std::int32_t max_symbols,
+                                                    const NgramLm& lm, float lm_weight) {
+  ASRDEC_CHECK_ARG(lm.device().is_cpu(), "the reference decoder needs a CPU LM, got one on ", lm.device().to_string());
+  ASRDEC_CHECK_ARG(lm.vocab_size() == model.vocab_size(), "vocabulary mismatch: the LM has V = ", lm.vocab_size(),
+                   " tokens, the model ", model.vocab_size());
+  return reference(model, enc_proj, lengths, max_symbols, &lm, lm_weight);
 }
 
 }  // namespace asrdec

@@ -2,6 +2,7 @@
 
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/fusion_step.hpp"
 #include "asrdec/detail/logsumexp.hpp"
 #include "transducer/weights.hpp"
 
@@ -39,10 +40,36 @@ JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int3
 
 void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                              std::int64_t dec_stride, bool check_values, JointChoice* out) {
+  evaluate_rows(enc, rows, count, dec, dec_stride, check_values, JointFusion{}, out);
+}
+
+void JointCpu::token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
+                            float* logits) {
+  const std::int64_t J = joint_.hidden;
+  hidden_.resize(static_cast<std::size_t>(J));
+  const std::int64_t base = b * enc.stride_b + frame * enc.stride_t;
+  for (std::int64_t j = 0; j < J; ++j) {
+    hidden_[static_cast<std::size_t>(j)] =
+        round_to(joint_.weight_dtype, activate(joint_.activation, read(enc, base + j * enc.stride_j) + dec[j]));
+  }
+  const float* weight = joint_.host_weight.data();
+  const float* bias = joint_.host_bias.data();
+  for (std::int64_t o = 0; o < token_columns_; ++o) {
+    logits[o] = dot(weight + o * J, hidden_.data(), J) + bias[o];
+  }
+}
+
+void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
+                             std::int64_t dec_stride, bool check_values, const JointFusion& fusion, JointChoice* out) {
+  const bool fused = fusion.scores != nullptr;
   const std::int64_t J = joint_.hidden;
   hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
   tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
   lse_.assign(static_cast<std::size_t>(count), lse_identity());
+  if (fused) {
+    fused_.assign(static_cast<std::size_t>(count), argmax_identity());
+    fused_logit_.assign(static_cast<std::size_t>(count), 0.0f);
+  }
   for (std::int64_t r = 0; r < count; ++r) {
     const std::int64_t b = rows[r].b;
     const std::int64_t base = b * enc.stride_b + rows[r].frame * enc.stride_t;
@@ -64,6 +91,12 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
+      if (fused && o < fusion.vocab) {
+        const float lm = fusion.scores[rows[r].b * fusion.vocab + o];
+        ArgMax& best = fused_[static_cast<std::size_t>(r)];
+        argmax_update(best, logit + weighted(fusion.weight, lm), static_cast<std::int32_t>(o));
+        if (best.index == o) fused_logit_[static_cast<std::size_t>(r)] = logit;
+      }
     }
   }
   for (std::int64_t r = 0; r < count; ++r) {
@@ -71,6 +104,11 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
     out[r].label = label_or_blank(tokens_[r], blank_);
     out[r].score = tokens_[r].value;
     out[r].confidence = lse_max_probability(lse_[r], tokens_[r].value);
+    if (fused && out[r].label != blank_ && fused_[static_cast<std::size_t>(r)].index != argmax_identity().index) {
+      out[r].label = fused_[static_cast<std::size_t>(r)].index;
+      out[r].score = fused_logit_[static_cast<std::size_t>(r)];
+      out[r].confidence = lse_max_probability(lse_[r], out[r].score);
+    }
   }
   if (!durations_.empty()) {
     durations_best_.assign(static_cast<std::size_t>(count), argmax_identity());

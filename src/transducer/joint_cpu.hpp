@@ -22,6 +22,13 @@ struct JointRow {
   std::int32_t frame;
 };
 
+/** LM fusion inputs of a joint evaluation: the LM scores of utterance b are scores + b * vocab. */
+struct JointFusion {
+  const float* scores = nullptr;
+  std::int64_t vocab = 0;
+  float weight = 0.0f;
+};
+
 class JointCpu {
  public:
   JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations,
@@ -35,6 +42,13 @@ class JointCpu {
    *  dec + rows[r].b * dec_stride. Each result equals evaluate() on its row, bit for bit. */
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, JointChoice* out);
+  /** As evaluate_rows, with LM fusion: a non-blank choice becomes the argmax over the non-blank tokens (ids 0..V-1,
+   *  blank = V) of logit + weight * LM score; its score and confidence are those of the new label. */
+  void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
+                     std::int64_t dec_stride, bool check_values, const JointFusion& fusion, JointChoice* out);
+
+  /** The V+1 token logits of utterance b at `frame` (the values evaluate() compares), into `logits`. */
+  void token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, float* logits);
 
  private:
   const TransducerJoint::Impl& joint_;
@@ -42,7 +56,8 @@ class JointCpu {
   const std::vector<std::int32_t>& durations_;
   std::int32_t blank_;
   std::vector<float> hidden_;  // [rows, J]
-  std::vector<ArgMax> tokens_, durations_best_;
+  std::vector<ArgMax> tokens_, durations_best_, fused_;
+  std::vector<float> fused_logit_;
   std::vector<LogSumExp> lse_;
 };
 

@@ -88,4 +88,39 @@ if "$asrdec" decode rnnt --model "$data/rnnt/model.safetensors" --enc "$data/ctc
   >/dev/null 2>"$work/err8.txt"; then fail "CTC log-probabilities accepted as enc_proj"; fi
 grep -q "enc_proj: dimension 2 must be 64 (J, the joint hidden size of the model), got 257" "$work/err8.txt" \
   || { cat "$work/err8.txt"; fail "enc_proj shape message"; }
+# LM fusion lowers the WER of every sample at the weights the README shows.
+wer() { grep -o "^WER [0-9.]*" "$1" | cut -d' ' -f2; }
+for pair in ctc-greedy:ctc:0.5 rnnt:rnnt:0.2 tdt:tdt:0.3; do
+  IFS=: read -r command set weight <<<"$pair"
+  if [ "$command" = ctc-greedy ]; then inputs=(--logits "$data/ctc/logprobs.npy"); else
+    inputs=(--model "$data/$set/model.safetensors" --enc "$data/$set/enc_proj.npy"); fi
+  common=(--lengths "$data/$set/lengths.npy" --vocab "$data/tokens.txt" --refs "$data/$set/refs.txt" --device cpu --show 0)
+  "$asrdec" decode "$command" "${inputs[@]}" "${common[@]}" 2>"$work/plain.txt" >/dev/null || fail "$set without LM"
+  "$asrdec" decode "$command" "${inputs[@]}" "${common[@]}" --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight "$weight" \
+    2>"$work/fused.txt" >/dev/null || { cat "$work/fused.txt"; fail "$set with LM"; }
+  python3 -c "import sys; sys.exit(0 if float('$(wer "$work/fused.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+    || fail "$set: LM fusion did not lower the WER ($(wer "$work/plain.txt") -> $(wer "$work/fused.txt"))"
+done
+# lm score: per-token log10 values that add up to the total; a converted binary image scores the same.
+printf 'and god said\nlet there be light\n' >"$work/sentences.txt"
+"$asrdec" lm score --lm "$data/../../tests/data/arpa/kjv_words_3gram.arpa.gz" --json <"$work/sentences.txt" \
+  >"$work/score.jsonl" || fail "lm score"
+"$asrdec" lm convert --lm "$data/../../tests/data/arpa/kjv_words_3gram.arpa.gz" -o "$work/words.bin" || fail "lm convert"
+"$asrdec" lm score --lm "$work/words.bin" --json <"$work/sentences.txt" >"$work/score_bin.jsonl" || fail "score binary"
+cmp -s "$work/score.jsonl" "$work/score_bin.jsonl" || fail "the binary image scores differently"
+python3 - "$work/score.jsonl" <<'PY' || fail "lm score JSON contract"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 2
+for d in lines:
+    assert set(d) == {"total_log10", "oov", "token_log10"}, d
+    assert abs(sum(d["token_log10"]) - d["total_log10"]) < 1e-4, d
+    assert all(v < 0 for v in d["token_log10"]), d
+assert len(lines[0]["token_log10"]) == 4 and len(lines[1]["token_log10"]) == 5
+PY
+if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device cpu \
+  --lm "$data/../../tests/data/arpa/kjv_tokens_6gram_v1024.arpa.gz" >/dev/null 2>"$work/err9.txt"; then
+  fail "an LM over another vocabulary was accepted"
+fi
+grep -q "is token 512, outside the vocabulary of V = 256 tokens" "$work/err9.txt" || { cat "$work/err9.txt"; fail "LM vocabulary message"; }
 echo "cli_test: all checks passed"

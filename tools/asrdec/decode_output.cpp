@@ -29,6 +29,19 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--progress", options.progress, "Progress bar on stderr: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  command.add_option("--lm", options.lm, "Token-level n-gram LM for shallow fusion (.arpa, .arpa.gz or binary image)")
+      ->check(CLI::ExistingFile);
+  command.add_option("--lm-weight", options.lm_weight, "LM weight α (with --lm)")->capture_default_str();
+}
+
+std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device) {
+  if (options.lm.empty()) return nullptr;
+  NgramLmOptions lm_options;
+  lm_options.vocabulary = LmVocabularyKind::token_level;
+  lm_options.vocab_size = vocab;
+  auto lm = std::make_shared<const NgramLm>(NgramLm::load(options.lm, lm_options, device));
+  if (!options.json) std::fprintf(stderr, "LM: %s, weight %g\n", lm->describe().c_str(), options.lm_weight);
+  return lm;
 }
 
 Device choose_device(const std::string& name) {
@@ -75,7 +88,9 @@ void DecodeReport::add(const Hypothesis& hypothesis) {
                            {"tokens", hypothesis.tokens},
                            {"timestamps", hypothesis.timestamps},
                            {"token_scores", hypothesis.token_scores},
-                           {"score", hypothesis.score}};
+                           {"score", hypothesis.score},
+                           {"am_score", hypothesis.am_score},
+                           {"lm_score", hypothesis.lm_score}};
     if (!hypothesis.durations.empty()) line["durations"] = hypothesis.durations;
     if (vocabulary_) line["text"] = text;
     std::cout << line.dump() << "\n";

@@ -26,10 +26,15 @@ struct DecodeOptions {
   std::int64_t batch_size = 32;
   std::int64_t show = -1;
   double frame_shift_ms = 80.0;
+  std::string lm;          // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
+  double lm_weight = 0.5;  // α
 };
 
 /** Registers the options every decode subcommand has. */
 void add_common_decode_options(CLI::App& command, DecodeOptions& options);
+
+/** The --lm model on `device` for a decoder with `vocab` tokens, or nullptr without --lm. */
+std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device);
 
 /** "auto" -> cuda:0 when a CUDA device is usable, else cpu; otherwise Device::parse. */
 Device choose_device(const std::string& name);

@@ -51,6 +51,8 @@ void run(const TransducerOptions& options) {
   config.window = options.window;
   config.max_symbols_per_frame = options.max_symbols;
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
+  config.lm_weight = static_cast<float>(options.common.lm_weight);
   const std::int64_t chunk = options.chunk > 0 ? std::min(options.chunk, input.frames()) : input.frames();
   TransducerGreedyDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(chunk, 1)});
   DecodeReport report(options.common, utterances, model.vocab_size(), options.model);

@@ -11,9 +11,11 @@
  * Result per utterance (asrdec::Hypothesis):
  * - tokens, and timestamps = the first frame of each emitted run;
  * - token_scores = the log-probability of the token at that frame;
- * - score = am_score = the log-probability of the whole best path, i.e. the sum over frames t < length of the
- *   frame's maximum log-probability, blank frames included (accumulated in double precision);
- * - lm_score = boost_score = 0.
+ * - am_score = the log-probability of the whole path, i.e. the sum over frames t < length of the chosen
+ *   column's log-probability (the frame's maximum without an LM), blank frames included (accumulated in double
+ *   precision);
+ * - lm_score = the sum of lm_weight × ln p_LM of the emitted tokens with an LM (CtcGreedyConfig::lm), else 0;
+ * - score = am_score + lm_score; boost_score = 0.
  * Frames at or beyond an utterance's length are never read.
  *
  * Bad input raises InvalidArgument with a precise message: wrong rank/dtype/device, lengths outside [0, T],
@@ -38,6 +40,7 @@
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
 
 namespace asrdec {
 
@@ -48,8 +51,16 @@ struct CtcGreedyConfig {
   GraphMode graph_mode = GraphMode::automatic;
   /** Reject NaN and +inf log-probabilities (costs one comparison per element). */
   bool check_values = true;
+  /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the decoder's device with
+   *  V = columns - 1 tokens, and blank must be the last column. A frame whose acoustic argmax is blank or repeats
+   *  the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens, except the
+   *  previous frame's token, of log p + lm_weight × ln p_LM(token | history). The LM state starts at `<s>` and
+   *  moves on emitted tokens. */
+  std::shared_ptr<const NgramLm> lm;
+  /** α, the LM weight (natural-log scores). */
+  float lm_weight = 0.0f;
 
-  /** Throws InvalidArgument for a blank_id below -1. */
+  /** Throws InvalidArgument for a blank_id below -1 or a non-finite lm_weight. */
   void validate() const;
   std::string to_string() const;
 };
@@ -64,7 +75,8 @@ struct CtcGreedyBatchResult {
   const std::int32_t* timestamps = nullptr;  ///< [batch, row_stride]
   const float* token_logprobs = nullptr;     ///< [batch, row_stride]
   const std::int32_t* lengths = nullptr;     ///< [batch] number of tokens per utterance
-  const float* scores = nullptr;             ///< [batch] best-path log-probability
+  const float* scores = nullptr;             ///< [batch] acoustic log-probability of the path (am_score)
+  const float* lm_scores = nullptr;          ///< [batch] weighted LM score (lm_score); nullptr without an LM
 };
 
 class CtcGreedyDecoder {

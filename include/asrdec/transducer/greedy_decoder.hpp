@@ -20,8 +20,10 @@
  *
  * Results (asrdec::Hypothesis): tokens; timestamps (frames, absolute across chunks); TDT durations (the raw
  * predicted duration of each label); token_scores = the joint's raw logit of each label (as NeMo on the GPU);
- * token_confidences = exp(log-softmax) of the label over the V+1 token columns; score = am_score = the sum of the
- * token scores. The same definitions hold on the CPU and on CUDA.
+ * token_confidences = exp(log-softmax) of the label over the V+1 token columns; am_score = the sum of the token
+ * scores; with an LM (TransducerGreedyConfig::lm), lm_score = the sum of lm_weight × ln p_LM of the labels (no
+ * end-of-sentence term, as in NeMo's greedy fusion); score = am_score + lm_score. The same definitions hold on
+ * the CPU and on CUDA.
  *
  * CUDA: the decode loops run through the CUDA-graph helper (graph_mode: conditional = one graph with nested
  * WHILE nodes, per_step = captured bodies with host-checked conditions, eager). Buffers are sized from the
@@ -39,6 +41,7 @@
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
 #include "asrdec/transducer/transducer_model.hpp"
 
 namespace asrdec {
@@ -59,8 +62,16 @@ struct TransducerGreedyConfig {
   GraphMode graph_mode = GraphMode::automatic;
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
+  /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
+   *  V = the model's vocabulary (blank excluded). The acoustic model alone decides blank versus non-blank; a
+   *  non-blank choice is replaced by the argmax over the non-blank tokens of logit + lm_weight × ln p_LM(token |
+   *  history). Each utterance's LM state starts at `<s>`, moves on emitted tokens only and is carried across
+   *  chunks by the stream. */
+  std::shared_ptr<const NgramLm> lm;
+  /** α, the LM weight (natural-log scores). */
+  float lm_weight = 0.0f;
 
-  /** Throws InvalidArgument for a window or max_symbols below 1. */
+  /** Throws InvalidArgument for a window or max_symbols below 1, or a non-finite lm_weight. */
   void validate() const;
   std::string to_string() const;
 };
@@ -127,5 +138,10 @@ class TransducerGreedyDecoder {
  *  Needs a CPU model. */
 std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
                                                     const TensorView& lengths, std::int32_t max_symbols_per_frame = 10);
+/** The reference with LM fusion (TransducerGreedyConfig::lm semantics); the LM is queried one token at a time
+ *  (NgramLm::score), so it checks the decoders' full-vocabulary queries too. Needs a CPU model and LM. */
+std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
+                                                    const TensorView& lengths, std::int32_t max_symbols_per_frame,
+                                                    const NgramLm& lm, float lm_weight);
 
 }  // namespace asrdec

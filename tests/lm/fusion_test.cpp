@@ -1,0 +1,313 @@
+// LM fusion in greedy decoding: every transducer algorithm and the CTC decoder against oracles that query the
+// LM one token at a time (NgramLm::score) on random models, random LMs and random weights; streaming carries the
+// LM state; bad configurations are rejected.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "asrdec/asrdec.hpp"
+#include "ctc/ctc_batch_generator.hpp"
+#include "lm/random_arpa.hpp"
+#include "support/test_support.hpp"
+#include "transducer/random_transducer.hpp"
+
+namespace asrdec {
+namespace {
+
+NgramLmOptions tokens(std::int64_t vocab) {
+  NgramLmOptions options;
+  options.vocabulary = LmVocabularyKind::token_level;
+  options.vocab_size = vocab;
+  return options;
+}
+
+std::shared_ptr<const NgramLm> random_lm(std::mt19937_64& rng, std::int64_t vocab, Device device,
+                                         const NgramLm** cpu_copy_out, std::shared_ptr<const NgramLm>& cpu_keep) {
+  const std::string path = testing::temp_path("fusion.arpa");
+  const int order = std::uniform_int_distribution<int>(1, 4)(rng);
+  testing::write_random_token_arpa(path, static_cast<int>(vocab), order, rng);
+  cpu_keep = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(vocab)));
+  *cpu_copy_out = cpu_keep.get();
+  if (device.is_cpu()) return cpu_keep;
+  return std::make_shared<const NgramLm>(NgramLm::load(path, tokens(vocab), device));
+}
+
+float random_weight(std::mt19937_64& rng) {
+  const float weights[] = {0.0f, 0.25f, 0.6f, 1.5f, 4.0f};
+  return weights[rng() % 5];
+}
+
+struct FusionCase {
+  bool cuda;
+  GraphMode mode;
+};
+
+std::string case_name(const ::testing::TestParamInfo<FusionCase>& info) {
+  return info.param.cuda ? std::string("CUDA_") + to_string(info.param.mode) : std::string("cpu");
+}
+
+std::vector<FusionCase> all_cases() {
+  return {
+      {false, GraphMode::eager}, {true, GraphMode::conditional}, {true, GraphMode::per_step}, {true, GraphMode::eager}};
+}
+
+class LmFusion : public ::testing::TestWithParam<FusionCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().cuda) {
+      ASRDEC_SKIP_WITHOUT_CUDA();
+      device_ = Device::cuda(0);
+    }
+  }
+  double tolerance() const { return GetParam().cuda ? 1e-4 : 0.0; }
+  TensorView place(const testing::RandomEncoded& e, DeviceBuffer<std::byte>& storage) const {
+    if (device_.is_cpu() || e.values.empty()) {
+      return TensorView(e.values.data(), DType::f32, {e.batch, e.frames, e.hidden}, device_);
+    }
+    storage = testing::to_device(e.values.data(), e.values.size() * 4, device_);
+    return TensorView(storage.data(), DType::f32, {e.batch, e.frames, e.hidden}, device_);
+  }
+  Device device_;
+};
+
+// Every algorithm with an LM equals the fused per-utterance oracle; the LM changes some outputs.
+TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const int cases = GetParam().cuda ? 40 : 200;
+  std::int64_t utterances = 0, changed = 0;
+  for (int i = 0; i < cases; ++i) {
+    testing::RandomTransducerSpec spec = testing::random_spec(rng);
+    spec.blank = -1;  // fusion needs blank = V
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const NgramLm* cpu_lm = nullptr;
+    std::shared_ptr<const NgramLm> keep;
+    const auto lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
+    const float weight = random_weight(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + cpu_lm->describe() + ", weight " +
+                 std::to_string(weight));
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device_);
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
+    const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols, *cpu_lm, weight);
+    const auto plain = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
+    for (std::size_t b = 0; b < want.size(); ++b) changed += want[b].tokens != plain[b].tokens ? 1 : 0;
+    utterances += e.batch;
+    DeviceBuffer<std::byte> storage;
+    const TensorView enc = place(e, storage);
+    std::vector<std::pair<TransducerGreedyAlgorithm, std::int32_t>> algorithms = {
+        {TransducerGreedyAlgorithm::frame_looping, 1}, {TransducerGreedyAlgorithm::label_looping, 1}};
+    if (!spec.tdt) {
+      for (std::int32_t w : {2, 8}) algorithms.push_back({TransducerGreedyAlgorithm::wind, w});
+    }
+    for (const auto& [algorithm, window] : algorithms) {
+      TransducerGreedyConfig config;
+      config.algorithm = algorithm;
+      config.window = window;
+      config.max_symbols_per_frame = max_symbols;
+      config.graph_mode = GetParam().mode;
+      config.lm = lm;
+      config.lm_weight = weight;
+      TransducerGreedyDecoder decoder(model, config, BatchLimits{3, 5});
+      testing::expect_same_hypotheses(decoder.decode(enc, e.lens()), want, tolerance(),
+                                      std::string(to_string(algorithm)) + " W=" + std::to_string(window));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(changed, utterances / 20) << "the LM changed too few transcripts to test anything";
+  std::printf("%lld utterances, %lld changed by the LM\n", static_cast<long long>(utterances),
+              static_cast<long long>(changed));
+}
+
+// Chunk by chunk, the stream carries each utterance's LM state: the concatenation equals the whole decode.
+TEST_P(LmFusion, StreamingCarriesTheLmState) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < (GetParam().cuda ? 8 : 40); ++i) {
+    testing::RandomTransducerSpec spec = testing::random_spec(rng);
+    spec.blank = -1;
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const NgramLm* cpu_lm = nullptr;
+    std::shared_ptr<const NgramLm> keep;
+    const auto lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
+    const TransducerModel model = random.build(device_);
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 20);
+    TransducerGreedyConfig config;
+    config.graph_mode = GetParam().mode;
+    config.lm = lm;
+    config.lm_weight = 1.0f;
+    TransducerGreedyDecoder decoder(model, config);
+    DeviceBuffer<std::byte> storage;
+    const std::vector<Hypothesis> whole = decoder.decode(place(e, storage), e.lens());
+    TransducerStream stream = decoder.start_stream(e.batch);
+    std::vector<Hypothesis> joined(static_cast<std::size_t>(e.batch));
+    for (std::int64_t start = 0; start < e.frames || start == 0;) {
+      const std::int64_t frames =
+          std::min(std::uniform_int_distribution<std::int64_t>(1, 7)(rng), std::max<std::int64_t>(e.frames - start, 0));
+      testing::RandomEncoded piece;
+      piece.batch = e.batch, piece.frames = frames, piece.hidden = e.hidden;
+      for (std::int64_t b = 0; b < e.batch; ++b) {
+        for (std::int64_t t = start; t < start + frames; ++t) {
+          const auto* row = e.values.data() + (b * e.frames + t) * e.hidden;
+          piece.values.insert(piece.values.end(), row, row + e.hidden);
+        }
+        const std::int64_t remaining = std::max<std::int64_t>(e.lengths[b] - start, 0);
+        piece.lengths.push_back(static_cast<std::int32_t>(std::min(remaining, frames)));
+      }
+      DeviceBuffer<std::byte> piece_storage;
+      const auto part = decoder.decode_chunk(stream, place(piece, piece_storage), piece.lens());
+      for (std::size_t b = 0; b < part.size(); ++b) {
+        joined[b].tokens.insert(joined[b].tokens.end(), part[b].tokens.begin(), part[b].tokens.end());
+        joined[b].lm_score += part[b].lm_score;
+      }
+      start += std::max<std::int64_t>(frames, 1);
+    }
+    for (std::size_t b = 0; b < whole.size(); ++b) {
+      ASSERT_EQ(joined[b].tokens, whole[b].tokens) << "utterance " << b;
+      // float sums split at different points: equal up to rounding
+      ASSERT_NEAR(joined[b].lm_score, whole[b].lm_score, std::max(1e-3, 1e-5 * std::fabs(whole[b].lm_score)))
+          << "utterance " << b;
+    }
+  }
+}
+
+// CTC fusion against an oracle written here from the rule in ctc_greedy.hpp.
+struct FusedCtc {
+  std::vector<std::int32_t> tokens, timestamps;
+  std::vector<float> token_logprobs;
+  double am = 0.0;
+  float lm = 0.0f;
+};
+
+FusedCtc fused_ctc_oracle(const testing::CtcBatch& batch, int b, const NgramLm& lm, float weight) {
+  FusedCtc out;
+  const int V = batch.columns - 1;
+  int previous = -1;
+  std::int32_t state = NgramLm::bos_state();
+  for (int t = 0; t < batch.length(b); ++t) {
+    int best = 0;
+    for (int v = 1; v < batch.columns; ++v) {
+      if (batch.value(b, t, v) > batch.value(b, t, best)) best = v;
+    }
+    if (best != V && best != previous) {
+      int fused = -1;
+      float fused_value = 0.0f;
+      for (int v = 0; v < V; ++v) {
+        if (v == previous) continue;
+        const float value = batch.value(b, t, v) + weight * lm.score(state, v).first;
+        if (fused < 0 || value > fused_value) {
+          fused = v;
+          fused_value = value;
+        }
+      }
+      if (fused >= 0) best = fused;
+      const auto [score, next] = lm.score(state, best);
+      out.lm += weight * score;
+      state = next;
+      out.tokens.push_back(best);
+      out.timestamps.push_back(t);
+      out.token_logprobs.push_back(batch.value(b, t, best));
+    }
+    out.am += batch.value(b, t, best);
+    previous = best;
+  }
+  return out;
+}
+
+TEST_P(LmFusion, CtcGreedyEqualsTheFusedOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, changed = 0;
+  for (int i = 0; i < (GetParam().cuda ? 40 : 150); ++i) {
+    testing::CtcBatch batch;
+    do {
+      batch = testing::random_ctc_batch(rng, DType::f32, {6, 40, 24});
+    } while (batch.blank != batch.columns - 1 || batch.columns < 2);
+    const NgramLm* cpu_lm = nullptr;
+    std::shared_ptr<const NgramLm> keep;
+    const auto lm = random_lm(rng, batch.columns - 1, device_, &cpu_lm, keep);
+    const float weight = random_weight(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + ", " + cpu_lm->describe() + ", weight " +
+                 std::to_string(weight));
+    CtcGreedyConfig config;
+    config.graph_mode = GetParam().mode;
+    config.lm = lm;
+    config.lm_weight = weight;
+    CtcGreedyDecoder decoder(device_, config, BatchLimits{2, 8});
+    DeviceBuffer<std::byte> storage;
+    TensorView logprobs = batch.logprobs();
+    if (device_.is_cuda()) {
+      storage = testing::to_device(batch.storage.data(), batch.storage.size(), device_);
+      logprobs = batch.logprobs(device_, storage.data());
+    }
+    const auto got = decoder.decode(logprobs, batch.lengths());
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(batch.batch));
+    for (int b = 0; b < batch.batch; ++b) {
+      SCOPED_TRACE("utterance " + std::to_string(b));
+      const FusedCtc want = fused_ctc_oracle(batch, b, *cpu_lm, weight);
+      changed += want.tokens != batch.reference(b).tokens ? 1 : 0;
+      ++utterances;
+      ASSERT_EQ(got[b].tokens, want.tokens);
+      ASSERT_EQ(got[b].timestamps, want.timestamps);
+      ASSERT_EQ(got[b].token_scores, want.token_logprobs);
+      // -inf log-probabilities are valid input, so sums may be -inf on both sides.
+      const auto close = [](double a, double b) {
+        return a == b || std::fabs(a - b) <= 1e-3 * std::max(1.0, std::fabs(b));
+      };
+      ASSERT_PRED2(close, got[b].am_score, want.am);
+      ASSERT_PRED2(close, got[b].lm_score, want.lm);
+      ASSERT_PRED2(close, got[b].score, static_cast<double>(got[b].am_score) + got[b].lm_score);
+    }
+  }
+  EXPECT_GT(changed, utterances / 20) << "the LM changed too few transcripts to test anything";
+}
+
+TEST_P(LmFusion, MismatchedLmsAreRejected) {
+  std::mt19937_64 rng(7);
+  testing::RandomTransducerSpec spec = testing::random_spec(rng);
+  spec.blank = -1;
+  spec.tdt = false;
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  const TransducerModel model = random.build(device_);
+  const std::string path = testing::source_path("tests/data/arpa/tokens_3gram.arpa");
+  TransducerGreedyConfig config;
+  config.lm = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(8), device_));
+  if (spec.vocab != 8) {
+    ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, config), InvalidArgument,
+                            "vocabulary mismatch: the LM has V = 8 tokens, the model " + std::to_string(spec.vocab));
+  }
+  config.lm_weight = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, config), InvalidArgument,
+                          "TransducerGreedyConfig.lm_weight must be finite, got nan");
+  CtcGreedyConfig ctc;
+  ctc.lm = config.lm;
+  CtcGreedyDecoder decoder(device_, ctc);
+  std::vector<float> logprobs(2 * 12, -1.0f);
+  std::vector<std::int32_t> lengths = {2};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(TensorView(logprobs.data(), DType::f32, {1, 2, 12}, Device::cpu()),
+                                         TensorView(lengths.data(), DType::i32, {1})),
+                          InvalidArgument, "vocabulary mismatch: the LM has V = 8 tokens, logprobs has 12 columns");
+  ctc.blank_id = 0;
+  CtcGreedyDecoder first_blank(device_, ctc);
+  ASRDEC_EXPECT_THROW_MSG(first_blank.decode(TensorView(logprobs.data(), DType::f32, {1, 2, 9}, Device::cpu()),
+                                             TensorView(lengths.data(), DType::i32, {1})),
+                          InvalidArgument, "LM fusion needs blank in the last column");
+  if (device_.is_cpu() && cuda_info().available) {
+    CtcGreedyConfig elsewhere;
+    elsewhere.lm = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(8), Device::cuda(0)));
+    ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(Device::cpu(), elsewhere), InvalidArgument,
+                            "CtcGreedyConfig.lm is on cuda:0, the decoder on cpu");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, LmFusion, ::testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
+}  // namespace asrdec
