@@ -75,6 +75,7 @@ struct Case {
   std::int32_t window;
   GraphMode mode;
   bool cuda;
+  bool lm = false;  // shallow fusion of the order-6 token LM over V = 1024 (weight 0.3)
 };
 
 void run(benchmark::State& state, Case c) {
@@ -113,6 +114,13 @@ void run(benchmark::State& state, Case c) {
   config.algorithm = c.algorithm;
   config.window = c.window;
   config.graph_mode = c.mode;
+  if (c.lm) {
+    NgramLmOptions options;
+    options.vocab_size = m.vocab_size();
+    config.lm = std::make_shared<const NgramLm>(NgramLm::load(
+        std::string(ASRDEC_SOURCE_DIR) + "/tests/data/arpa/kjv_tokens_6gram_v1024.arpa.gz", options, device));
+    config.lm_weight = 0.3f;
+  }
   TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});
   // Untimed: capture graphs and count the labels of one decode.
   const std::vector<Hypothesis> once = decoder.decode(enc, lens, stream.handle());
@@ -136,6 +144,7 @@ std::string name_of(const Case& c) {
   std::string algo = to_string(c.algorithm);
   if (c.algorithm == TransducerGreedyAlgorithm::wind) algo += "-W" + std::to_string(c.window);
   if (c.cuda) algo += std::string("/") + to_string(c.mode);
+  if (c.lm) algo += "/lm";
   return "transducer_greedy/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo;
 }
 
@@ -151,6 +160,9 @@ void register_all() {
                                  : std::vector<GraphMode>{GraphMode::eager}) {
         cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, mode, cuda});
       }
+      // With vs without LM fusion: the same algorithm and mode, in the same process.
+      cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1,
+                       cuda ? GraphMode::conditional : GraphMode::eager, cuda, true});
       if (kind == "rnnt") {
         for (std::int32_t w : {2, 4, 8, 16}) {
           if (!cuda && w != 8) continue;
