@@ -31,6 +31,20 @@ std::string key_of(const std::int32_t* ids, std::int64_t n) {
   return std::string(reinterpret_cast<const char*>(ids), static_cast<std::size_t>(n) * sizeof(std::int32_t));
 }
 
+std::string describe_ngram(const ArpaModel& arpa, const std::int32_t* symbols, std::int64_t n) {
+  std::string text;
+  for (std::int64_t i = 0; i < n; ++i) text += (i ? " " : "") + arpa.symbols[static_cast<std::size_t>(symbols[i])];
+  return text;
+}
+
+struct Arc {
+  std::int32_t from, label, target;
+  float weight;
+  std::int64_t line;
+};
+
+}  // namespace
+
 // The code point of a string holding exactly one UTF-8 encoded character, else -1.
 std::int64_t single_code_point(const std::string& s) {
   if (s.empty()) return -1;
@@ -56,20 +70,6 @@ std::int64_t single_code_point(const std::string& s) {
   }
   return value;
 }
-
-std::string describe_ngram(const ArpaModel& arpa, const std::int32_t* symbols, std::int64_t n) {
-  std::string text;
-  for (std::int64_t i = 0; i < n; ++i) text += (i ? " " : "") + arpa.symbols[static_cast<std::size_t>(symbols[i])];
-  return text;
-}
-
-struct Arc {
-  std::int32_t from, label, target;
-  float weight;
-  std::int64_t line;
-};
-
-}  // namespace
 
 std::vector<std::string> read_symbol_table(const std::string& path) {
   std::ifstream in(path);

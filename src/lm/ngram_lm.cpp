@@ -173,16 +173,8 @@ std::optional<std::int32_t> NgramLm::id_of(const std::string& symbol) const {
     return found->second;
   }
   // U+(t+100), UTF-8 encoded.
-  if (symbol.empty()) return std::nullopt;
-  const auto c = static_cast<unsigned char>(symbol[0]);
-  const std::size_t length = c < 0x80             ? 1
-                             : (c & 0xe0) == 0xc0 ? 2
-                             : (c & 0xf0) == 0xe0 ? 3
-                             : (c & 0xf8) == 0xf0 ? 4
-                                                  : 0;
-  if (length == 0 || symbol.size() != length) return std::nullopt;
-  std::int64_t code = length == 1 ? c : length == 2 ? (c & 0x1f) : length == 3 ? (c & 0x0f) : (c & 0x07);
-  for (std::size_t i = 1; i < length; ++i) code = (code << 6) | (static_cast<unsigned char>(symbol[i]) & 0x3f);
+  const std::int64_t code = detail::single_code_point(symbol);
+  if (code < 0) return std::nullopt;
   const std::int64_t token = code - 100;
   if (token < 0 || token >= vocab_size()) return std::nullopt;
   return static_cast<std::int32_t>(token);

@@ -33,6 +33,9 @@ struct NgramTables {
 /** Builds the suffix tree. `table` maps words to ids for LmVocabularyKind::symbol_table. */
 NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& options);
 
+/** The code point of a string holding exactly one UTF-8 encoded character, else -1. */
+std::int64_t single_code_point(const std::string& s);
+
 /** Reads a symbol table: "word id" lines, or one word per line (id = line number). */
 std::vector<std::string> read_symbol_table(const std::string& path);
 
