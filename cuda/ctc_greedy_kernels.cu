@@ -130,19 +130,22 @@ __global__ void __launch_bounds__(kCollapseThreads) collapse_kernel(CtcGreedyWor
   }
 }
 
-// LM fusion: one block per utterance walks its frames in order (each emission depends on the LM state the
-// previous one left). A frame whose acoustic argmax would be emitted is re-chosen by the whole block: each thread
-// scores a slice of the vocabulary with the shared per-token LM query (bit-identical to the CPU's full-vocabulary
-// query), then a first-max reduction picks the token. Thread 0 keeps the sums in the CPU's order.
+// Fusion: one block per utterance walks its frames in order (each emission depends on the LM and boosting states
+// the previous one left). A frame whose acoustic argmax would be emitted is re-chosen by the whole block: each
+// thread scores a slice of the vocabulary with the shared per-token queries (bit-identical to the CPU's
+// full-vocabulary queries), then a first-max reduction picks the token. Thread 0 keeps the sums in the CPU's order.
 template <class T>
 __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGreedyWorkspace ws) {
   constexpr int kWarps = kCollapseThreads / 32;
   __shared__ float warp_value[kWarps];
   __shared__ std::int32_t warp_index[kWarps];
   __shared__ std::int32_t shared_state;
+  __shared__ std::int32_t shared_boost_state;
   __shared__ std::int32_t shared_previous;
   const CtcGreedyArgs args = *ws.args;
   const NgramLmRef& lm = ws.lm;
+  const NgramLmRef& boost = ws.boost;
+  const std::int32_t vocab = ws.use_lm ? lm.vocab_size : boost.vocab_size;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   for (std::int64_t b = blockIdx.x; b < args.batch; b += gridDim.x) {
@@ -153,23 +156,29 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
     std::int32_t count = 0;
     double score = 0.0;
     float lm_total = 0.0f;
+    float boost_total = 0.0f;
     if (threadIdx.x == 0) {
       shared_state = NgramLm::bos_state();
+      shared_boost_state = ws.use_boost ? boost_start_state(ws.boost_roots, ws.boost_lists, b) : 0;
       shared_previous = -1;
     }
     __syncthreads();
     for (std::int32_t t = 0; t < length; ++t) {
       const std::int32_t previous = shared_previous;
       const std::int32_t state = shared_state;
+      const std::int32_t boost_state = shared_boost_state;
       const std::int32_t token = frame_token[t];
       const T* row = logprobs + t * args.stride_t;
       __syncthreads();  // everyone has read the shared state before thread 0 rewrites it
       if (ctc_emits(token, previous, args.blank)) {
         ArgMax best = argmax_identity();
-        for (std::int32_t v = static_cast<std::int32_t>(threadIdx.x); v < lm.vocab_size; v += kCollapseThreads) {
+        for (std::int32_t v = static_cast<std::int32_t>(threadIdx.x); v < vocab; v += kCollapseThreads) {
           if (v == previous) continue;
-          const float x = to_float(row[v * args.stride_v]) + weighted(ws.lm_weight, score_token(lm, state, v).score);
-          argmax_update(best, x, v);
+          // fusion_bonus's sum, from the per-token queries.
+          const float lm_part = ws.use_lm ? weighted(ws.lm_weight, score_token(lm, state, v).score) : 0.0f;
+          const float boost_part =
+              ws.use_boost ? weighted(ws.boost_weight, score_token(boost, boost_state, v).score) : 0.0f;
+          argmax_update(best, to_float(row[v * args.stride_v]) + (lm_part + boost_part), v);
         }
         for (int offset = 16; offset > 0; offset >>= 1) {
           best = argmax_merge(best, ArgMax{__shfl_xor_sync(kFullWarp, best.value, offset),
@@ -184,14 +193,21 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
           for (int w = 1; w < kWarps; ++w) best = argmax_merge(best, ArgMax{warp_value[w], warp_index[w]});
           const std::int32_t chosen = best.index != argmax_identity().index ? best.index : token;
           const float value = to_float(row[chosen * args.stride_v]);
-          const NgramStep step = score_token(lm, state, chosen);
-          lm_total += weighted(ws.lm_weight, step.score);
+          if (ws.use_lm) {
+            const NgramStep step = score_token(lm, state, chosen);
+            lm_total += weighted(ws.lm_weight, step.score);
+            shared_state = step.next;
+          }
+          if (ws.use_boost) {
+            const NgramStep step = score_token(boost, boost_state, chosen);
+            boost_total += weighted(ws.boost_weight, step.score);
+            shared_boost_state = step.next;
+          }
           ws.tokens[b * ws.row_stride + count] = chosen;
           ws.timestamps[b * ws.row_stride + count] = t;
           ws.token_logprobs[b * ws.row_stride + count] = value;
           ++count;
           score += value;
-          shared_state = step.next;
           shared_previous = chosen;
         }
       } else if (threadIdx.x == 0) {
@@ -204,6 +220,7 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
       ws.token_counts[b] = count;
       ws.scores[b] = static_cast<float>(score);
       ws.lm_scores[b] = lm_total;
+      ws.boost_scores[b] = boost_total;
     }
     __syncthreads();
   }
@@ -229,7 +246,7 @@ void launch_ctc_greedy(DType dtype, const CtcGreedyWorkspace& ws, int argmax_blo
       throw InvalidArgument("CTC greedy: logprobs must be float32, float16 or bfloat16");
   }
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "frame_argmax_kernel");
-  if (ws.use_lm) {
+  if (ws.use_lm || ws.use_boost) {
     switch (dtype) {
       case DType::f16:
         fused_collapse_kernel<half_t><<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);

@@ -40,11 +40,18 @@ struct CtcGreedyWorkspace {
   unsigned long long* first_bad_value;  ///< packed (b, t, v, kind); all ones when none
   unsigned int* first_bad_length;       ///< smallest b with a length outside [0, T]; all ones when none
   std::int64_t row_stride;
-  // LM fusion (use_lm != 0): the collapse walks each utterance's frames in order, re-choosing emitted tokens.
-  float* lm_scores;  ///< [max_batch] weighted LM score per utterance
+  // Fusion (use_lm or use_boost != 0): the collapse walks each utterance's frames in order, re-choosing emitted
+  // tokens by log p + α·LM + β·boost.
+  float* lm_scores;     ///< [max_batch] weighted LM score per utterance
+  float* boost_scores;  ///< [max_batch] weighted boosting score per utterance
   NgramLmRef lm;
+  NgramLmRef boost;
+  const std::int32_t* boost_roots;  ///< [boost_lists] the root of each phrase list
+  std::int64_t boost_lists;
   float lm_weight;
+  float boost_weight;
   std::int32_t use_lm;
+  std::int32_t use_boost;
 };
 
 /** Enqueues the whole decode: status reset, per-frame argmax, then per-utterance collapse. Grid sizes are

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kAdvanceThreads)
         chain[length] = s;
         chain_backoff[length] = backoff;
         ++length;
-        if (s == 0) break;
+        if (lm.backoff_to[s] < 0) break;  // a root lists every label
         backoff += lm.backoff_weight[s];
         s = lm.backoff_to[s];
       }

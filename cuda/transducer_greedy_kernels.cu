@@ -69,13 +69,13 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
     }
     std::int32_t label = label_or_blank(best, g.rules.blank);
     float score = best.value;
-    if (g.fusion.scores != nullptr && label != g.rules.blank) {
-      // LM fusion (warp-uniform branch: every lane holds the merged argmax): re-choose among the V non-blank
-      // tokens by logit + weight * LM score, as the CPU joint does.
-      const float* lm = g.fusion.scores + (row / g.window) * g.fusion.vocab;
+    if (g.fusion.active() && label != g.rules.blank) {
+      // Fusion (warp-uniform branch: every lane holds the merged argmax): re-choose among the V non-blank
+      // tokens by logit + fusion bonus, as the CPU joint does.
+      const std::int64_t b = row / g.window;
       ArgMax fused = argmax_identity();
       for (std::int32_t o = lane; o < g.fusion.vocab; o += 32) {
-        argmax_update(fused, (logits[o] + g.bias[o]) + weighted(g.fusion.weight, lm[o]), o);
+        argmax_update(fused, (logits[o] + g.bias[o]) + fusion_bonus(g.fusion, b, o), o);
       }
       for (int offset = 16; offset > 0; offset >>= 1) {
         fused = argmax_merge(fused, ArgMax{__shfl_xor_sync(kFullWarp, fused.value, offset),
@@ -133,7 +133,8 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_begin:
         if (in_batch) {
           hyps_clear(g.hyps, b);
-          if (g.fusion.scores != nullptr) g.fusion.total[b] = 0.0f;
+          if (g.fusion.lm.scores != nullptr) g.fusion.lm.total[b] = 0.0f;
+          if (g.fusion.boost.scores != nullptr) g.fusion.boost.total[b] = 0.0f;
           const std::int32_t start = g.rules.tdt ? g.time_jump[b] : 0;
           if (phase == GreedyPhase::label_looping_begin) {
             label_looping_begin(s, b, start);
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::label_looping_store:
         if (in_batch) {
           label_looping_store(s, g.rules, g.hyps, b);
-          if (g.fusion.scores != nullptr && s.emit[b]) lm_fusion_emit(g.fusion, b, s.label[b]);
+          if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
         }
         break;
       case GreedyPhase::label_looping_finish:
@@ -173,7 +174,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_step:
         if (in_batch) {
           frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? used_choice(g, b) : JointChoice{});
-          if (g.fusion.scores != nullptr && s.emit[b]) lm_fusion_emit(g.fusion, b, s.label[b]);
+          if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
         }
         any |= s.advance[b];
         break;

@@ -56,7 +56,7 @@ struct GreedyDeviceState {
   DType enc_dtype;
   DType weight_dtype;
   std::int32_t check_values;
-  LmFusionRef fusion;  ///< LM fusion; fusion.scores == nullptr without an LM
+  FusionRef fusion;  ///< LM fusion and boosting; !fusion.active() without either
 };
 
 /** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in

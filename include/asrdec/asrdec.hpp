@@ -18,6 +18,7 @@
 #include "asrdec/ctc/ctc_greedy.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 #include "asrdec/text/vocabulary.hpp"
 #include "asrdec/text/wer.hpp"

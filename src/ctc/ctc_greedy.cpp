@@ -6,6 +6,7 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/ctc_greedy_step.hpp"
 #include "ctc/ctc_greedy_backend.hpp"
+#include "lm/fusion_checks.hpp"
 
 namespace asrdec {
 
@@ -13,13 +14,16 @@ void CtcGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(blank_id >= -1, "CtcGreedyConfig.blank_id must be -1 (last column) or a column index, got ",
                    blank_id);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcGreedyConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcGreedyConfig.boost_weight must be finite, got ", boost_weight);
 }
 
 std::string CtcGreedyConfig::to_string() const {
-  return detail::concat("CtcGreedyConfig{blank_id=", blank_id, blank_id < 0 ? " (last)" : "",
-                        ", graph_mode=", asrdec::to_string(graph_mode),
-                        ", check_values=", check_values ? "true" : "false",
-                        lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "", "}");
+  return detail::concat(
+      "CtcGreedyConfig{blank_id=", blank_id, blank_id < 0 ? " (last)" : "",
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      "}");
 }
 
 namespace detail {
@@ -48,14 +52,13 @@ CtcGreedyProblem make_ctc_greedy_problem(const TensorView& logprobs, const Tenso
   problem.blank = config.blank_id < 0 ? static_cast<std::int32_t>(problem.columns - 1) : config.blank_id;
   ASRDEC_CHECK_ARG(problem.blank < problem.columns, "blank_id ", config.blank_id, " is out of range for logprobs with ",
                    problem.columns, " columns (valid: 0..", problem.columns - 1, ", or -1 for the last)");
-  if (config.lm != nullptr) {
-    ASRDEC_CHECK_ARG(config.lm->vocab_size() == problem.columns - 1,
-                     "vocabulary mismatch: the LM has V = ", config.lm->vocab_size(), " tokens, logprobs has ",
-                     problem.columns, " columns (V + 1 = ", config.lm->vocab_size() + 1, " expected)");
+  if (config.lm != nullptr || config.boost != nullptr) {
+    check_fusion_vocab(config.lm.get(), config.boost.get(), problem.columns - 1,
+                       concat("logprobs has ", problem.columns, " columns (V + 1 expected)"));
     ASRDEC_CHECK_ARG(problem.blank == problem.columns - 1,
-                     "LM fusion needs blank in the last column (token ids "
-                     "index the LM); blank_id is ",
+                     "LM fusion and boosting need blank in the last column (token ids index the LM); blank_id is ",
                      problem.blank, " of ", problem.columns, " columns");
+    if (config.boost != nullptr) config.boost->check_batch(problem.batch);
   }
 
   TensorCheck(lengths, "lengths")
@@ -93,7 +96,8 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
     hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
     hypothesis.am_score = result.scores[b];
     hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
-    hypothesis.score = hypothesis.am_score + hypothesis.lm_score;
+    hypothesis.boost_score = result.boost_scores != nullptr ? result.boost_scores[b] : 0.0f;
+    hypothesis.score = hypothesis.am_score + hypothesis.lm_score + hypothesis.boost_score;
   }
   return hypotheses;
 }
@@ -112,10 +116,7 @@ CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchL
   limits.validate();
   impl_->device = device;
   impl_->config = config;
-  if (config.lm != nullptr) {
-    ASRDEC_CHECK_ARG(config.lm->device() == device, "CtcGreedyConfig.lm is on ", config.lm->device().to_string(),
-                     ", the decoder on ", device.to_string(), "; load the LM onto the decoder's device");
-  }
+  detail::check_fusion_device(config.lm.get(), config.boost.get(), device, "CtcGreedyConfig", "decoder");
   if (device.is_cpu()) {
     impl_->backend = detail::make_ctc_greedy_cpu(config, limits);
   } else {

@@ -38,8 +38,8 @@ struct CtcGreedyOutputs {
   Buffer<float, Kind> token_logprobs;
   Buffer<std::int32_t, Kind> counts;
   Buffer<float, Kind> scores;
-  Buffer<float, Kind> lm_scores;
-  bool with_lm = false;
+  Buffer<float, Kind> lm_scores, boost_scores;
+  bool with_lm = false, with_boost = false;
 
   void allocate(const BatchLimits& limits, Device device) {
     const auto cells = static_cast<std::size_t>(limits.max_batch * limits.max_frames);
@@ -50,6 +50,7 @@ struct CtcGreedyOutputs {
     counts = Buffer<std::int32_t, Kind>(rows, device);
     scores = Buffer<float, Kind>(rows, device);
     lm_scores = Buffer<float, Kind>(rows, device);
+    boost_scores = Buffer<float, Kind>(rows, device);
   }
 
   CtcGreedyBatchResult view(Device device, std::int64_t batch, std::int64_t row_stride) const {
@@ -63,6 +64,7 @@ struct CtcGreedyOutputs {
     result.lengths = counts.data();
     result.scores = scores.data();
     result.lm_scores = with_lm ? lm_scores.data() : nullptr;
+    result.boost_scores = with_boost ? boost_scores.data() : nullptr;
     return result;
   }
 };

@@ -80,11 +80,19 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
  public:
   CtcGreedyCpu(const CtcGreedyConfig& config, BatchLimits limits) : config_(config), limits_(limits) {
     outputs_.with_lm = config_.lm != nullptr;
+    outputs_.with_boost = config_.boost != nullptr;
+    const std::int64_t V = config_.lm != nullptr      ? config_.lm->vocab_size()
+                           : config_.boost != nullptr ? config_.boost->vocab_size()
+                                                      : 0;
     if (config_.lm != nullptr) {
-      const auto V = static_cast<std::size_t>(config_.lm->vocab_size());
-      lm_scores_ = HostBuffer<float>(V);
-      lm_next_ = HostBuffer<std::int32_t>(V);
+      lm_scores_ = HostBuffer<float>(static_cast<std::size_t>(V));
+      lm_next_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
     }
+    if (config_.boost != nullptr) {
+      boost_scores_ = HostBuffer<float>(static_cast<std::size_t>(V));
+      boost_next_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
+    }
+    vocab_ = static_cast<std::int32_t>(V);
     allocate();
   }
 
@@ -172,7 +180,7 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     const auto columns = static_cast<std::int32_t>(problem.columns);
     const std::int64_t row_stride = limits_.max_frames;
     scratch_.reserve_discard(static_cast<std::size_t>(columns));
-    const NgramLmRef lm = config_.lm != nullptr ? config_.lm->ref() : NgramLmRef{};
+    const bool fused = config_.lm != nullptr || config_.boost != nullptr;
     for (std::int64_t b = 0; b < problem.batch; ++b) {
       const std::int32_t length = problem.host_lengths[static_cast<std::size_t>(b)];
       std::int32_t* tokens = outputs_.tokens.data() + b * row_stride;
@@ -181,9 +189,20 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       std::int32_t count = 0;
       std::int32_t previous = -1;
       double score = 0.0;
+      // Fusion over this utterance alone: row 0 of the [1, V] query buffers.
       std::int32_t lm_state = NgramLm::bos_state();
-      float lm_total = 0.0f;
-      bool lm_stale = true;
+      std::int32_t boost_state = config_.boost != nullptr ? config_.boost->root_for(b, problem.batch) : 0;
+      float lm_total = 0.0f, boost_total = 0.0f;
+      FusionRef fusion;
+      fusion.vocab = vocab_;
+      if (config_.lm != nullptr) {
+        fusion.lm = FusionSource{lm_scores_.data(), lm_next_.data(), &lm_state, &lm_total, config_.lm_weight};
+      }
+      if (config_.boost != nullptr) {
+        fusion.boost =
+            FusionSource{boost_scores_.data(), boost_next_.data(), &boost_state, &boost_total, config_.boost_weight};
+      }
+      bool stale = true;
       for (std::int32_t t = 0; t < length; ++t) {
         const T* frame = data + b * stride_b + t * stride_t;
         ArgMax best;
@@ -199,24 +218,26 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
         std::int32_t token = ctc_frame_token(best, problem.blank);
         float value = best.value;
         if (ctc_emits(token, previous, problem.blank)) {
-          if (config_.lm != nullptr) {
-            if (lm_stale) {
-              advance_row(lm, lm_state, lm_scores_.data(), lm_next_.data());
-              lm_stale = false;
+          if (fused) {
+            if (stale) {
+              if (config_.lm != nullptr) advance_row(config_.lm->ref(), lm_state, lm_scores_.data(), lm_next_.data());
+              if (config_.boost != nullptr) {
+                advance_row(config_.boost->ref(), boost_state, boost_scores_.data(), boost_next_.data());
+              }
+              stale = false;
             }
             // Re-choose among the non-blank tokens other than the previous frame's (which would collapse).
-            ArgMax fused = argmax_identity();
-            for (std::int32_t v = 0; v < lm.vocab_size; ++v) {
+            ArgMax best_fused = argmax_identity();
+            for (std::int32_t v = 0; v < vocab_; ++v) {
               if (v == previous) continue;
-              argmax_update(fused, to_float(frame[v * stride_v]) + weighted(config_.lm_weight, lm_scores_[v]), v);
+              argmax_update(best_fused, to_float(frame[v * stride_v]) + fusion_bonus(fusion, 0, v), v);
             }
-            if (fused.index != argmax_identity().index) {
-              token = fused.index;
+            if (best_fused.index != argmax_identity().index) {
+              token = best_fused.index;
               value = to_float(frame[token * stride_v]);
             }
-            lm_total += weighted(config_.lm_weight, lm_scores_[token]);
-            lm_state = lm_next_[token];
-            lm_stale = true;
+            fusion_emit(fusion, 0, token);
+            stale = true;
           }
           tokens[count] = token;
           timestamps[count] = t;
@@ -229,15 +250,17 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       outputs_.counts[static_cast<std::size_t>(b)] = count;
       outputs_.scores[static_cast<std::size_t>(b)] = static_cast<float>(score);
       outputs_.lm_scores[static_cast<std::size_t>(b)] = lm_total;
+      outputs_.boost_scores[static_cast<std::size_t>(b)] = boost_total;
     }
   }
 
   CtcGreedyConfig config_;
   BatchLimits limits_;
   CtcGreedyOutputs<MemoryKind::host> outputs_;
-  HostBuffer<float> scratch_;         ///< one frame converted to float (fp16/bf16 input)
-  HostBuffer<float> lm_scores_;       ///< [V] LM query of the current utterance's state
-  HostBuffer<std::int32_t> lm_next_;  ///< [V]
+  HostBuffer<float> scratch_;                      ///< one frame converted to float (fp16/bf16 input)
+  std::int32_t vocab_ = 0;                         ///< V of the fused models
+  HostBuffer<float> lm_scores_, boost_scores_;     ///< [V] query of the current utterance's states
+  HostBuffer<std::int32_t> lm_next_, boost_next_;  ///< [V]
 };
 
 }  // namespace

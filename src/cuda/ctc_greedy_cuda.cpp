@@ -105,6 +105,10 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
         ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outputs_.lm_scores.data(), r.lm_scores, rows * sizeof(float),
                                           cudaMemcpyDeviceToHost, stream));
       }
+      if (r.boost_scores != nullptr) {
+        ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outputs_.boost_scores.data(), r.boost_scores, rows * sizeof(float),
+                                          cudaMemcpyDeviceToHost, stream));
+      }
     }
     synchronize_and_check(stream);
     return unpack_ctc_greedy(host_outputs_.view(Device::cpu(), problem.batch, static_cast<std::int64_t>(width)));
@@ -165,6 +169,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     outputs_.allocate(limits_, device_);
     host_outputs_.allocate(limits_, Device::cpu());
     outputs_.with_lm = host_outputs_.with_lm = config_.lm != nullptr;
+    outputs_.with_boost = host_outputs_.with_boost = config_.boost != nullptr;
     for (auto& slot : executors_) {
       slot.reset();
     }
@@ -188,6 +193,14 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       ws.lm = config_.lm->ref();
       ws.lm_weight = config_.lm_weight;
       ws.use_lm = 1;
+    }
+    ws.boost_scores = const_cast<float*>(outputs_.boost_scores.data());
+    if (config_.boost != nullptr) {
+      ws.boost = config_.boost->ref();
+      ws.boost_roots = config_.boost->list_roots();
+      ws.boost_lists = config_.boost->num_lists();
+      ws.boost_weight = config_.boost_weight;
+      ws.use_boost = 1;
     }
     return ws;
   }

@@ -23,7 +23,8 @@ struct CudaStream final : TransducerStream::Impl {
   DeviceBuffer<float> dec;
   DeviceBuffer<std::int32_t> time_jump;
   DeviceBuffer<std::int32_t> last_label;
-  DeviceBuffer<std::int32_t> lm_state;  // LM fusion: each utterance's LM state
+  DeviceBuffer<std::int32_t> lm_state;     // LM fusion: each utterance's LM state
+  DeviceBuffer<std::int32_t> boost_state;  // boosting: each utterance's boosting-tree state
 };
 
 class GreedyCuda final : public GreedyBackend {
@@ -67,6 +68,7 @@ class GreedyCuda final : public GreedyBackend {
     state->time_jump = DeviceBuffer<std::int32_t>(rows, device_);
     state->last_label = DeviceBuffer<std::int32_t>(rows, device_);
     state->lm_state = DeviceBuffer<std::int32_t>(rows, device_);
+    state->boost_state = DeviceBuffer<std::int32_t>(rows, device_);
     restart(*state, stream);
     return state;
   }
@@ -83,6 +85,14 @@ class GreedyCuda final : public GreedyBackend {
     // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
     copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
     copy_rows(state.lm_state.data(), bos_states_.data(), rows, stream);
+    if (config_.boost != nullptr) {
+      // Each utterance starts at its phrase list's root (pageable source: the copy is staged before returning).
+      std::vector<std::int32_t> roots(rows);
+      for (std::size_t b = 0; b < rows; ++b) roots[b] = config_.boost->root_for(static_cast<std::int64_t>(b), batch);
+      copy_bytes_async(state.boost_state.data(), device_, roots.data(), Device::cpu(), rows * 4, stream);
+    } else {
+      fill_bytes_async(state.boost_state.data(), device_, 0, rows * 4, stream);
+    }
     fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
     session_->initial_state(state.predictor_state.data(), batch, stream);
     session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
@@ -111,6 +121,7 @@ class GreedyCuda final : public GreedyBackend {
       copy_rows(time_jump_.data(), state.time_jump.data(), rows, stream);
       copy_rows(last_label_.data(), state.last_label.data(), rows, stream);
       copy_rows(lm_state_.data(), state.lm_state.data(), rows, stream);
+      copy_rows(boost_state_.data(), state.boost_state.data(), rows, stream);
     }
     GreedyArgs args{};
     args.enc = p.enc_proj.data();
@@ -128,6 +139,7 @@ class GreedyCuda final : public GreedyBackend {
       copy_rows(state.time_jump.data(), time_jump_.data(), rows, stream);
       copy_rows(state.last_label.data(), last_label_.data(), rows, stream);
       copy_rows(state.lm_state.data(), lm_state_.data(), rows, stream);
+      copy_rows(state.boost_state.data(), boost_state_.data(), rows, stream);
     }
     last_batch_ = p.batch;
     return hyps_.view(device_, p.batch);
@@ -147,9 +159,12 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lengths, view.lengths, rows * 4, cudaMemcpyDeviceToHost, stream));
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(host.total_scores), view.total_scores, rows * 4,
                                       cudaMemcpyDeviceToHost, stream));
-    std::vector<float> lm_totals(config_.lm != nullptr ? rows : 0);
-    if (config_.lm != nullptr) {
+    const bool fused = config_.lm != nullptr || config_.boost != nullptr;
+    std::vector<float> lm_totals(fused ? rows : 0), boost_totals(fused ? rows : 0);
+    if (fused) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lm_totals.data(), lm_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(
+          cudaMemcpyAsync(boost_totals.data(), boost_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
     }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     // Copy only the filled part of each row.
@@ -170,7 +185,8 @@ class GreedyCuda final : public GreedyBackend {
     std::vector<Hypothesis> out = to_hypotheses(host, offsets.data(), rules_.tdt, is_final);
     for (std::size_t b = 0; b < lm_totals.size(); ++b) {
       out[b].lm_score = lm_totals[b];
-      out[b].score = out[b].am_score + out[b].lm_score;
+      out[b].boost_score = boost_totals[b];
+      out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
     }
     return out;
   }
@@ -251,12 +267,17 @@ class GreedyCuda final : public GreedyBackend {
     choice_score_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
-    const std::int64_t V = config_.lm != nullptr ? config_.lm->vocab_size() : 0;
+    const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
+    const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
     bos_states_ = DeviceBuffer<std::int32_t>(rows, device_);
     lm_total_ = DeviceBuffer<float>(rows, device_);
-    lm_scores_ = DeviceBuffer<float>(std::max<std::size_t>(rows * static_cast<std::size_t>(V), 1), device_);
-    lm_next_ = DeviceBuffer<std::int32_t>(std::max<std::size_t>(rows * static_cast<std::size_t>(V), 1), device_);
+    lm_scores_ = DeviceBuffer<float>(lm_cells, device_);
+    lm_next_ = DeviceBuffer<std::int32_t>(lm_cells, device_);
+    boost_state_ = DeviceBuffer<std::int32_t>(rows, device_);
+    boost_total_ = DeviceBuffer<float>(rows, device_);
+    boost_scores_ = DeviceBuffer<float>(boost_cells, device_);
+    boost_next_ = DeviceBuffer<std::int32_t>(boost_cells, device_);
     const std::int64_t capacity = limits_.max_frames * config_.max_symbols_per_frame + 1;
     hyps_ = BatchedHyps<MemoryKind::device>();
     hyps_.reserve(B, capacity, device_);
@@ -276,6 +297,8 @@ class GreedyCuda final : public GreedyBackend {
     const std::vector<std::int32_t> bos(rows, NgramLm::bos_state());
     copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
+    const std::vector<std::int32_t> roots(rows, config_.boost != nullptr ? config_.boost->root_state(0) : 0);
+    copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
     // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
     // predictor step, all on our own zeroed buffers with every row masked off.
     fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
@@ -321,9 +344,14 @@ class GreedyCuda final : public GreedyBackend {
     g.enc_dtype = enc_dtype;
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
+    g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
     if (config_.lm != nullptr) {
-      g.fusion = LmFusionRef{lm_scores_.data(), lm_next_.data(),   lm_state_.data(),
-                             lm_total_.data(),  config_.lm_weight, static_cast<std::int32_t>(config_.lm->vocab_size())};
+      g.fusion.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};
+    }
+    if (config_.boost != nullptr) {
+      g.fusion.boost = FusionSource{boost_scores_.data(), boost_next_.data(), boost_state_.data(), boost_total_.data(),
+                                    config_.boost_weight};
     }
     return g;
   }
@@ -340,11 +368,17 @@ class GreedyCuda final : public GreedyBackend {
     session_->step(g.state.label, g.state.emit, work_state_.data(), work_dec_.data(), g.max_batch, stream);
   }
 
-  // LM fusion: the full-vocabulary query of every row's state (mask == nullptr), or of the rows that emitted.
-  void query_lm(const GreedyDeviceState& g, const std::int32_t* mask, cudaStream_t stream) {
-    if (g.fusion.scores == nullptr) return;
-    launch_ngram_advance(config_.lm->ref(), g.fusion.state, g.max_batch, const_cast<float*>(g.fusion.scores),
-                         const_cast<std::int32_t*>(g.fusion.next), multiprocessors_, stream, mask);
+  // Fusion: the full-vocabulary queries of every row's states (mask == nullptr), or of the rows that emitted.
+  void query_fused(const GreedyDeviceState& g, const std::int32_t* mask, cudaStream_t stream) {
+    if (config_.lm != nullptr) {
+      launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.max_batch, const_cast<float*>(g.fusion.lm.scores),
+                           const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, mask);
+    }
+    if (config_.boost != nullptr) {
+      launch_ngram_advance(config_.boost->ref(), g.fusion.boost.state, g.max_batch,
+                           const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
+                           multiprocessors_, stream, mask);
+    }
   }
 
   StreamProgram label_looping_program(const GreedyDeviceState g) {
@@ -363,14 +397,14 @@ class GreedyCuda final : public GreedyBackend {
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
           predictor_step(g, s);
-          query_lm(g, g.state.emit, s);
+          query_fused(g, g.state.emit, s);
           launch_greedy_phase(GreedyPhase::label_looping_finish, g, s);
         });
     StreamProgram program;
     program
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::label_looping_begin, g, s);
-          query_lm(g, nullptr, s);
+          query_fused(g, nullptr, s);
         })
         .loop_while(g.any_active, outer)
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
@@ -383,7 +417,7 @@ class GreedyCuda final : public GreedyBackend {
       joint(g, s);
       launch_greedy_phase(GreedyPhase::frame_looping_step, g, s);
       predictor_step(g, s);
-      query_lm(g, g.state.emit, s);
+      query_fused(g, g.state.emit, s);
     });
     StreamProgram frames;
     frames.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_enter, g, s); })
@@ -393,7 +427,7 @@ class GreedyCuda final : public GreedyBackend {
     program
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::frame_looping_begin, g, s);
-          query_lm(g, nullptr, s);
+          query_fused(g, nullptr, s);
         })
         .loop_while(g.any_active, frames)
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
@@ -438,6 +472,8 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<unsigned long long> row_bad_;
   DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;  // LM fusion: [max_batch], [max_batch], [.., V]
   DeviceBuffer<float> lm_total_, lm_scores_;                    // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> boost_state_, boost_next_;         // boosting: [max_batch], [max_batch, V]
+  DeviceBuffer<float> boost_total_, boost_scores_;              // [max_batch], [max_batch, V]
   int multiprocessors_ = 1;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;

@@ -20,7 +20,8 @@ namespace asrdec::detail {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'S', 'R', 'D', 'E', 'C', 'L', 'M'};
-constexpr std::uint32_t kVersion = 1;
+// Version 2: START's backoff link is -1 (the root marker) instead of 0.
+constexpr std::uint32_t kVersion = 2;
 constexpr std::size_t kAlign = 64;
 
 struct Header {
@@ -154,7 +155,8 @@ NgramTables read_binary(const std::string& path) {
   std::memcpy(&h, mapping->data, sizeof h);
   if (std::memcmp(h.magic, kMagic, 8) != 0) throw fail("not an asrdec LM image");
   if (h.version != kVersion)
-    throw fail(concat("LM image version ", h.version, " is not supported (expected ", kVersion, ")"));
+    throw fail(concat("LM image version ", h.version, " is not supported (expected ", kVersion,
+                      "); convert the ARPA file again with `asrdec lm convert`"));
   if (h.states < 2 || h.arcs < 1 || h.vocab_size < 1 || h.order < 1 || h.word_bytes < 0 || h.word_count < 0) {
     throw fail("corrupted header");
   }
@@ -193,7 +195,9 @@ NgramTables read_binary(const std::string& path) {
   if (r.arc_begin[0] != 0 || r.arc_begin[h.states] != h.arcs) throw fail("corrupted arc offsets");
   for (std::int64_t s = 0; s < h.states; ++s) {
     if (r.arc_begin[s + 1] < r.arc_begin[s]) throw fail("corrupted arc offsets");
-    if (s > 0 && (r.backoff_to[s] < 0 || r.backoff_to[s] >= s)) throw fail("corrupted backoff links");
+    if (s == 0 ? r.backoff_to[s] != -1 : (r.backoff_to[s] < 0 || r.backoff_to[s] >= s)) {
+      throw fail("corrupted backoff links");
+    }
   }
   if (r.arc_begin[1] != h.vocab_size + 1) throw fail("corrupted START state");
   for (std::int64_t a = 0; a < h.arcs; ++a) {

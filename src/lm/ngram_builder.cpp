@@ -292,6 +292,7 @@ NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& opti
 
   // 5. Backoff links and weights.
   t.backoff_to.assign(static_cast<std::size_t>(S), 0);
+  t.backoff_to[0] = -1;  // START is the root of every backoff chain
   t.backoff_weight.assign(static_cast<std::size_t>(S), 0.0f);
   for (std::int32_t s = 1; s < S; ++s) {
     const std::string& key = key_of_state[static_cast<std::size_t>(s)];

@@ -48,7 +48,7 @@ void advance_row(const NgramLmRef& lm, std::int32_t state, float* scores, std::i
         next_states[label] = lm.arc_target[a];
       }
     }
-    if (s == 0) break;
+    if (lm.backoff_to[s] < 0) break;  // a root: every label is set
     backoff += lm.backoff_weight[s];
     s = lm.backoff_to[s];
   }
@@ -64,6 +64,21 @@ void advance_row(const NgramLmRef& lm, std::int32_t state, float* scores, std::i
     }
     scores[token] = unk.score;
     next_states[token] = unk.next;
+  }
+}
+
+void finish_ngram(NgramLm::Impl& impl) {
+  impl.arcs = impl.host.arcs();
+  impl.bytes = impl.host.bytes();
+  for (std::size_t i = 0; i < impl.host.words.size(); ++i) {
+    if (!impl.host.words[i].empty()) impl.word_ids.emplace(impl.host.words[i], static_cast<std::int32_t>(i));
+  }
+  if (impl.device.is_cuda()) {
+#if ASRDEC_WITH_CUDA
+    upload_ngram(impl);
+#else
+    throw Unsupported(cuda_info().reason);
+#endif
   }
 }
 
@@ -86,18 +101,7 @@ NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, De
   } else {
     impl->host = detail::build_ngram_tables(detail::read_arpa(path, options.clamp_positive_probabilities), options);
   }
-  impl->arcs = impl->host.arcs();
-  impl->bytes = impl->host.bytes();
-  for (std::size_t i = 0; i < impl->host.words.size(); ++i) {
-    if (!impl->host.words[i].empty()) impl->word_ids.emplace(impl->host.words[i], static_cast<std::int32_t>(i));
-  }
-  if (device.is_cuda()) {
-#if ASRDEC_WITH_CUDA
-    detail::upload_ngram(*impl);
-#else
-    throw Unsupported(cuda_info().reason);
-#endif
-  }
+  detail::finish_ngram(*impl);
   return NgramLm(std::move(impl));
 }
 

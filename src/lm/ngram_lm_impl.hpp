@@ -28,6 +28,8 @@ struct NgramLm::Impl {
 namespace detail {
 /** The CPU full-vocabulary query of one state (shared by NgramLm and the fused decoders). */
 void advance_row(const NgramLmRef& lm, std::int32_t state, float* scores, std::int32_t* next_states);
+/** Completes an Impl whose host tables are set: sizes, word index, and the device copy for a CUDA device. */
+void finish_ngram(NgramLm::Impl& impl);
 #if ASRDEC_WITH_CUDA
 void upload_ngram(NgramLm::Impl& impl);
 void advance_cuda(const NgramLm::Impl& impl, const std::int32_t* states, std::int64_t batch, float* scores,

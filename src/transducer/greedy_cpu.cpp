@@ -17,7 +17,8 @@ struct CpuStream final : TransducerStream::Impl {
   HostBuffer<float> dec;  // [B, J] predictor output
   HostBuffer<std::int32_t> time_jump;
   HostBuffer<std::int32_t> last_label;
-  HostBuffer<std::int32_t> lm_state;  // LM fusion: each utterance's LM state
+  HostBuffer<std::int32_t> lm_state;     // LM fusion: each utterance's LM state
+  HostBuffer<std::int32_t> boost_state;  // boosting: each utterance's boosting-tree state
 };
 
 class GreedyCpu final : public GreedyBackend {
@@ -45,6 +46,7 @@ class GreedyCpu final : public GreedyBackend {
     state->time_jump = HostBuffer<std::int32_t>(rows);
     state->last_label = HostBuffer<std::int32_t>(rows);
     state->lm_state = HostBuffer<std::int32_t>(rows);
+    state->boost_state = HostBuffer<std::int32_t>(rows);
     restart(*state, nullptr);
     return state;
   }
@@ -59,6 +61,7 @@ class GreedyCpu final : public GreedyBackend {
       state.last_label[b] = model_.blank_id();  // the start symbol
       state.time_jump[b] = 0;
       state.lm_state[b] = NgramLm::bos_state();
+      state.boost_state[b] = config_.boost != nullptr ? config_.boost->root_for(b, batch) : 0;
     }
     session_->step(state.last_label.data(), mask.data(), state.predictor_state.data(), state.dec.data(), batch,
                    nullptr);
@@ -73,13 +76,21 @@ class GreedyCpu final : public GreedyBackend {
     for (std::int64_t b = 0; b < p.batch; ++b) {
       hyps_clear(h, b);
     }
-    fusion_ = LmFusionRef{};
+    fusion_ = FusionRef{};
+    fusion_.vocab = static_cast<std::int32_t>(model_.vocab_size());
     if (config_.lm != nullptr) {
-      fusion_ = LmFusionRef{lm_scores_.data(), lm_next_.data(),   state.lm_state.data(),
-                            lm_total_.data(),  config_.lm_weight, static_cast<std::int32_t>(config_.lm->vocab_size())};
+      fusion_.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), state.lm_state.data(), lm_total_.data(), config_.lm_weight};
+    }
+    if (config_.boost != nullptr) {
+      fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), state.boost_state.data(),
+                                   boost_total_.data(), config_.boost_weight};
+    }
+    if (fusion_.active()) {
       for (std::int64_t b = 0; b < p.batch; ++b) {
         lm_total_[b] = 0.0f;
-        query_lm(b);
+        boost_total_[b] = 0.0f;
+        query_fused(b);
       }
     }
     if (config_.algorithm == TransducerGreedyAlgorithm::frame_looping) {
@@ -101,10 +112,11 @@ class GreedyCpu final : public GreedyBackend {
   std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
                                   StreamHandle) override {
     std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
-    if (config_.lm != nullptr) {
+    if (fusion_.active()) {
       for (std::size_t b = 0; b < out.size(); ++b) {
         out[b].lm_score = lm_total_[b];
-        out[b].score = out[b].am_score + out[b].lm_score;
+        out[b].boost_score = boost_total_[b];
+        out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
       }
     }
     return out;
@@ -125,11 +137,16 @@ class GreedyCpu final : public GreedyBackend {
     }
     label_score_.reserve_discard(rows);
     label_confidence_.reserve_discard(rows);
+    const auto V = static_cast<std::size_t>(model_.vocab_size());
+    lm_total_.reserve_discard(rows);
+    boost_total_.reserve_discard(rows);
     if (config_.lm != nullptr) {
-      const auto V = static_cast<std::size_t>(config_.lm->vocab_size());
       lm_scores_.reserve_discard(rows * V);
       lm_next_.reserve_discard(rows * V);
-      lm_total_.reserve_discard(rows);
+    }
+    if (config_.boost != nullptr) {
+      boost_scores_.reserve_discard(rows * V);
+      boost_next_.reserve_discard(rows * V);
     }
     choices_.resize(rows);
   }
@@ -141,19 +158,25 @@ class GreedyCpu final : public GreedyBackend {
                           label_confidence_.data(), emit_.data(),           symbols_on_frame_.data()};
   }
 
-  // The full-vocabulary LM query of utterance b's current state.
-  void query_lm(std::int64_t b) {
+  // The full-vocabulary LM and boosting queries of utterance b's current states.
+  void query_fused(std::int64_t b) {
     const std::int64_t V = fusion_.vocab;
-    advance_row(config_.lm->ref(), fusion_.state[b], lm_scores_.data() + b * V, lm_next_.data() + b * V);
+    if (config_.lm != nullptr) {
+      advance_row(config_.lm->ref(), fusion_.lm.state[b], lm_scores_.data() + b * V, lm_next_.data() + b * V);
+    }
+    if (config_.boost != nullptr) {
+      advance_row(config_.boost->ref(), fusion_.boost.state[b], boost_scores_.data() + b * V,
+                  boost_next_.data() + b * V);
+    }
   }
 
-  // Emitting utterances add their label's weighted LM score and move their LM state on.
+  // Emitting utterances add their label's weighted scores and move their fusion states on.
   void fuse_emitted(std::int64_t batch) {
-    if (fusion_.scores == nullptr) return;
+    if (!fusion_.active()) return;
     for (std::int64_t b = 0; b < batch; ++b) {
       if (emit_[b]) {
-        lm_fusion_emit(fusion_, b, label_[b]);
-        query_lm(b);
+        fusion_emit(fusion_, b, label_[b]);
+        query_fused(b);
       }
     }
   }
@@ -180,8 +203,7 @@ class GreedyCpu final : public GreedyBackend {
       }
       results_.resize(rows_.size());
       joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), state.dec.data(),
-                           model_.joint_hidden(), config_.check_values,
-                           JointFusion{fusion_.scores, fusion_.vocab, fusion_.weight}, results_.data());
+                           model_.joint_hidden(), config_.check_values, fusion_, results_.data());
       std::size_t kept = 0;
       for (std::size_t r = 0; r < rows_.size(); ++r) {
         const std::int64_t b = pending_[r];
@@ -252,10 +274,11 @@ class GreedyCpu final : public GreedyBackend {
   HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
       symbols_on_frame_;
   HostBuffer<float> label_score_, label_confidence_;
-  HostBuffer<float> lm_scores_, lm_total_;  // LM fusion: [max_batch, V] query of each state, [max_batch] totals
-  HostBuffer<std::int32_t> lm_next_;        // [max_batch, V]
-  LmFusionRef fusion_{};                    // set for the chunk being decoded; scores == nullptr without an LM
-  std::vector<JointChoice> choices_;        // [max_batch] this phase's joint choice per utterance
+  // Fusion: [max_batch, V] query of each state, [max_batch] totals, for the LM and the boosting tree.
+  HostBuffer<float> lm_scores_, lm_total_, boost_scores_, boost_total_;
+  HostBuffer<std::int32_t> lm_next_, boost_next_;  // [max_batch, V]
+  FusionRef fusion_{};                             // set for the chunk being decoded; inactive without an LM or a tree
+  std::vector<JointChoice> choices_;               // [max_batch] this phase's joint choice per utterance
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;

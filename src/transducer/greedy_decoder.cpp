@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "asrdec/core/error.hpp"
+#include "lm/fusion_checks.hpp"
 #include "transducer/greedy_backend.hpp"
 
 #if ASRDEC_WITH_CUDA
@@ -37,14 +38,18 @@ void TransducerGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerGreedyConfig.max_symbols_per_frame must be at least 1, got ",
                    max_symbols_per_frame);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerGreedyConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerGreedyConfig.boost_weight must be finite, got ",
+                   boost_weight);
 }
 
 std::string TransducerGreedyConfig::to_string() const {
-  return detail::concat("TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
-                        ", max_symbols_per_frame=", max_symbols_per_frame,
-                        ", graph_mode=", asrdec::to_string(graph_mode),
-                        ", check_values=", check_values ? "true" : "false",
-                        lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "", "}");
+  return detail::concat(
+      "TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
+      ", max_symbols_per_frame=", max_symbols_per_frame, ", graph_mode=", asrdec::to_string(graph_mode),
+      ", check_values=", check_values ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      "}");
 }
 
 namespace detail {
@@ -145,16 +150,12 @@ TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, T
   limits.validate();
   ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
                  Unsupported, "WIND greedy decoding is defined for RNN-T models; this model is TDT");
-  if (config.lm != nullptr) {
-    ASRDEC_CHECK_ARG(config.lm->device() == model.device(), "TransducerGreedyConfig.lm is on ",
-                     config.lm->device().to_string(), ", the model on ", model.device().to_string(),
-                     "; load the LM onto the model's device");
-    ASRDEC_CHECK_ARG(config.lm->vocab_size() == model.vocab_size(),
-                     "vocabulary mismatch: the LM has V = ", config.lm->vocab_size(), " tokens, the model ",
-                     model.vocab_size());
+  if (config.lm != nullptr || config.boost != nullptr) {
+    detail::check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerGreedyConfig", "model");
+    detail::check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(),
+                               detail::concat("the model ", model.vocab_size()));
     ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
-                     "LM fusion needs blank after the tokens (id V); the "
-                     "model's blank is ",
+                     "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
                      model.blank_id());
   }
   if (model.device().is_cpu()) {
@@ -176,6 +177,7 @@ BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj
                                                       StreamHandle stream) {
   stream = stream != nullptr ? stream : impl_->backend->default_stream();
   const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
+  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
   if (impl_->scratch != nullptr && impl_->scratch->batch == problem.batch) {
     impl_->backend->restart(*impl_->scratch, stream);
   } else {
@@ -198,6 +200,7 @@ void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {
 
 TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, StreamHandle stream) {
   ASRDEC_CHECK_ARG(batch >= 0, "start_stream: batch must not be negative, got ", batch);
+  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(batch);
   return TransducerStream(impl_->backend->start(batch, stream));
 }
 

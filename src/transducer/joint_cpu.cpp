@@ -40,7 +40,7 @@ JointChoice JointCpu::evaluate(const EncodedView& enc, std::int64_t b, std::int3
 
 void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                              std::int64_t dec_stride, bool check_values, JointChoice* out) {
-  evaluate_rows(enc, rows, count, dec, dec_stride, check_values, JointFusion{}, out);
+  evaluate_rows(enc, rows, count, dec, dec_stride, check_values, FusionRef{}, out);
 }
 
 void JointCpu::token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec,
@@ -60,8 +60,8 @@ void JointCpu::token_logits(const EncodedView& enc, std::int64_t b, std::int32_t
 }
 
 void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
-                             std::int64_t dec_stride, bool check_values, const JointFusion& fusion, JointChoice* out) {
-  const bool fused = fusion.scores != nullptr;
+                             std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out) {
+  const bool fused = fusion.active();
   const std::int64_t J = joint_.hidden;
   hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
   tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
@@ -92,9 +92,9 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
       if (fused && o < fusion.vocab) {
-        const float lm = fusion.scores[rows[r].b * fusion.vocab + o];
         ArgMax& best = fused_[static_cast<std::size_t>(r)];
-        argmax_update(best, logit + weighted(fusion.weight, lm), static_cast<std::int32_t>(o));
+        argmax_update(best, logit + fusion_bonus(fusion, rows[r].b, static_cast<std::int32_t>(o)),
+                      static_cast<std::int32_t>(o));
         if (best.index == o) fused_logit_[static_cast<std::size_t>(r)] = logit;
       }
     }

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "asrdec/detail/fusion_step.hpp"
 #include "asrdec/detail/logsumexp.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "transducer/joint_impl.hpp"
@@ -22,13 +23,6 @@ struct JointRow {
   std::int32_t frame;
 };
 
-/** LM fusion inputs of a joint evaluation: the LM scores of utterance b are scores + b * vocab. */
-struct JointFusion {
-  const float* scores = nullptr;
-  std::int64_t vocab = 0;
-  float weight = 0.0f;
-};
-
 class JointCpu {
  public:
   JointCpu(const TransducerJoint::Impl& joint, std::int64_t token_columns, const std::vector<std::int32_t>& durations,
@@ -42,10 +36,11 @@ class JointCpu {
    *  dec + rows[r].b * dec_stride. Each result equals evaluate() on its row, bit for bit. */
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, JointChoice* out);
-  /** As evaluate_rows, with LM fusion: a non-blank choice becomes the argmax over the non-blank tokens (ids 0..V-1,
-   *  blank = V) of logit + weight * LM score; its score and confidence are those of the new label. */
+  /** As evaluate_rows, with fusion (when fusion.active()): a non-blank choice becomes the argmax over the
+   *  non-blank tokens (ids 0..V-1, blank = V) of logit + fusion_bonus; its score and confidence are those of the
+   *  new label. */
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
-                     std::int64_t dec_stride, bool check_values, const JointFusion& fusion, JointChoice* out);
+                     std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out);
 
   /** The V+1 token logits of utterance b at `frame` (the values evaluate() compares), into `logits`. */
   void token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, float* logits);

@@ -1,6 +1,7 @@
-// LM fusion in greedy decoding: every transducer algorithm and the CTC decoder against oracles that query the
-// LM one token at a time (NgramLm::score) on random models, random LMs and random weights; streaming carries the
-// LM state; bad configurations are rejected.
+// LM fusion and phrase boosting in greedy decoding: every transducer algorithm and the CTC decoder against
+// oracles that query the LM and the boosting tree one token at a time (NgramLm::score, BoostingTree::score) on
+// random models, LMs, phrase lists and weights (LM alone, boosting alone, both); streaming carries both states;
+// bad configurations are rejected.
 
 #include <gtest/gtest.h>
 
@@ -39,6 +40,45 @@ float random_weight(std::mt19937_64& rng) {
   return weights[rng() % 5];
 }
 
+// Phrase lists that matter: pieces of the unfused transcripts with one token changed (so boosting must pull the
+// decoder away from the acoustic choice), plus random phrases; one list for the batch or one per utterance.
+std::shared_ptr<const BoostingTree> random_boost(std::mt19937_64& rng, std::int64_t vocab,
+                                                 const std::vector<Hypothesis>& plain, Device device,
+                                                 std::shared_ptr<const BoostingTree>& cpu_keep) {
+  const bool per_utterance = rng() % 2 == 0;
+  std::vector<PhraseList> lists(per_utterance ? plain.size() : 1);
+  for (std::size_t u = 0; u < lists.size(); ++u) {
+    for (int k = std::uniform_int_distribution<int>(0, 4)(rng); k > 0; --k) {
+      const auto& source = plain[per_utterance ? u : rng() % plain.size()].tokens;
+      std::vector<std::int32_t> phrase;
+      if (!source.empty() && rng() % 4 != 0) {
+        const std::size_t begin = rng() % source.size();
+        const std::size_t size = std::min<std::size_t>(source.size() - begin, 1 + rng() % 4);
+        phrase.assign(source.begin() + static_cast<std::ptrdiff_t>(begin),
+                      source.begin() + static_cast<std::ptrdiff_t>(begin + size));
+        phrase[rng() % phrase.size()] = static_cast<std::int32_t>(rng() % vocab);
+      } else {
+        phrase.resize(1 + rng() % 3);
+        for (auto& token : phrase) token = static_cast<std::int32_t>(rng() % vocab);
+      }
+      lists[u].push_back(phrase);
+    }
+  }
+  BoostingTreeOptions options;
+  options.context_score = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+  options.uniform_weights = rng() % 4 == 0;
+  cpu_keep = std::make_shared<const BoostingTree>(BoostingTree::build(lists, vocab, options));
+  if (device.is_cpu()) return cpu_keep;
+  return std::make_shared<const BoostingTree>(BoostingTree::build(lists, vocab, options, device));
+}
+
+// Which models a case fuses: the LM alone, the boosting tree alone, or both.
+enum class Fused { lm, boost, both };
+
+Fused random_fused(std::mt19937_64& rng) { return static_cast<Fused>(rng() % 3); }
+bool uses_lm(Fused f) { return f != Fused::boost; }
+bool uses_boost(Fused f) { return f != Fused::lm; }
+
 struct FusionCase {
   bool cuda;
   GraphMode mode;
@@ -72,30 +112,49 @@ class LmFusion : public ::testing::TestWithParam<FusionCase> {
   Device device_;
 };
 
-// Every algorithm with an LM equals the fused per-utterance oracle; the LM changes some outputs.
+// Every algorithm with an LM and/or a boosting tree equals the fused per-utterance oracle; fusion changes some
+// outputs.
 TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  const int cases = GetParam().cuda ? 40 : 200;
-  std::int64_t utterances = 0, changed = 0;
+  const int cases = GetParam().cuda ? 60 : 300;
+  std::int64_t utterances = 0, changed = 0, boosted = 0;
   for (int i = 0; i < cases; ++i) {
     testing::RandomTransducerSpec spec = testing::random_spec(rng);
     spec.blank = -1;  // fusion needs blank = V
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-    const NgramLm* cpu_lm = nullptr;
-    std::shared_ptr<const NgramLm> keep;
-    const auto lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
-    const float weight = random_weight(rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + cpu_lm->describe() + ", weight " +
-                 std::to_string(weight));
     const TransducerModel cpu_model = random.build(Device::cpu());
     const TransducerModel model = random.build(device_);
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
     const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
-    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols, *cpu_lm, weight);
     const auto plain = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
-    for (std::size_t b = 0; b < want.size(); ++b) changed += want[b].tokens != plain[b].tokens ? 1 : 0;
+    const Fused fused = random_fused(rng);
+    TransducerGreedyConfig reference;
+    TransducerGreedyConfig config;
+    std::string described;
+    if (uses_lm(fused)) {
+      const NgramLm* cpu_lm = nullptr;
+      std::shared_ptr<const NgramLm> keep;
+      config.lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
+      reference.lm = keep;
+      config.lm_weight = reference.lm_weight = random_weight(rng);
+      described += ", " + cpu_lm->describe() + ", lm weight " + std::to_string(config.lm_weight);
+    }
+    if (uses_boost(fused)) {
+      std::shared_ptr<const BoostingTree> keep;
+      config.boost = random_boost(rng, spec.vocab, plain, device_, keep);
+      reference.boost = keep;
+      config.boost_weight = reference.boost_weight = random_weight(rng);
+      described += ", " + keep->describe() + ", boost weight " + std::to_string(config.boost_weight);
+    }
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + described);
+    reference.max_symbols_per_frame = max_symbols;
+    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), reference);
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      changed += want[b].tokens != plain[b].tokens ? 1 : 0;
+      boosted += want[b].boost_score != 0.0f ? 1 : 0;
+    }
     utterances += e.batch;
     DeviceBuffer<std::byte> storage;
     const TensorView enc = place(e, storage);
@@ -105,26 +164,25 @@ TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
       for (std::int32_t w : {2, 8}) algorithms.push_back({TransducerGreedyAlgorithm::wind, w});
     }
     for (const auto& [algorithm, window] : algorithms) {
-      TransducerGreedyConfig config;
       config.algorithm = algorithm;
       config.window = window;
       config.max_symbols_per_frame = max_symbols;
       config.graph_mode = GetParam().mode;
-      config.lm = lm;
-      config.lm_weight = weight;
       TransducerGreedyDecoder decoder(model, config, BatchLimits{3, 5});
       testing::expect_same_hypotheses(decoder.decode(enc, e.lens()), want, tolerance(),
                                       std::string(to_string(algorithm)) + " W=" + std::to_string(window));
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
-  EXPECT_GT(changed, utterances / 20) << "the LM changed too few transcripts to test anything";
-  std::printf("%lld utterances, %lld changed by the LM\n", static_cast<long long>(utterances),
-              static_cast<long long>(changed));
+  EXPECT_GT(changed, utterances / 20) << "fusion changed too few transcripts to test anything";
+  EXPECT_GT(boosted, utterances / 20) << "too few transcripts matched a boosted phrase";
+  std::printf("%lld utterances, %lld changed by fusion, %lld with a boosting score\n",
+              static_cast<long long>(utterances), static_cast<long long>(changed), static_cast<long long>(boosted));
 }
 
-// Chunk by chunk, the stream carries each utterance's LM state: the concatenation equals the whole decode.
-TEST_P(LmFusion, StreamingCarriesTheLmState) {
+// Chunk by chunk, the stream carries each utterance's LM and boosting states: the concatenation equals the whole
+// decode.
+TEST_P(LmFusion, StreamingCarriesTheFusionStates) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -142,6 +200,11 @@ TEST_P(LmFusion, StreamingCarriesTheLmState) {
     config.graph_mode = GetParam().mode;
     config.lm = lm;
     config.lm_weight = 1.0f;
+    std::shared_ptr<const BoostingTree> cpu_tree;
+    config.boost =
+        random_boost(rng, spec.vocab, transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens()),
+                     device_, cpu_tree);
+    config.boost_weight = 1.5f;
     TransducerGreedyDecoder decoder(model, config);
     DeviceBuffer<std::byte> storage;
     const std::vector<Hypothesis> whole = decoder.decode(place(e, storage), e.lens());
@@ -165,6 +228,7 @@ TEST_P(LmFusion, StreamingCarriesTheLmState) {
       for (std::size_t b = 0; b < part.size(); ++b) {
         joined[b].tokens.insert(joined[b].tokens.end(), part[b].tokens.begin(), part[b].tokens.end());
         joined[b].lm_score += part[b].lm_score;
+        joined[b].boost_score += part[b].boost_score;
       }
       start += std::max<std::int64_t>(frames, 1);
     }
@@ -172,6 +236,8 @@ TEST_P(LmFusion, StreamingCarriesTheLmState) {
       ASSERT_EQ(joined[b].tokens, whole[b].tokens) << "utterance " << b;
       // float sums split at different points: equal up to rounding
       ASSERT_NEAR(joined[b].lm_score, whole[b].lm_score, std::max(1e-3, 1e-5 * std::fabs(whole[b].lm_score)))
+          << "utterance " << b;
+      ASSERT_NEAR(joined[b].boost_score, whole[b].boost_score, std::max(1e-3, 1e-5 * std::fabs(whole[b].boost_score)))
           << "utterance " << b;
     }
   }
@@ -183,13 +249,21 @@ struct FusedCtc {
   std::vector<float> token_logprobs;
   double am = 0.0;
   float lm = 0.0f;
+  float boost = 0.0f;
 };
 
-FusedCtc fused_ctc_oracle(const testing::CtcBatch& batch, int b, const NgramLm& lm, float weight) {
+FusedCtc fused_ctc_oracle(const testing::CtcBatch& batch, int b, const CtcGreedyConfig& config) {
   FusedCtc out;
   const int V = batch.columns - 1;
   int previous = -1;
   std::int32_t state = NgramLm::bos_state();
+  std::int32_t boost_state = config.boost != nullptr ? config.boost->root_for(b, batch.batch) : 0;
+  const auto bonus = [&](int v) {
+    const float lm_part = config.lm != nullptr ? config.lm_weight * config.lm->score(state, v).first : 0.0f;
+    const float boost_part =
+        config.boost != nullptr ? config.boost_weight * config.boost->score(boost_state, v).first : 0.0f;
+    return lm_part + boost_part;
+  };
   for (int t = 0; t < batch.length(b); ++t) {
     int best = 0;
     for (int v = 1; v < batch.columns; ++v) {
@@ -200,16 +274,23 @@ FusedCtc fused_ctc_oracle(const testing::CtcBatch& batch, int b, const NgramLm& 
       float fused_value = 0.0f;
       for (int v = 0; v < V; ++v) {
         if (v == previous) continue;
-        const float value = batch.value(b, t, v) + weight * lm.score(state, v).first;
+        const float value = batch.value(b, t, v) + bonus(v);
         if (fused < 0 || value > fused_value) {
           fused = v;
           fused_value = value;
         }
       }
       if (fused >= 0) best = fused;
-      const auto [score, next] = lm.score(state, best);
-      out.lm += weight * score;
-      state = next;
+      if (config.lm != nullptr) {
+        const auto [score, next] = config.lm->score(state, best);
+        out.lm += config.lm_weight * score;
+        state = next;
+      }
+      if (config.boost != nullptr) {
+        const auto [score, next] = config.boost->score(boost_state, best);
+        out.boost += config.boost_weight * score;
+        boost_state = next;
+      }
       out.tokens.push_back(best);
       out.timestamps.push_back(t);
       out.token_logprobs.push_back(batch.value(b, t, best));
@@ -225,21 +306,33 @@ TEST_P(LmFusion, CtcGreedyEqualsTheFusedOracle) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, changed = 0;
-  for (int i = 0; i < (GetParam().cuda ? 40 : 150); ++i) {
+  for (int i = 0; i < (GetParam().cuda ? 60 : 240); ++i) {
     testing::CtcBatch batch;
     do {
       batch = testing::random_ctc_batch(rng, DType::f32, {6, 40, 24});
     } while (batch.blank != batch.columns - 1 || batch.columns < 2);
-    const NgramLm* cpu_lm = nullptr;
-    std::shared_ptr<const NgramLm> keep;
-    const auto lm = random_lm(rng, batch.columns - 1, device_, &cpu_lm, keep);
-    const float weight = random_weight(rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + ", " + cpu_lm->describe() + ", weight " +
-                 std::to_string(weight));
-    CtcGreedyConfig config;
+    std::vector<Hypothesis> plain(static_cast<std::size_t>(batch.batch));
+    for (int b = 0; b < batch.batch; ++b) plain[static_cast<std::size_t>(b)].tokens = batch.reference(b).tokens;
+    const Fused fused = random_fused(rng);
+    CtcGreedyConfig config, reference;
     config.graph_mode = GetParam().mode;
-    config.lm = lm;
-    config.lm_weight = weight;
+    std::string described;
+    if (uses_lm(fused)) {
+      const NgramLm* cpu_lm = nullptr;
+      std::shared_ptr<const NgramLm> keep;
+      config.lm = random_lm(rng, batch.columns - 1, device_, &cpu_lm, keep);
+      reference.lm = keep;
+      config.lm_weight = reference.lm_weight = random_weight(rng);
+      described += ", " + cpu_lm->describe() + ", lm weight " + std::to_string(config.lm_weight);
+    }
+    if (uses_boost(fused)) {
+      std::shared_ptr<const BoostingTree> keep;
+      config.boost = random_boost(rng, batch.columns - 1, plain, device_, keep);
+      reference.boost = keep;
+      config.boost_weight = reference.boost_weight = random_weight(rng);
+      described += ", " + keep->describe() + ", boost weight " + std::to_string(config.boost_weight);
+    }
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + described);
     CtcGreedyDecoder decoder(device_, config, BatchLimits{2, 8});
     DeviceBuffer<std::byte> storage;
     TensorView logprobs = batch.logprobs();
@@ -251,7 +344,7 @@ TEST_P(LmFusion, CtcGreedyEqualsTheFusedOracle) {
     ASSERT_EQ(got.size(), static_cast<std::size_t>(batch.batch));
     for (int b = 0; b < batch.batch; ++b) {
       SCOPED_TRACE("utterance " + std::to_string(b));
-      const FusedCtc want = fused_ctc_oracle(batch, b, *cpu_lm, weight);
+      const FusedCtc want = fused_ctc_oracle(batch, b, reference);
       changed += want.tokens != batch.reference(b).tokens ? 1 : 0;
       ++utterances;
       ASSERT_EQ(got[b].tokens, want.tokens);
@@ -263,10 +356,11 @@ TEST_P(LmFusion, CtcGreedyEqualsTheFusedOracle) {
       };
       ASSERT_PRED2(close, got[b].am_score, want.am);
       ASSERT_PRED2(close, got[b].lm_score, want.lm);
-      ASSERT_PRED2(close, got[b].score, static_cast<double>(got[b].am_score) + got[b].lm_score);
+      ASSERT_PRED2(close, got[b].boost_score, want.boost);
+      ASSERT_PRED2(close, got[b].score, static_cast<double>(got[b].am_score) + got[b].lm_score + got[b].boost_score);
     }
   }
-  EXPECT_GT(changed, utterances / 20) << "the LM changed too few transcripts to test anything";
+  EXPECT_GT(changed, utterances / 20) << "fusion changed too few transcripts to test anything";
 }
 
 TEST_P(LmFusion, MismatchedLmsAreRejected) {
@@ -298,12 +392,60 @@ TEST_P(LmFusion, MismatchedLmsAreRejected) {
   CtcGreedyDecoder first_blank(device_, ctc);
   ASRDEC_EXPECT_THROW_MSG(first_blank.decode(TensorView(logprobs.data(), DType::f32, {1, 2, 9}, Device::cpu()),
                                              TensorView(lengths.data(), DType::i32, {1})),
-                          InvalidArgument, "LM fusion needs blank in the last column");
+                          InvalidArgument, "LM fusion and boosting need blank in the last column");
   if (device_.is_cpu() && cuda_info().available) {
     CtcGreedyConfig elsewhere;
     elsewhere.lm = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(8), Device::cuda(0)));
     ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(Device::cpu(), elsewhere), InvalidArgument,
                             "CtcGreedyConfig.lm is on cuda:0, the decoder on cpu");
+  }
+}
+
+TEST_P(LmFusion, MismatchedBoostingTreesAreRejected) {
+  std::mt19937_64 rng(11);
+  testing::RandomTransducerSpec spec = testing::random_spec(rng);
+  spec.blank = -1;
+  spec.tdt = false;
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  const TransducerModel model = random.build(device_);
+  TransducerGreedyConfig config;
+  config.boost = std::make_shared<const BoostingTree>(BoostingTree::build({{{0, 1}}}, spec.vocab + 1, {}, device_));
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, config), InvalidArgument,
+                          "vocabulary mismatch: the boosting tree has V = " + std::to_string(spec.vocab + 1) +
+                              " tokens, the model " + std::to_string(spec.vocab));
+  config.boost = std::make_shared<const BoostingTree>(BoostingTree::build({{{0}}, {{1}}, {}}, spec.vocab, {}, device_));
+  config.boost_weight = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, config), InvalidArgument,
+                          "TransducerGreedyConfig.boost_weight must be finite, got nan");
+  config.boost_weight = 1.0f;
+  TransducerGreedyDecoder decoder(model, config);
+  // Three phrase lists serve batches of three utterances only.
+  const testing::RandomEncoded e = testing::random_encoded(rng, spec, 2, 6);
+  DeviceBuffer<std::byte> storage;
+  if (e.batch != 3) {
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(place(e, storage), e.lens()), InvalidArgument,
+                            "the boosting tree has 3 phrase lists but the batch has " + std::to_string(e.batch));
+  }
+  ASRDEC_EXPECT_THROW_MSG(decoder.start_stream(2), InvalidArgument,
+                          "the boosting tree has 3 phrase lists but the batch has 2 utterances");
+  CtcGreedyConfig ctc;
+  ctc.boost = config.boost;
+  CtcGreedyDecoder ctc_decoder(device_, ctc);
+  std::vector<float> logprobs(2 * 2 * (spec.vocab + 1), -1.0f);
+  std::vector<std::int32_t> lengths = {2, 2};
+  DeviceBuffer<std::byte> ctc_storage;
+  TensorView view(logprobs.data(), DType::f32, {2, 2, spec.vocab + 1}, Device::cpu());
+  if (device_.is_cuda()) {
+    ctc_storage = testing::to_device(logprobs.data(), logprobs.size() * 4, device_);
+    view = TensorView(ctc_storage.data(), DType::f32, {2, 2, spec.vocab + 1}, device_);
+  }
+  ASRDEC_EXPECT_THROW_MSG(ctc_decoder.decode(view, TensorView(lengths.data(), DType::i32, {2})), InvalidArgument,
+                          "the boosting tree has 3 phrase lists but the batch has 2 utterances");
+  if (device_.is_cpu() && cuda_info().available) {
+    CtcGreedyConfig elsewhere;
+    elsewhere.boost = std::make_shared<const BoostingTree>(BoostingTree::build({{{0}}}, 4, {}, Device::cuda(0)));
+    ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(Device::cpu(), elsewhere), InvalidArgument,
+                            "CtcGreedyConfig.boost is on cuda:0, the decoder on cpu");
   }
 }
 

@@ -15,7 +15,9 @@
  *   column's log-probability (the frame's maximum without an LM), blank frames included (accumulated in double
  *   precision);
  * - lm_score = the sum of lm_weight × ln p_LM of the emitted tokens with an LM (CtcGreedyConfig::lm), else 0;
- * - score = am_score + lm_score; boost_score = 0.
+ * - boost_score = the sum of boost_weight × the boosting tree's scores of the emitted tokens with a tree
+ *   (CtcGreedyConfig::boost), else 0;
+ * - score = am_score + lm_score + boost_score.
  * Frames at or beyond an utterance's length are never read.
  *
  * Bad input raises InvalidArgument with a precise message: wrong rank/dtype/device, lengths outside [0, T],
@@ -40,6 +42,7 @@
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 
 namespace asrdec {
@@ -59,8 +62,14 @@ struct CtcGreedyConfig {
   std::shared_ptr<const NgramLm> lm;
   /** α, the LM weight (natural-log scores). */
   float lm_weight = 0.0f;
+  /** Phrase boosting (a BoostingTree on the decoder's device over the V tokens), alone or with the LM: the
+   *  re-chosen token maximises log p + (lm_weight × LM + boost_weight × boost). Utterance b starts at the root of
+   *  phrase list b (list 0 when the tree has one). */
+  std::shared_ptr<const BoostingTree> boost;
+  /** β, the boosting weight. */
+  float boost_weight = 1.0f;
 
-  /** Throws InvalidArgument for a blank_id below -1 or a non-finite lm_weight. */
+  /** Throws InvalidArgument for a blank_id below -1 or a non-finite lm_weight or boost_weight. */
   void validate() const;
   std::string to_string() const;
 };
@@ -77,6 +86,7 @@ struct CtcGreedyBatchResult {
   const std::int32_t* lengths = nullptr;     ///< [batch] number of tokens per utterance
   const float* scores = nullptr;             ///< [batch] acoustic log-probability of the path (am_score)
   const float* lm_scores = nullptr;          ///< [batch] weighted LM score (lm_score); nullptr without an LM
+  const float* boost_scores = nullptr;       ///< [batch] weighted boosting score; nullptr without a tree
 };
 
 class CtcGreedyDecoder {

@@ -1,7 +1,8 @@
 #pragma once
-// Shallow fusion of an n-gram LM into greedy decoding, the rules shared by the CPU loops and the CUDA kernels.
-// The LM never scores blank and never decides blank versus non-blank: only once the acoustic model has chosen a
-// non-blank token is the token re-chosen among the non-blank ones by acoustic score + weight * LM score.
+// Shallow fusion of an n-gram LM and/or a phrase-boosting tree into greedy decoding, the rules shared by the CPU
+// loops and the CUDA kernels. Fusion never scores blank and never decides blank versus non-blank: only once the
+// acoustic model has chosen a non-blank token is the token re-chosen among the non-blank ones by acoustic score + the
+// fusion bonus.
 
 #include <cstdint>
 
@@ -19,22 +20,54 @@ ASRDEC_HD_INLINE float weighted(float weight, float score) {
 #endif
 }
 
-/** The per-utterance LM side of a greedy decode, struct-of-arrays over the batch. `scores`/`next` hold the
- *  full-vocabulary query of each utterance's current `state` (row stride V). */
-struct LmFusionRef {
-  const float* scores;       ///< [B, V] ln p(token | state)
-  const std::int32_t* next;  ///< [B, V] the state each token leads to
-  std::int32_t* state;       ///< [B] current LM state
-  float* total;              ///< [B] sum of weighted LM scores of the emitted tokens
-  float weight;              ///< α
-  std::int32_t vocab;        ///< V
+/** One fused model's per-utterance side of a greedy decode (an n-gram LM or a boosting tree), struct-of-arrays
+ *  over the batch. `scores`/`next` hold the full-vocabulary query of each utterance's current `state` (row
+ *  stride V); `scores == nullptr` when the model is absent. */
+struct FusionSource {
+  const float* scores = nullptr;       ///< [B, V] score of each token from the current state
+  const std::int32_t* next = nullptr;  ///< [B, V] the state each token leads to
+  std::int32_t* state = nullptr;       ///< [B] current state
+  float* total = nullptr;              ///< [B] sum of the weighted scores of the emitted tokens
+  float weight = 0.0f;                 ///< α for the LM, β for boosting
 };
 
-/** Utterance b emitted `token`: its weighted LM score is added and its LM state moves on. */
-ASRDEC_HD_INLINE void lm_fusion_emit(const LmFusionRef& f, std::int64_t b, std::int32_t token) {
+/** What a decoder fuses: an n-gram LM, a boosting tree, both or neither, over the same V tokens. */
+struct FusionRef {
+  FusionSource lm;
+  FusionSource boost;
+  std::int32_t vocab = 0;  ///< V
+
+  ASRDEC_HD_INLINE bool active() const { return lm.scores != nullptr || boost.scores != nullptr; }
+};
+
+ASRDEC_HD_INLINE float weighted_or_zero(const FusionSource& source, std::int64_t at) {
+  return source.scores != nullptr ? weighted(source.weight, source.scores[at]) : 0.0f;
+}
+
+/** What fusion adds to token's acoustic score for utterance b: α·LM + β·boost, the two products summed first
+ *  (an absent model adds 0, which leaves the other's product unchanged). */
+ASRDEC_HD_INLINE float fusion_bonus(const FusionRef& f, std::int64_t b, std::int32_t token) {
   const std::int64_t at = b * f.vocab + token;
-  f.total[b] += weighted(f.weight, f.scores[at]);
-  f.state[b] = f.next[at];
+  return weighted_or_zero(f.lm, at) + weighted_or_zero(f.boost, at);
+}
+
+ASRDEC_HD_INLINE void fusion_emit(const FusionSource& source, std::int64_t b, std::int64_t at) {
+  if (source.scores == nullptr) return;
+  source.total[b] += weighted(source.weight, source.scores[at]);
+  source.state[b] = source.next[at];
+}
+
+/** The boosting state utterance b of a batch starts in: the root of list b, or of list 0 when there is one list
+ *  (`roots`: BoostingTree::list_roots()). */
+ASRDEC_HD_INLINE std::int32_t boost_start_state(const std::int32_t* roots, std::int64_t lists, std::int64_t b) {
+  return roots[lists == 1 ? 0 : b];
+}
+
+/** Utterance b emitted `token`: each fused model adds its weighted score and moves its state on. */
+ASRDEC_HD_INLINE void fusion_emit(const FusionRef& f, std::int64_t b, std::int32_t token) {
+  const std::int64_t at = b * f.vocab + token;
+  fusion_emit(f.lm, b, at);
+  fusion_emit(f.boost, b, at);
 }
 
 }  // namespace asrdec::detail

@@ -1,7 +1,8 @@
 #pragma once
 // The n-gram query rules, shared by the CPU loop and the CUDA kernel: arcs of a state are sorted by label; a
 // token not found in a context is looked up in the context's backoff state with the backoff weight added,
-// down to START, which holds every label. Adding in this order (backoffs from the longest context down, then the
+// down to a root (a state without a backoff link: START of an LM, the root of each phrase list of a boosting
+// tree), which holds every label. Adding in this order (backoffs from the longest context down, then the
 // arc weight) makes every path bit-identical between executors.
 
 #include <cstdint>
@@ -39,11 +40,12 @@ ASRDEC_HD_INLINE NgramStep score_label(const NgramLmRef& lm, std::int32_t state,
     if (arc >= 0) {
       return NgramStep{lm.arc_weight[arc] + backoff, lm.arc_target[arc]};
     }
-    if (state == 0) {
-      return NgramStep{-__builtin_huge_valf(), 0};  // unreachable: START holds every label
+    const std::int32_t to = lm.backoff_to[state];
+    if (to < 0) {
+      return NgramStep{-__builtin_huge_valf(), state};  // unreachable: a root holds every label
     }
     backoff += lm.backoff_weight[state];
-    state = lm.backoff_to[state];
+    state = to;
   }
 }
 

@@ -123,6 +123,7 @@ class NgramLm {
   struct Impl;
 
  private:
+  friend class BoostingTree;  // builds its automata into the same tables
   explicit NgramLm(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

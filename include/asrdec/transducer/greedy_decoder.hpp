@@ -22,8 +22,9 @@
  * predicted duration of each label); token_scores = the joint's raw logit of each label (as NeMo on the GPU);
  * token_confidences = exp(log-softmax) of the label over the V+1 token columns; am_score = the sum of the token
  * scores; with an LM (TransducerGreedyConfig::lm), lm_score = the sum of lm_weight × ln p_LM of the labels (no
- * end-of-sentence term, as in NeMo's greedy fusion); score = am_score + lm_score. The same definitions hold on
- * the CPU and on CUDA.
+ * end-of-sentence term, as in NeMo's greedy fusion); with a boosting tree (TransducerGreedyConfig::boost),
+ * boost_score = the sum of boost_weight × the tree's token scores; score = am_score + lm_score + boost_score.
+ * The same definitions hold on the CPU and on CUDA.
  *
  * CUDA: the decode loops run through the CUDA-graph helper (graph_mode: conditional = one graph with nested
  * WHILE nodes, per_step = captured bodies with host-checked conditions, eager). Buffers are sized from the
@@ -41,6 +42,7 @@
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
+#include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 #include "asrdec/transducer/transducer_model.hpp"
 
@@ -70,8 +72,14 @@ struct TransducerGreedyConfig {
   std::shared_ptr<const NgramLm> lm;
   /** α, the LM weight (natural-log scores). */
   float lm_weight = 0.0f;
+  /** Phrase boosting (a BoostingTree on the model's device over the model's V tokens), alone or with the LM:
+   *  the fused choice maximises logit + (lm_weight × LM + boost_weight × boost). Utterance b starts at the root
+   *  of phrase list b (list 0 when the tree has one); the boosting state is carried across chunks. */
+  std::shared_ptr<const BoostingTree> boost;
+  /** β, the boosting weight. */
+  float boost_weight = 1.0f;
 
-  /** Throws InvalidArgument for a window or max_symbols below 1, or a non-finite lm_weight. */
+  /** Throws InvalidArgument for a window or max_symbols below 1, or a non-finite lm_weight or boost_weight. */
   void validate() const;
   std::string to_string() const;
 };
@@ -138,10 +146,11 @@ class TransducerGreedyDecoder {
  *  Needs a CPU model. */
 std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
                                                     const TensorView& lengths, std::int32_t max_symbols_per_frame = 10);
-/** The reference with LM fusion (TransducerGreedyConfig::lm semantics); the LM is queried one token at a time
- *  (NgramLm::score), so it checks the decoders' full-vocabulary queries too. Needs a CPU model and LM. */
+/** The reference with fusion: max_symbols_per_frame, lm, lm_weight, boost and boost_weight are read from
+ *  `config` (the algorithm is not: the reference is frame by frame). The LM and the boosting tree are queried one
+ *  token at a time (NgramLm::score, BoostingTree::score), so it checks the decoders' full-vocabulary queries
+ *  too. Needs a CPU model, LM and tree. */
 std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model, const TensorView& enc_proj,
-                                                    const TensorView& lengths, std::int32_t max_symbols_per_frame,
-                                                    const NgramLm& lm, float lm_weight);
+                                                    const TensorView& lengths, const TransducerGreedyConfig& config);
 
 }  // namespace asrdec

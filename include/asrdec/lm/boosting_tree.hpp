@@ -1,0 +1,105 @@
+#pragma once
+/**
+ * @file
+ * BoostingTree: phrase boosting (context biasing) as a weighted token acceptor in the NGPU-LM layout, so the
+ * decoders fuse it with the same full-vocabulary queries as an n-gram LM (NeMo's GPU boosting tree semantics).
+ *
+ * Each phrase list becomes an Aho-Corasick automaton over token ids: a trie whose nodes carry a potential
+ * (node score), with fail links as backoff arcs. Node scores grow with depth:
+ * - the first token of a phrase scores `context_score`;
+ * - token i ≥ 1 (0-based) scores `context_score × depth_scaling + ln(i + 1)` (or `context_score` with
+ *   `uniform_weights`).
+ * An arc's weight is the difference of the potentials of its ends, so a partial match accumulates the node score
+ * of the matched prefix. Leaving a node through its fail link costs `node_score(fail) − node_score(node)`,
+ * which takes the bonus of an unfinished match back; a node that ends a phrase keeps its bonus (backoff 0). With
+ * `uniform_weights` (Icefall's scheme) an end node deeper than 1 keeps the penalising backoff and its incoming
+ * arc carries `+node_score` instead. Tokens that start no phrase loop on the root with `unk_score`.
+ *
+ * Per-utterance phrase lists: the automata of all lists live in one table set, one root per list; utterance b of
+ * a batch uses list b (or list 0 for every utterance when there is only one list).
+ *
+ * Final weights are `final_eos_score` on phrase ends and 0 elsewhere (for decoders that score end of sentence;
+ * greedy decoding does not).
+ *
+ * Thread safety: immutable after building; queries may run concurrently from any thread.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asrdec/core/device.hpp"
+#include "asrdec/core/stream.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
+
+namespace asrdec {
+
+struct BoostingTreeOptions {
+  /** Score of the first token of a phrase (NeMo's context_score). Must be positive. */
+  float context_score = 1.0f;
+  /** Scale of the later tokens' scores (NeMo's depth_scaling: 2.0 for CTC and transducers). Must be ≥ 1. */
+  float depth_scaling = 2.0f;
+  /** Score of a token that starts no phrase (on the root). */
+  float unk_score = 0.0f;
+  /** Final weight of a phrase end (end-of-sentence scoring). */
+  float final_eos_score = 1.0f;
+  /** Icefall's uniform scheme: every token scores context_score and a phrase end keeps the fail penalty. */
+  bool uniform_weights = false;
+
+  /** Throws InvalidArgument for a non-finite value, context_score ≤ 0 or depth_scaling < 1. */
+  void validate() const;
+};
+
+/** One phrase list: each phrase a non-empty sequence of token ids. */
+using PhraseList = std::vector<std::vector<std::int32_t>>;
+
+class BoostingTree {
+ public:
+  /** Builds the automata of `lists` (at least one; a list may be empty: no boosting for its utterances) over
+   *  tokens 0..vocab_size-1, on `device`. Throws InvalidArgument for an empty phrase, a token outside the
+   *  vocabulary, no lists or bad options. */
+  static BoostingTree build(const std::vector<PhraseList>& lists, std::int64_t vocab_size,
+                            const BoostingTreeOptions& options = {}, Device device = Device::cpu());
+
+  ~BoostingTree();
+  BoostingTree(BoostingTree&&) noexcept;
+  BoostingTree& operator=(BoostingTree&&) noexcept;
+
+  Device device() const noexcept;
+  std::int64_t vocab_size() const noexcept;  ///< V
+  std::int64_t num_lists() const noexcept;
+  std::int64_t num_phrases() const noexcept;  ///< over all lists
+  std::int64_t num_states() const noexcept;
+  std::size_t memory_bytes() const noexcept;
+  const BoostingTreeOptions& options() const noexcept;
+
+  /** The root of phrase list `list` (where its utterances start). */
+  std::int32_t root_state(std::int64_t list) const;
+  /** The root for utterance b of a batch of `batch`: list b, or list 0 when there is one list. Throws
+   *  InvalidArgument when there are several lists and their number is not `batch`. */
+  std::int32_t root_for(std::int64_t b, std::int64_t batch) const;
+  /** Checks that the tree can serve a batch of `batch` utterances (see root_for). */
+  void check_batch(std::int64_t batch) const;
+
+  /** Full-vocabulary query, as NgramLm::advance: scores [B, V] and next states [B, V] on the tree's device. */
+  void advance(const std::int32_t* states, std::int64_t batch, float* scores, std::int32_t* next_states,
+               StreamHandle stream = nullptr) const;
+  /** One token from one state (CPU trees): its score and the next state. */
+  std::pair<float, std::int32_t> score(std::int32_t state, std::int32_t token) const;
+  /** The final weight of a state (CPU trees). */
+  float final_score(std::int32_t state) const;
+
+  /** The tables in the n-gram layout (device pointers for a CUDA tree). */
+  NgramLmRef ref() const noexcept;
+  /** [num_lists] the root of each list, in the tree's memory (device memory for a CUDA tree). */
+  const std::int32_t* list_roots() const noexcept;
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  explicit BoostingTree(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asrdec

@@ -1,0 +1,22 @@
+#pragma once
+// Internal: the checks every decoder makes on the models it fuses (an n-gram LM, a boosting tree): same device,
+// same vocabulary, blank after the tokens.
+
+#include <cstdint>
+#include <string>
+
+#include "asrdec/lm/boosting_tree.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
+
+namespace asrdec::detail {
+
+/** Throws InvalidArgument when the LM or the tree (either may be null) is not on `device`. `config` names the
+ *  config struct, `owner` what lives on `device` ("model", "decoder"). */
+void check_fusion_device(const NgramLm* lm, const BoostingTree* boost, Device device, const char* config,
+                         const char* owner);
+
+/** Throws InvalidArgument when the LM or the tree does not have V = `vocab` tokens; `source` says where the
+ *  decoder's V comes from ("the model has 256", "logprobs has 257 columns"). */
+void check_fusion_vocab(const NgramLm* lm, const BoostingTree* boost, std::int64_t vocab, const std::string& source);
+
+}  // namespace asrdec::detail
