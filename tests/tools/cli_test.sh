@@ -123,4 +123,30 @@ if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device cpu \
   fail "an LM over another vocabulary was accepted"
 fi
 grep -q "is token 512, outside the vocabulary of V = 256 tokens" "$work/err9.txt" || { cat "$work/err9.txt"; fail "LM vocabulary message"; }
+# Phrase boosting: the RNN-T sample's WER drops at the README's weight, the chunked decode equals the whole one,
+# JSON carries boost_score, and --boost without --bpe is refused.
+boost=(--boost "$data/boost/phrases.txt" --bpe "$data/bpe.model" --boost-weight 0.6)
+rnnt=(--model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --lengths "$data/rnnt/lengths.npy"
+  --vocab "$data/tokens.txt" --refs "$data/rnnt/refs.txt" --device cpu --show 0)
+"$asrdec" decode rnnt "${rnnt[@]}" 2>"$work/plain.txt" >/dev/null || fail "rnnt without boosting"
+"$asrdec" decode rnnt "${rnnt[@]}" "${boost[@]}" 2>"$work/boosted.txt" >/dev/null || { cat "$work/boosted.txt"; fail "boost"; }
+python3 -c "import sys; sys.exit(0 if float('$(wer "$work/boosted.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+  || fail "boosting did not lower the RNN-T WER ($(wer "$work/plain.txt") -> $(wer "$work/boosted.txt"))"
+"$asrdec" decode rnnt "${rnnt[@]}" "${boost[@]}" --json >"$work/boost_whole.jsonl" 2>/dev/null || fail "boost json"
+"$asrdec" decode rnnt "${rnnt[@]}" "${boost[@]}" --json --chunk 7 >"$work/boost_chunks.jsonl" 2>/dev/null \
+  || fail "boost chunks"
+python3 - "$work/boost_whole.jsonl" "$work/boost_chunks.jsonl" <<'PY' || fail "boosting JSON contract"
+import json, sys
+whole = [json.loads(l) for l in open(sys.argv[1])]
+chunks = [json.loads(l) for l in open(sys.argv[2])]
+assert [w["tokens"] for w in whole] == [c["tokens"] for c in chunks]
+assert sum(1 for w in whole if w["boost_score"] != 0) >= 5, "too few utterances matched a phrase"
+for w, c in zip(whole, chunks):
+    assert abs(w["score"] - (w["am_score"] + w["lm_score"] + w["boost_score"])) < 1e-3, w
+    assert abs(w["boost_score"] - c["boost_score"]) < 1e-3, (w, c)
+PY
+if "$asrdec" decode rnnt "${rnnt[@]}" --boost "$data/boost/phrases.txt" >/dev/null 2>"$work/err10.txt"; then
+  fail "--boost without --bpe accepted"
+fi
+grep -q -- "--boost needs --bpe" "$work/err10.txt" || { cat "$work/err10.txt"; fail "--bpe message"; }
 echo "cli_test: all checks passed"

@@ -30,6 +30,8 @@ void run(const CtcGreedyOptions& options) {
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
   config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
   config.lm_weight = static_cast<float>(options.common.lm_weight);
+  config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
+  config.boost_weight = static_cast<float>(options.common.boost.weight);
   CtcGreedyDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
   DecodeReport report(options.common, utterances, input.columns() - 1, options.logits);
   Stream stream(device);

@@ -32,6 +32,17 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--lm", options.lm, "Token-level n-gram LM for shallow fusion (.arpa, .arpa.gz or binary image)")
       ->check(CLI::ExistingFile);
   command.add_option("--lm-weight", options.lm_weight, "LM weight α (with --lm)")->capture_default_str();
+  command.add_option("--boost", options.boost.phrases, "Phrases to boost, one per line (needs --bpe)")
+      ->check(CLI::ExistingFile);
+  command.add_option("--bpe", options.boost.bpe, "SentencePiece model that tokenises the --boost phrases")
+      ->check(CLI::ExistingFile);
+  command.add_option("--boost-weight", options.boost.weight, "Boosting weight β (with --boost)")->capture_default_str();
+  command
+      .add_option("--boost-context-score", options.boost.context_score,
+                  "Score of a phrase's first token (later tokens: score × depth scaling + ln(i+1))")
+      ->capture_default_str();
+  command.add_option("--boost-depth-scaling", options.boost.depth_scaling, "Depth scaling of the later tokens (≥ 1)")
+      ->capture_default_str();
 }
 
 std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device) {
@@ -90,7 +101,8 @@ void DecodeReport::add(const Hypothesis& hypothesis) {
                            {"token_scores", hypothesis.token_scores},
                            {"score", hypothesis.score},
                            {"am_score", hypothesis.am_score},
-                           {"lm_score", hypothesis.lm_score}};
+                           {"lm_score", hypothesis.lm_score},
+                           {"boost_score", hypothesis.boost_score}};
     if (!hypothesis.durations.empty()) line["durations"] = hypothesis.durations;
     if (vocabulary_) line["text"] = text;
     std::cout << line.dump() << "\n";

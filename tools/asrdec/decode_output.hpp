@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "asrdec/asrdec.hpp"
+#include "phrase_boosting.hpp"
 
 namespace asrdec::cli {
 
@@ -28,6 +29,7 @@ struct DecodeOptions {
   double frame_shift_ms = 80.0;
   std::string lm;          // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
   double lm_weight = 0.5;  // α
+  BoostOptions boost;      // --boost phrases
 };
 
 /** Registers the options every decode subcommand has. */

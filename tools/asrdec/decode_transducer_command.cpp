@@ -32,6 +32,8 @@ void append(Hypothesis& whole, const Hypothesis& part) {
                                  part.token_confidences.end());
   whole.score += part.score;
   whole.am_score += part.am_score;
+  whole.lm_score += part.lm_score;
+  whole.boost_score += part.boost_score;
 }
 
 void run(const TransducerOptions& options) {
@@ -53,6 +55,8 @@ void run(const TransducerOptions& options) {
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
+  config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
+  config.boost_weight = static_cast<float>(options.common.boost.weight);
   const std::int64_t chunk = options.chunk > 0 ? std::min(options.chunk, input.frames()) : input.frames();
   TransducerGreedyDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(chunk, 1)});
   DecodeReport report(options.common, utterances, model.vocab_size(), options.model);

@@ -1,0 +1,52 @@
+#include "phrase_boosting.hpp"
+
+#include <sentencepiece_processor.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace asrdec::cli {
+
+std::vector<std::string> read_phrases(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+  std::vector<std::string> phrases;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    phrases.push_back(line.substr(first, last - first + 1));
+  }
+  return phrases;
+}
+
+std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
+                                                  bool quiet) {
+  if (options.phrases.empty()) return nullptr;
+  ASRDEC_CHECK_ARG(!options.bpe.empty(), "--boost needs --bpe: the SentencePiece model that tokenises the phrases");
+  sentencepiece::SentencePieceProcessor tokenizer;
+  const auto status = tokenizer.Load(options.bpe);
+  if (!status.ok())
+    throw Error(detail::concat(options.bpe, ": cannot load the SentencePiece model: ", status.ToString()));
+  ASRDEC_CHECK_ARG(tokenizer.GetPieceSize() == vocab, "vocabulary mismatch: ", options.bpe, " has ",
+                   tokenizer.GetPieceSize(), " pieces, the model ", vocab, " tokens");
+  const std::vector<std::string> phrases = read_phrases(options.phrases);
+  ASRDEC_CHECK_ARG(!phrases.empty(), options.phrases, " holds no phrases");
+  PhraseList list;
+  for (const std::string& phrase : phrases) {
+    std::vector<int> ids;
+    const auto encoded = tokenizer.Encode(phrase, &ids);
+    if (!encoded.ok()) throw Error(detail::concat("cannot tokenise '", phrase, "': ", encoded.ToString()));
+    list.emplace_back(ids.begin(), ids.end());
+  }
+  BoostingTreeOptions tree_options;
+  tree_options.context_score = static_cast<float>(options.context_score);
+  tree_options.depth_scaling = static_cast<float>(options.depth_scaling);
+  auto tree = std::make_shared<const BoostingTree>(BoostingTree::build({list}, vocab, tree_options, device));
+  if (!quiet) std::fprintf(stderr, "boosting: %s, weight %g\n", tree->describe().c_str(), options.weight);
+  return tree;
+}
+
+}  // namespace asrdec::cli
