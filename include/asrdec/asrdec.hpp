@@ -16,6 +16,7 @@
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/core/timer.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"

@@ -1,0 +1,121 @@
+#pragma once
+/**
+ * @file
+ * BatchedBeamHyps: the K hypotheses of each of B utterances during beam search, in device memory for the CUDA
+ * executor and host memory for the CPU one (NeMo's BatchedBeamHyps layout).
+ *
+ * Hypotheses form a back-pointer tree: each step writes one entry per slot (a token, blank, or -1 for a
+ * hypothesis that had already finished) with the slot of its parent, so reordering the beam copies nothing; the
+ * transcripts are rebuilt once, at the end, by following the pointers. Each slot also keeps its total score
+ * (-inf: empty or dead), its token count, last label, a 64-bit hash of its tokens (NeMo's formula,
+ * detail::beam_hash_extend) and, for transducers, its frame and the labels emitted on it.
+ *
+ * Equal hypotheses — same hash, last label and token count, and for TDT the same frame — are recombined: the
+ * first slot with the highest score keeps log-sum-exp of the group's scores (CTC: the maximum) and the others
+ * die. Hash equality stands for transcript equality (no token-by-token comparison), as in NeMo.
+ *
+ * Transcripts: entries that are tokens (not blank, not -1); for CTC, repeats of the previous label are folded
+ * first. Timestamps: RNN-T the emission frame, TDT the frame after the token's duration (NeMo's end frame), CTC
+ * the frame of the run's first label.
+ */
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "asrdec/core/buffer.hpp"
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+
+namespace asrdec {
+
+template <MemoryKind Kind>
+class BatchedBeamHyps {
+ public:
+  BatchedBeamHyps() = default;
+
+  /** Makes room for `batch` utterances of `beam` slots with `capacity` entries each (reallocating only when one
+   *  grows) and sets the model kind and blank id. Every utterance must be cleared before use. */
+  void reserve(std::int64_t batch, std::int32_t beam, std::int32_t capacity, detail::BeamKind kind, std::int32_t blank,
+               Device device) {
+    kind_ = kind;
+    blank_ = blank;
+    if (batch <= batch_ && beam == beam_ && capacity <= capacity_) return;
+    batch_ = std::max(batch, batch_);
+    beam_ = beam;
+    capacity_ = std::max(capacity, capacity_);
+    const auto slots = static_cast<std::size_t>(batch_ * beam_);
+    const auto cells = slots * static_cast<std::size_t>(capacity_);
+    for (auto* buffer : {&labels_, &parents_, &timestamps_, &durations_}) {
+      *buffer = Buffer<std::int32_t, Kind>(cells, device);
+    }
+    for (auto* buffer : {&steps_, &tokens_, &last_label_, &next_time_, &on_frame_, &staged_tokens_, &staged_last_label_,
+                         &staged_next_time_, &staged_on_frame_}) {
+      *buffer = Buffer<std::int32_t, Kind>(slots, device);
+    }
+    for (auto* buffer : {&hash_, &prefix_hash_, &staged_hash_, &staged_prefix_hash_}) {
+      *buffer = Buffer<std::uint64_t, Kind>(slots, device);
+    }
+    scores_ = Buffer<float, Kind>(slots, device);
+    staged_score_ = Buffer<float, Kind>(slots, device);
+    overflow_ = Buffer<std::int32_t, Kind>(static_cast<std::size_t>(batch_), device);
+  }
+
+  std::int64_t batch() const noexcept { return batch_; }
+  std::int32_t beam() const noexcept { return beam_; }
+  std::int32_t capacity() const noexcept { return capacity_; }
+
+  detail::BeamHypsRef ref() {
+    detail::BeamHypsRef r{};
+    r.batch = batch_;
+    r.beam = beam_;
+    r.capacity = capacity_;
+    r.kind = kind_;
+    r.blank = blank_;
+    r.labels = labels_.data();
+    r.parents = parents_.data();
+    r.timestamps = timestamps_.data();
+    r.durations = durations_.data();
+    r.scores = scores_.data();
+    r.steps = steps_.data();
+    r.tokens = tokens_.data();
+    r.last_label = last_label_.data();
+    r.hash = hash_.data();
+    r.prefix_hash = prefix_hash_.data();
+    r.next_time = next_time_.data();
+    r.on_frame = on_frame_.data();
+    r.overflow = overflow_.data();
+    r.staged_score = staged_score_.data();
+    r.staged_tokens = staged_tokens_.data();
+    r.staged_last_label = staged_last_label_.data();
+    r.staged_next_time = staged_next_time_.data();
+    r.staged_on_frame = staged_on_frame_.data();
+    r.staged_hash = staged_hash_.data();
+    r.staged_prefix_hash = staged_prefix_hash_.data();
+    return r;
+  }
+
+ private:
+  std::int64_t batch_ = 0;
+  std::int32_t beam_ = 0;
+  std::int32_t capacity_ = 0;
+  detail::BeamKind kind_ = detail::BeamKind::rnnt;
+  std::int32_t blank_ = 0;
+  Buffer<std::int32_t, Kind> labels_, parents_, timestamps_, durations_;
+  Buffer<std::int32_t, Kind> steps_, tokens_, last_label_, next_time_, on_frame_, overflow_;
+  Buffer<std::int32_t, Kind> staged_tokens_, staged_last_label_, staged_next_time_, staged_on_frame_;
+  Buffer<std::uint64_t, Kind> hash_, prefix_hash_, staged_hash_, staged_prefix_hash_;
+  Buffer<float, Kind> scores_, staged_score_;
+};
+
+/** The hypothesis in slot k of utterance b (host memory), rebuilt from the back-pointer tree: tokens, timestamps,
+ *  TDT durations, score = the slot's raw score. */
+Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
+
+/** The live hypotheses of utterance b (host memory), best first: by score, or by score / (tokens + 1) with
+ *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. The
+ *  returned scores are raw. */
+std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
+
+}  // namespace asrdec

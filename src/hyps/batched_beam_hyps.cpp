@@ -1,0 +1,59 @@
+// Rebuilding transcripts from the back-pointer tree of BatchedBeamHyps, and ranking a beam.
+
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+
+namespace asrdec {
+
+Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::int32_t k) {
+  ASRDEC_CHECK_ARG(b >= 0 && b < h.batch && k >= 0 && k < h.beam, "beam slot (", b, ", ", k, ") out of range [0, ",
+                   h.batch, ") x [0, ", h.beam, ")");
+  ASRDEC_EXPECTS(!h.overflow[b], Error, "beam hypotheses of utterance ", b, " ran out of entries (capacity ",
+                 h.capacity, ")");
+  const std::int32_t steps = h.steps[detail::beam_slot(h, b, k)];
+  // Entries from the last step back to the first, following the parent pointers.
+  std::vector<std::int64_t> path(static_cast<std::size_t>(steps));
+  std::int32_t slot = k;
+  for (std::int32_t i = steps - 1; i >= 0; --i) {
+    const std::int64_t at = detail::beam_slot(h, b, slot) * h.capacity + i;
+    path[static_cast<std::size_t>(i)] = at;
+    slot = h.parents[at];
+  }
+  Hypothesis out;
+  std::int32_t previous = -1;  // CTC: the last label other than -1, blank included
+  for (const std::int64_t at : path) {
+    const std::int32_t label = h.labels[at];
+    if (label < 0) continue;
+    const bool repeat = h.kind == detail::BeamKind::ctc && label == previous;
+    previous = label;
+    if (label == h.blank || repeat) continue;
+    out.tokens.push_back(label);
+    out.timestamps.push_back(h.timestamps[at]);
+    if (h.kind == detail::BeamKind::tdt) out.durations.push_back(h.durations[at]);
+  }
+  out.score = h.scores[detail::beam_slot(h, b, k)];
+  out.am_score = out.score;
+  return out;
+}
+
+std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
+  std::vector<std::int32_t> order;
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    if (h.scores[detail::beam_slot(h, b, k)] != -std::numeric_limits<float>::infinity()) order.push_back(k);
+  }
+  const auto key = [&](std::int32_t k) {
+    const std::int64_t s = detail::beam_slot(h, b, k);
+    return length_normalized ? h.scores[s] / static_cast<float>(h.tokens[s] + 1) : h.scores[s];
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) { return key(x) > key(y); });
+  std::vector<Hypothesis> out;
+  out.reserve(order.size());
+  for (const std::int32_t k : order) out.push_back(beam_hypothesis(h, b, k));
+  return out;
+}
+
+}  // namespace asrdec
