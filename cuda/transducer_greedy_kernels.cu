@@ -133,8 +133,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_begin:
         if (in_batch) {
           hyps_clear(g.hyps, b);
-          if (g.fusion.lm.scores != nullptr) g.fusion.lm.total[b] = 0.0f;
-          if (g.fusion.boost.scores != nullptr) g.fusion.boost.total[b] = 0.0f;
+          fusion_reset_totals(g.fusion, b);
           const std::int32_t start = g.rules.tdt ? g.time_jump[b] : 0;
           if (phase == GreedyPhase::label_looping_begin) {
             label_looping_begin(s, b, start);

@@ -85,14 +85,7 @@ class GreedyCuda final : public GreedyBackend {
     // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
     copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
     copy_rows(state.lm_state.data(), bos_states_.data(), rows, stream);
-    if (config_.boost != nullptr) {
-      // Each utterance starts at its phrase list's root (pageable source: the copy is staged before returning).
-      std::vector<std::int32_t> roots(rows);
-      for (std::size_t b = 0; b < rows; ++b) roots[b] = config_.boost->root_for(static_cast<std::int64_t>(b), batch);
-      copy_bytes_async(state.boost_state.data(), device_, roots.data(), Device::cpu(), rows * 4, stream);
-    } else {
-      fill_bytes_async(state.boost_state.data(), device_, 0, rows * 4, stream);
-    }
+    copy_rows(state.boost_state.data(), boost_roots_.data(), rows, stream);
     fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
     session_->initial_state(state.predictor_state.data(), batch, stream);
     session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
@@ -159,10 +152,13 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lengths, view.lengths, rows * 4, cudaMemcpyDeviceToHost, stream));
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(host.total_scores), view.total_scores, rows * 4,
                                       cudaMemcpyDeviceToHost, stream));
+    // Only the fused models' totals are written by the decode; an absent model scores 0.
     const bool fused = config_.lm != nullptr || config_.boost != nullptr;
-    std::vector<float> lm_totals(fused ? rows : 0), boost_totals(fused ? rows : 0);
-    if (fused) {
+    std::vector<float> lm_totals(fused ? rows : 0, 0.0f), boost_totals(fused ? rows : 0, 0.0f);
+    if (config_.lm != nullptr) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lm_totals.data(), lm_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    if (config_.boost != nullptr) {
       ASRDEC_CUDA_CHECK(
           cudaMemcpyAsync(boost_totals.data(), boost_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
     }
@@ -275,6 +271,7 @@ class GreedyCuda final : public GreedyBackend {
     lm_scores_ = DeviceBuffer<float>(lm_cells, device_);
     lm_next_ = DeviceBuffer<std::int32_t>(lm_cells, device_);
     boost_state_ = DeviceBuffer<std::int32_t>(rows, device_);
+    boost_roots_ = DeviceBuffer<std::int32_t>(rows, device_);
     boost_total_ = DeviceBuffer<float>(rows, device_);
     boost_scores_ = DeviceBuffer<float>(boost_cells, device_);
     boost_next_ = DeviceBuffer<std::int32_t>(boost_cells, device_);
@@ -297,7 +294,16 @@ class GreedyCuda final : public GreedyBackend {
     const std::vector<std::int32_t> bos(rows, NgramLm::bos_state());
     copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
-    const std::vector<std::int32_t> roots(rows, config_.boost != nullptr ? config_.boost->root_state(0) : 0);
+    // Row b starts at the root of phrase list b (list 0 with one list; a tree with several lists serves only
+    // batches of that size, which the decoder checks), kept on the device like the <s> states.
+    std::vector<std::int32_t> roots(rows, 0);
+    if (config_.boost != nullptr) {
+      const std::int64_t lists = config_.boost->num_lists();
+      for (std::size_t b = 0; b < rows; ++b) {
+        roots[b] = config_.boost->root_state(lists == 1 || static_cast<std::int64_t>(b) >= lists ? 0 : b);
+      }
+    }
+    copy_bytes_async(boost_roots_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
     // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
     // predictor step, all on our own zeroed buffers with every row masked off.
@@ -470,10 +476,10 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
   DeviceBuffer<float> choice_score_, choice_confidence_;
   DeviceBuffer<unsigned long long> row_bad_;
-  DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;  // LM fusion: [max_batch], [max_batch], [.., V]
-  DeviceBuffer<float> lm_total_, lm_scores_;                    // [max_batch], [max_batch, V]
-  DeviceBuffer<std::int32_t> boost_state_, boost_next_;         // boosting: [max_batch], [max_batch, V]
-  DeviceBuffer<float> boost_total_, boost_scores_;              // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;         // LM fusion: [max_batch], [max_batch], [.., V]
+  DeviceBuffer<float> lm_total_, lm_scores_;                           // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> boost_state_, boost_roots_, boost_next_;  // boosting: [max_batch] x2, [.., V]
+  DeviceBuffer<float> boost_total_, boost_scores_;                     // [max_batch], [max_batch, V]
   int multiprocessors_ = 1;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;

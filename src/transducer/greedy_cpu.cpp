@@ -88,8 +88,7 @@ class GreedyCpu final : public GreedyBackend {
     }
     if (fusion_.active()) {
       for (std::int64_t b = 0; b < p.batch; ++b) {
-        lm_total_[b] = 0.0f;
-        boost_total_[b] = 0.0f;
+        fusion_reset_totals(fusion_, b);
         query_fused(b);
       }
     }
@@ -114,8 +113,8 @@ class GreedyCpu final : public GreedyBackend {
     std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
     if (fusion_.active()) {
       for (std::size_t b = 0; b < out.size(); ++b) {
-        out[b].lm_score = lm_total_[b];
-        out[b].boost_score = boost_total_[b];
+        out[b].lm_score = config_.lm != nullptr ? lm_total_[b] : 0.0f;
+        out[b].boost_score = config_.boost != nullptr ? boost_total_[b] : 0.0f;
         out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
       }
     }

@@ -57,6 +57,12 @@ ASRDEC_HD_INLINE void fusion_emit(const FusionSource& source, std::int64_t b, st
   source.state[b] = source.next[at];
 }
 
+/** A decode of utterance b starts: the fused models' totals go back to 0. */
+ASRDEC_HD_INLINE void fusion_reset_totals(const FusionRef& f, std::int64_t b) {
+  if (f.lm.total != nullptr) f.lm.total[b] = 0.0f;
+  if (f.boost.total != nullptr) f.boost.total[b] = 0.0f;
+}
+
 /** The boosting state utterance b of a batch starts in: the root of list b, or of list 0 when there is one list
  *  (`roots`: BoostingTree::list_roots()). */
 ASRDEC_HD_INLINE std::int32_t boost_start_state(const std::int32_t* roots, std::int64_t lists, std::int64_t b) {
