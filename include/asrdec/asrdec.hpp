@@ -23,6 +23,7 @@
 #include "asrdec/lm/ngram_lm.hpp"
 #include "asrdec/text/vocabulary.hpp"
 #include "asrdec/text/wer.hpp"
+#include "asrdec/transducer/beam_decoder.hpp"
 #include "asrdec/transducer/greedy_decoder.hpp"
 #include "asrdec/transducer/predictor.hpp"
 #include "asrdec/transducer/transducer_model.hpp"

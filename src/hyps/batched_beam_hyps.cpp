@@ -40,7 +40,7 @@ Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::in
   return out;
 }
 
-std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
+std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
   std::vector<std::int32_t> order;
   for (std::int32_t k = 0; k < h.beam; ++k) {
     if (h.scores[detail::beam_slot(h, b, k)] != -std::numeric_limits<float>::infinity()) order.push_back(k);
@@ -50,6 +50,11 @@ std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b,
     return length_normalized ? h.scores[s] / static_cast<float>(h.tokens[s] + 1) : h.scores[s];
   };
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) { return key(x) > key(y); });
+  return order;
+}
+
+std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
+  const std::vector<std::int32_t> order = beam_ranking(h, b, length_normalized);
   std::vector<Hypothesis> out;
   out.reserve(order.size());
   for (const std::int32_t k : order) out.push_back(beam_hypothesis(h, b, k));

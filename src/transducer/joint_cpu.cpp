@@ -59,6 +59,34 @@ void JointCpu::token_logits(const EncodedView& enc, std::int64_t b, std::int32_t
   }
 }
 
+void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
+                           bool check_values, float* out) {
+  const std::int64_t J = joint_.hidden;
+  const std::int64_t outputs = joint_.outputs;
+  hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t b = rows[r].b;
+    const std::int64_t base = b * enc.stride_b + rows[r].frame * enc.stride_t;
+    float* hidden = hidden_.data() + r * J;
+    const float* g = decs[r];
+    for (std::int64_t j = 0; j < J; ++j) {
+      const float x = read(enc, base + j * enc.stride_j);
+      if (check_values && !is_finite_value(x)) {
+        throw InvalidArgument(concat("enc_proj[", b, ", ", rows[r].frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
+                                     "; encoder projections must be finite"));
+      }
+      hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
+    }
+  }
+  const float* weight = joint_.host_weight.data();
+  const float* bias = joint_.host_bias.data();
+  for (std::int64_t o = 0; o < outputs; ++o) {
+    for (std::int64_t r = 0; r < count; ++r) {
+      out[r * outputs + o] = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
+    }
+  }
+}
+
 void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                              std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out) {
   const bool fused = fusion.active();

@@ -42,6 +42,11 @@ class JointCpu {
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out);
 
+  /** All output logits (V+1 tokens, then D durations) of each row — utterance rows[r].b at rows[r].frame with
+   *  predictor output decs[r] — into out + r * output_size; each weight row is read once for all rows. */
+  void logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
+                   bool check_values, float* out);
+
   /** The V+1 token logits of utterance b at `frame` (the values evaluate() compares), into `logits`. */
   void token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, float* logits);
 

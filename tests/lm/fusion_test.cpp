@@ -11,66 +11,12 @@
 #include "asrdec/asrdec.hpp"
 #include "ctc/ctc_batch_generator.hpp"
 #include "lm/random_arpa.hpp"
+#include "lm/random_fusion.hpp"
 #include "support/test_support.hpp"
 #include "transducer/random_transducer.hpp"
 
 namespace asrdec {
 namespace {
-
-NgramLmOptions tokens(std::int64_t vocab) {
-  NgramLmOptions options;
-  options.vocabulary = LmVocabularyKind::token_level;
-  options.vocab_size = vocab;
-  return options;
-}
-
-std::shared_ptr<const NgramLm> random_lm(std::mt19937_64& rng, std::int64_t vocab, Device device,
-                                         const NgramLm** cpu_copy_out, std::shared_ptr<const NgramLm>& cpu_keep) {
-  const std::string path = testing::temp_path("fusion.arpa");
-  const int order = std::uniform_int_distribution<int>(1, 4)(rng);
-  testing::write_random_token_arpa(path, static_cast<int>(vocab), order, rng);
-  cpu_keep = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(vocab)));
-  *cpu_copy_out = cpu_keep.get();
-  if (device.is_cpu()) return cpu_keep;
-  return std::make_shared<const NgramLm>(NgramLm::load(path, tokens(vocab), device));
-}
-
-float random_weight(std::mt19937_64& rng) {
-  const float weights[] = {0.0f, 0.25f, 0.6f, 1.5f, 4.0f};
-  return weights[rng() % 5];
-}
-
-// Phrase lists that matter: pieces of the unfused transcripts with one token changed (so boosting must pull the
-// decoder away from the acoustic choice), plus random phrases; one list for the batch or one per utterance.
-std::shared_ptr<const BoostingTree> random_boost(std::mt19937_64& rng, std::int64_t vocab,
-                                                 const std::vector<Hypothesis>& plain, Device device,
-                                                 std::shared_ptr<const BoostingTree>& cpu_keep) {
-  const bool per_utterance = rng() % 2 == 0;
-  std::vector<PhraseList> lists(per_utterance ? plain.size() : 1);
-  for (std::size_t u = 0; u < lists.size(); ++u) {
-    for (int k = std::uniform_int_distribution<int>(0, 4)(rng); k > 0; --k) {
-      const auto& source = plain[per_utterance ? u : rng() % plain.size()].tokens;
-      std::vector<std::int32_t> phrase;
-      if (!source.empty() && rng() % 4 != 0) {
-        const std::size_t begin = rng() % source.size();
-        const std::size_t size = std::min<std::size_t>(source.size() - begin, 1 + rng() % 4);
-        phrase.assign(source.begin() + static_cast<std::ptrdiff_t>(begin),
-                      source.begin() + static_cast<std::ptrdiff_t>(begin + size));
-        phrase[rng() % phrase.size()] = static_cast<std::int32_t>(rng() % vocab);
-      } else {
-        phrase.resize(1 + rng() % 3);
-        for (auto& token : phrase) token = static_cast<std::int32_t>(rng() % vocab);
-      }
-      lists[u].push_back(phrase);
-    }
-  }
-  BoostingTreeOptions options;
-  options.context_score = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
-  options.uniform_weights = rng() % 4 == 0;
-  cpu_keep = std::make_shared<const BoostingTree>(BoostingTree::build(lists, vocab, options));
-  if (device.is_cpu()) return cpu_keep;
-  return std::make_shared<const BoostingTree>(BoostingTree::build(lists, vocab, options, device));
-}
 
 // Which models a case fuses: the LM alone, the boosting tree alone, or both.
 enum class Fused { lm, boost, both };
@@ -134,18 +80,17 @@ TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
     TransducerGreedyConfig config;
     std::string described;
     if (uses_lm(fused)) {
-      const NgramLm* cpu_lm = nullptr;
       std::shared_ptr<const NgramLm> keep;
-      config.lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
+      config.lm = testing::random_lm(rng, spec.vocab, device_, keep);
       reference.lm = keep;
-      config.lm_weight = reference.lm_weight = random_weight(rng);
-      described += ", " + cpu_lm->describe() + ", lm weight " + std::to_string(config.lm_weight);
+      config.lm_weight = reference.lm_weight = testing::random_weight(rng);
+      described += ", " + keep->describe() + ", lm weight " + std::to_string(config.lm_weight);
     }
     if (uses_boost(fused)) {
       std::shared_ptr<const BoostingTree> keep;
-      config.boost = random_boost(rng, spec.vocab, plain, device_, keep);
+      config.boost = testing::random_boost(rng, spec.vocab, plain, device_, keep);
       reference.boost = keep;
-      config.boost_weight = reference.boost_weight = random_weight(rng);
+      config.boost_weight = reference.boost_weight = testing::random_weight(rng);
       described += ", " + keep->describe() + ", boost weight " + std::to_string(config.boost_weight);
     }
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + described);
@@ -190,9 +135,8 @@ TEST_P(LmFusion, StreamingCarriesTheFusionStates) {
     testing::RandomTransducerSpec spec = testing::random_spec(rng);
     spec.blank = -1;
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-    const NgramLm* cpu_lm = nullptr;
     std::shared_ptr<const NgramLm> keep;
-    const auto lm = random_lm(rng, spec.vocab, device_, &cpu_lm, keep);
+    const auto lm = testing::random_lm(rng, spec.vocab, device_, keep);
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
     const TransducerModel model = random.build(device_);
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 20);
@@ -201,9 +145,9 @@ TEST_P(LmFusion, StreamingCarriesTheFusionStates) {
     config.lm = lm;
     config.lm_weight = 1.0f;
     std::shared_ptr<const BoostingTree> cpu_tree;
-    config.boost =
-        random_boost(rng, spec.vocab, transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens()),
-                     device_, cpu_tree);
+    config.boost = testing::random_boost(rng, spec.vocab,
+                                         transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens()),
+                                         device_, cpu_tree);
     config.boost_weight = 1.5f;
     TransducerGreedyDecoder decoder(model, config);
     DeviceBuffer<std::byte> storage;
@@ -318,18 +262,17 @@ TEST_P(LmFusion, CtcGreedyEqualsTheFusedOracle) {
     config.graph_mode = GetParam().mode;
     std::string described;
     if (uses_lm(fused)) {
-      const NgramLm* cpu_lm = nullptr;
       std::shared_ptr<const NgramLm> keep;
-      config.lm = random_lm(rng, batch.columns - 1, device_, &cpu_lm, keep);
+      config.lm = testing::random_lm(rng, batch.columns - 1, device_, keep);
       reference.lm = keep;
-      config.lm_weight = reference.lm_weight = random_weight(rng);
-      described += ", " + cpu_lm->describe() + ", lm weight " + std::to_string(config.lm_weight);
+      config.lm_weight = reference.lm_weight = testing::random_weight(rng);
+      described += ", " + keep->describe() + ", lm weight " + std::to_string(config.lm_weight);
     }
     if (uses_boost(fused)) {
       std::shared_ptr<const BoostingTree> keep;
-      config.boost = random_boost(rng, batch.columns - 1, plain, device_, keep);
+      config.boost = testing::random_boost(rng, batch.columns - 1, plain, device_, keep);
       reference.boost = keep;
-      config.boost_weight = reference.boost_weight = random_weight(rng);
+      config.boost_weight = reference.boost_weight = testing::random_weight(rng);
       described += ", " + keep->describe() + ", boost weight " + std::to_string(config.boost_weight);
     }
     SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + described);
@@ -372,7 +315,7 @@ TEST_P(LmFusion, MismatchedLmsAreRejected) {
   const TransducerModel model = random.build(device_);
   const std::string path = testing::source_path("tests/data/arpa/tokens_3gram.arpa");
   TransducerGreedyConfig config;
-  config.lm = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(8), device_));
+  config.lm = std::make_shared<const NgramLm>(NgramLm::load(path, testing::token_lm_options(8), device_));
   if (spec.vocab != 8) {
     ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, config), InvalidArgument,
                             "vocabulary mismatch: the LM has V = 8 tokens, the model " + std::to_string(spec.vocab));
@@ -395,7 +338,7 @@ TEST_P(LmFusion, MismatchedLmsAreRejected) {
                           InvalidArgument, "LM fusion and boosting need blank in the last column");
   if (device_.is_cpu() && cuda_info().available) {
     CtcGreedyConfig elsewhere;
-    elsewhere.lm = std::make_shared<const NgramLm>(NgramLm::load(path, tokens(8), Device::cuda(0)));
+    elsewhere.lm = std::make_shared<const NgramLm>(NgramLm::load(path, testing::token_lm_options(8), Device::cuda(0)));
     ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(Device::cpu(), elsewhere), InvalidArgument,
                             "CtcGreedyConfig.lm is on cuda:0, the decoder on cpu");
   }

@@ -113,6 +113,10 @@ class BatchedBeamHyps {
  *  TDT durations, score = the slot's raw score. */
 Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
 
+/** The live slots of utterance b, best first: by score, or by score / (tokens + 1) with `length_normalized`;
+ *  ties go to the lower slot; dead (-inf) slots are left out. */
+std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
+
 /** The live hypotheses of utterance b (host memory), best first: by score, or by score / (tokens + 1) with
  *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. The
  *  returned scores are raw. */

@@ -1,0 +1,140 @@
+#pragma once
+/**
+ * @file
+ * Batched beam search for RNN-T and TDT transducers (the beam-search paper's ALSD++), with optional shallow fusion
+ * of an n-gram LM and/or a phrase-boosting tree.
+ *
+ * ALSD++ (alignment-length synchronous): each step extends every hypothesis of every utterance by exactly one
+ * symbol, so hypotheses of one beam may sit on different frames.
+ * - A hypothesis on a frame proposes its K best extensions by log-softmax score (TDT: (label, duration) pairs,
+ *   log p(label) + log p(duration)); blank moves it to the next frame (TDT: by the duration, at least one frame),
+ *   a token keeps it on its frame (TDT: moves it by the duration).
+ * - After max_symbols_per_frame tokens on one frame its only extension is blank (TDT: with the best duration).
+ * - A hypothesis past the end of its utterance proposes a no-op that keeps its score, so finished hypotheses
+ *   compete with unfinished ones.
+ * - Each utterance keeps the K best of the K·K proposals (higher score first, then lower (slot, rank); a total
+ *   order, so results do not depend on the executor). Equal hypotheses (same tokens; TDT also the same frame) are
+ *   merged by log-sum-exp into the first best of them (BatchedBeamHyps).
+ * - Decoding stops when every live hypothesis is past its utterance's end.
+ * - The result is the beam ranked by score, or by score / (tokens + 1) with length_normalized (the default, as
+ *   NeMo's score_norm).
+ *
+ * Fusion (lm and/or boost, BeamFusion): a token's score becomes log p + α·ln p_LM + β·boost, plus, with
+ * BlankLmScoring::lm_weighted_full (default), λ·ln(1 − p_blank) for tokens and λ·ln p_blank extra for blank, where
+ * λ = α + β (the paper's equation 3; p_blank is clamped to 1 − 10⁻²). Late pruning (default) scores the whole
+ * vocabulary before taking the K best; early pruning takes the acoustic K best and re-scores only those. LM and
+ * boosting states advance on tokens only; there is no end-of-sentence LM term (as in NeMo's transducer beam).
+ *
+ * Deviations from NeMo's malsd_batch, chosen deliberately (docs/beam-search.md):
+ * - TDT frame jumps are the model's duration values (NeMo uses the duration index, which is only right for
+ *   durations 0, 1, 2, …).
+ * - The forced blank after max_symbols is scored like any other blank (NeMo uses the raw log-probability under
+ *   early pruning and the fused one under late pruning).
+ * - Dead (−inf) slots do not keep the loop running; this changes no result.
+ *
+ * Results (asrdec::Hypothesis): tokens, timestamps (RNN-T: the frame a token was emitted on; TDT: the frame after
+ * its duration, as NeMo's beam search), TDT durations, score = the hypothesis's beam score (merged hypotheses
+ * carry the log-sum-exp), lm_score = Σ α·ln p_LM and boost_score = Σ β·boost over its tokens, am_score = score −
+ * lm_score − boost_score (the acoustic part, blank-scoring terms included). token_scores and token_confidences
+ * are left empty.
+ *
+ * Executors: the CPU executor runs here; the CUDA executor is not written yet and a CUDA model raises
+ * Unsupported.
+ *
+ * Thread safety: a decoder has one owner at a time; the model, LM and tree may be shared.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/lm/boosting_tree.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
+#include "asrdec/transducer/transducer_model.hpp"
+
+namespace asrdec {
+
+enum class TransducerBeamAlgorithm { alsd };
+
+/** When the fusion scores enter the top-K choice of each hypothesis. */
+enum class FusionPruning { early, late };
+/** Whether blank takes part in fusion (the paper's eq. 2 = none, eq. 3 = lm_weighted_full). */
+enum class BlankLmScoring { none, lm_weighted_full };
+
+const char* to_string(TransducerBeamAlgorithm algorithm) noexcept;
+const char* to_string(FusionPruning pruning) noexcept;
+const char* to_string(BlankLmScoring scoring) noexcept;
+/** "alsd++" (also "alsd", "malsd"); throws InvalidArgument otherwise. */
+TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name);
+/** "early" or "late"; throws InvalidArgument otherwise. */
+FusionPruning parse_fusion_pruning(std::string_view name);
+/** "none" or "full" ("lm-weighted-full", "lm_weighted_full"); throws InvalidArgument otherwise. */
+BlankLmScoring parse_blank_lm_scoring(std::string_view name);
+
+struct TransducerBeamConfig {
+  TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
+  /** K, hypotheses kept per utterance, 1 … 64. Beam 1 is greedy decoding (the same tokens). */
+  std::int32_t beam = 4;
+  /** Tokens a hypothesis may emit on one frame before its only extension is blank. */
+  std::int32_t max_symbols_per_frame = 10;
+  /** Rank the final beam by score / (tokens + 1) instead of the score. */
+  bool length_normalized = true;
+  /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. */
+  std::shared_ptr<const NgramLm> lm;
+  float lm_weight = 0.0f;  ///< α
+  /** Phrase boosting tree on the model's device over the model's V tokens, or none. Utterance b starts at the
+   *  root of list b (list 0 when the tree has one). */
+  std::shared_ptr<const BoostingTree> boost;
+  float boost_weight = 1.0f;  ///< β
+  FusionPruning pruning = FusionPruning::late;
+  BlankLmScoring blank_scoring = BlankLmScoring::lm_weighted_full;
+  /** How the CUDA loops are launched; ignored on the CPU. */
+  GraphMode graph_mode = GraphMode::automatic;
+  /** Reject NaN or infinite values in the frames of enc_proj that are read. */
+  bool check_values = true;
+
+  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, or non-finite weights. */
+  void validate() const;
+  std::string to_string() const;
+};
+
+class TransducerBeamDecoder {
+ public:
+  /** Throws InvalidArgument for a bad config or limits, or fusion models that do not fit the model (device,
+   *  vocabulary, blank not last); Unsupported for a CUDA model (not written yet). */
+  TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config = {}, BatchLimits limits = {});
+  ~TransducerBeamDecoder();
+  TransducerBeamDecoder(TransducerBeamDecoder&&) noexcept;
+  TransducerBeamDecoder& operator=(TransducerBeamDecoder&&) noexcept;
+
+  /** The best hypothesis of each utterance. enc_proj: [B, T, J] on the model's device; lengths: [B] int32/int64
+   *  on the host. A zero-length utterance yields an empty hypothesis with score 0. */
+  std::vector<Hypothesis> decode(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream = nullptr);
+  /** The final beam of each utterance, best first (at most K hypotheses; dead slots left out). */
+  std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& enc_proj, const TensorView& lengths,
+                                                    StreamHandle stream = nullptr);
+
+  const TransducerModel& model() const noexcept;
+  const TransducerBeamConfig& config() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/** The oracle: a plain beam search over one utterance at a time with the same rules, written for clarity (whole
+ *  token sequences per hypothesis, merging by comparing them, LM and boosting queried one token at a time). Returns
+ *  the final beam of each utterance, ranked as TransducerBeamDecoder::decode_nbest. Needs a CPU model, LM and
+ *  tree. */
+std::vector<std::vector<Hypothesis>> transducer_beam_reference(const TransducerModel& model, const TensorView& enc_proj,
+                                                               const TensorView& lengths,
+                                                               const TransducerBeamConfig& config);
+
+}  // namespace asrdec

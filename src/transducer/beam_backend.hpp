@@ -1,0 +1,29 @@
+#pragma once
+// Internal: the executor interface behind TransducerBeamDecoder.
+
+#include <memory>
+#include <vector>
+
+#include "asrdec/detail/beam_search_step.hpp"
+#include "asrdec/transducer/beam_decoder.hpp"
+#include "transducer/greedy_backend.hpp"
+
+namespace asrdec::detail {
+
+class TransducerBeamBackend {
+ public:
+  virtual ~TransducerBeamBackend() = default;
+  /** The final beam of each utterance of a validated request, best first. */
+  virtual std::vector<std::vector<Hypothesis>> decode(const GreedyProblem& problem) = 0;
+};
+
+/** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++). */
+BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);
+
+/** Throws InvalidArgument when the LM or tree of `config` does not fit `model`. */
+void check_beam_fusion(const TransducerModel& model, const TransducerBeamConfig& config);
+
+std::unique_ptr<TransducerBeamBackend> make_alsd_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
+                                                     BatchLimits limits);
+
+}  // namespace asrdec::detail

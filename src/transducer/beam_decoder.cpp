@@ -1,0 +1,132 @@
+#include "asrdec/transducer/beam_decoder.hpp"
+
+#include <cmath>
+
+#include "asrdec/core/error.hpp"
+#include "lm/fusion_checks.hpp"
+#include "transducer/beam_backend.hpp"
+
+namespace asrdec {
+
+const char* to_string(TransducerBeamAlgorithm algorithm) noexcept {
+  switch (algorithm) {
+    case TransducerBeamAlgorithm::alsd:
+      return "alsd++";
+  }
+  return "unknown";
+}
+
+const char* to_string(FusionPruning pruning) noexcept { return pruning == FusionPruning::early ? "early" : "late"; }
+
+const char* to_string(BlankLmScoring scoring) noexcept {
+  return scoring == BlankLmScoring::none ? "none" : "lm-weighted-full";
+}
+
+TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name) {
+  if (name == "alsd++" || name == "alsd" || name == "malsd") return TransducerBeamAlgorithm::alsd;
+  throw InvalidArgument(detail::concat("unknown beam-search algorithm '", name, "': expected alsd++"));
+}
+
+FusionPruning parse_fusion_pruning(std::string_view name) {
+  if (name == "early") return FusionPruning::early;
+  if (name == "late") return FusionPruning::late;
+  throw InvalidArgument(detail::concat("unknown fusion pruning '", name, "': expected early or late"));
+}
+
+BlankLmScoring parse_blank_lm_scoring(std::string_view name) {
+  if (name == "none") return BlankLmScoring::none;
+  if (name == "full" || name == "lm-weighted-full" || name == "lm_weighted_full") {
+    return BlankLmScoring::lm_weighted_full;
+  }
+  throw InvalidArgument(detail::concat("unknown blank LM scoring '", name, "': expected none or full"));
+}
+
+void TransducerBeamConfig::validate() const {
+  ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "TransducerBeamConfig.beam must be in [1, ", detail::kMaxBeam,
+                   "], got ", beam);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerBeamConfig.max_symbols_per_frame must be at least 1, got ",
+                   max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
+}
+
+std::string TransducerBeamConfig::to_string() const {
+  const bool fused = lm != nullptr || boost != nullptr;
+  return detail::concat(
+      "TransducerBeamConfig{algorithm=", asrdec::to_string(algorithm), ", beam=", beam,
+      ", max_symbols_per_frame=", max_symbols_per_frame, ", length_normalized=", length_normalized ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      fused ? detail::concat(", pruning=", asrdec::to_string(pruning),
+                             ", blank_scoring=", asrdec::to_string(blank_scoring))
+            : "",
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace detail {
+
+BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config) {
+  BeamFusionRule rule;
+  rule.active = config.lm != nullptr || config.boost != nullptr;
+  rule.late = config.pruning == FusionPruning::late;
+  rule.blank_full = config.blank_scoring == BlankLmScoring::lm_weighted_full;
+  rule.lambda =
+      (config.lm != nullptr ? config.lm_weight : 0.0f) + (config.boost != nullptr ? config.boost_weight : 0.0f);
+  rule.blank_clamp = 1e-2f;  // NeMo's ALSD++ value (chosen for bf16 log-probabilities)
+  return rule;
+}
+
+/** The checks decoders and the reference make on the fusion models of a beam config. */
+void check_beam_fusion(const TransducerModel& model, const TransducerBeamConfig& config) {
+  if (config.lm == nullptr && config.boost == nullptr) return;
+  check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
+  check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));
+  ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
+                   "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
+                   model.blank_id());
+}
+
+}  // namespace detail
+
+struct TransducerBeamDecoder::Impl {
+  TransducerModel model;
+  TransducerBeamConfig config;
+  std::unique_ptr<detail::TransducerBeamBackend> backend;
+};
+
+TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config,
+                                             BatchLimits limits)
+    : impl_(std::make_unique<Impl>(Impl{model, config, nullptr})) {
+  config.validate();
+  limits.validate();
+  detail::check_beam_fusion(model, config);
+  ASRDEC_EXPECTS(model.device().is_cpu(), Unsupported,
+                 "transducer beam search runs on the CPU only for now; the model is on ", model.device().to_string());
+  impl_->backend = detail::make_alsd_cpu(model, config, limits);
+}
+
+TransducerBeamDecoder::~TransducerBeamDecoder() = default;
+TransducerBeamDecoder::TransducerBeamDecoder(TransducerBeamDecoder&&) noexcept = default;
+TransducerBeamDecoder& TransducerBeamDecoder::operator=(TransducerBeamDecoder&&) noexcept = default;
+
+std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const TensorView& enc_proj,
+                                                                         const TensorView& lengths,
+                                                                         StreamHandle stream) {
+  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
+  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
+  return impl_->backend->decode(problem);
+}
+
+std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
+                                                      StreamHandle stream) {
+  std::vector<std::vector<Hypothesis>> beams = decode_nbest(enc_proj, lengths, stream);
+  std::vector<Hypothesis> out;
+  out.reserve(beams.size());
+  for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
+  return out;
+}
+
+const TransducerModel& TransducerBeamDecoder::model() const noexcept { return impl_->model; }
+const TransducerBeamConfig& TransducerBeamDecoder::config() const noexcept { return impl_->config; }
+
+}  // namespace asrdec
