@@ -149,4 +149,28 @@ if "$asrdec" decode rnnt "${rnnt[@]}" --boost "$data/boost/phrases.txt" >/dev/nu
   fail "--boost without --bpe accepted"
 fi
 grep -q -- "--boost needs --bpe" "$work/err10.txt" || { cat "$work/err10.txt"; fail "--bpe message"; }
+# Beam search: ALSD++ with beam 4 and the sample LM beats greedy decoding on the RNN-T sample (the README's
+# acceptance number); --nbest adds ranked hypotheses to the JSON; beam search refuses --chunk.
+beam=(--algo alsd++ --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.5)
+"$asrdec" decode rnnt "${rnnt[@]}" "${beam[@]}" 2>"$work/beam.txt" >/dev/null || { cat "$work/beam.txt"; fail "alsd++"; }
+python3 -c "import sys; sys.exit(0 if float('$(wer "$work/beam.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+  || fail "ALSD++ with the LM did not lower the RNN-T WER ($(wer "$work/plain.txt") -> $(wer "$work/beam.txt"))"
+"$asrdec" decode tdt --model "$data/tdt/model.safetensors" --enc "$data/tdt/enc_proj.npy" --lengths "$data/tdt/lengths.npy" \
+  --device cpu --algo alsd++ --beam 3 --nbest 3 --json >"$work/nbest.jsonl" 2>/dev/null || fail "tdt --nbest"
+python3 - "$work/nbest.jsonl" <<'PY' || fail "n-best JSON contract"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 40
+for line in lines:
+    nbest = line["nbest"]
+    assert 1 <= len(nbest) <= 3, line
+    assert nbest[0]["tokens"] == line["tokens"] and nbest[0]["score"] == line["score"], line
+    keys = [h["score"] / (len(h["tokens"]) + 1) for h in nbest]
+    assert keys == sorted(keys, reverse=True), keys
+    assert all(len(h["durations"]) == len(h["tokens"]) for h in nbest), line
+PY
+if "$asrdec" decode rnnt "${rnnt[@]}" --algo alsd++ --chunk 8 >/dev/null 2>"$work/err11.txt"; then
+  fail "beam search with --chunk accepted"
+fi
+grep -q -- "--chunk is for greedy decoding" "$work/err11.txt" || { cat "$work/err11.txt"; fail "--chunk message"; }
 echo "cli_test: all checks passed"

@@ -85,7 +85,24 @@ DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances
   }
 }
 
-void DecodeReport::add(const Hypothesis& hypothesis) {
+namespace {
+
+nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional<Vocabulary>& vocabulary) {
+  nlohmann::json out = {{"tokens", hypothesis.tokens},
+                        {"timestamps", hypothesis.timestamps},
+                        {"token_scores", hypothesis.token_scores},
+                        {"score", hypothesis.score},
+                        {"am_score", hypothesis.am_score},
+                        {"lm_score", hypothesis.lm_score},
+                        {"boost_score", hypothesis.boost_score}};
+  if (!hypothesis.durations.empty()) out["durations"] = hypothesis.durations;
+  if (vocabulary) out["text"] = vocabulary->detokenize(hypothesis.tokens);
+  return out;
+}
+
+}  // namespace
+
+void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest) {
   const std::int64_t index = next_++;
   std::string text;
   if (vocabulary_) {
@@ -95,16 +112,12 @@ void DecodeReport::add(const Hypothesis& hypothesis) {
     wer_ += word_errors(references_[static_cast<std::size_t>(index)], text);
   }
   if (options_.json) {
-    nlohmann::json line = {{"utterance", index},
-                           {"tokens", hypothesis.tokens},
-                           {"timestamps", hypothesis.timestamps},
-                           {"token_scores", hypothesis.token_scores},
-                           {"score", hypothesis.score},
-                           {"am_score", hypothesis.am_score},
-                           {"lm_score", hypothesis.lm_score},
-                           {"boost_score", hypothesis.boost_score}};
-    if (!hypothesis.durations.empty()) line["durations"] = hypothesis.durations;
-    if (vocabulary_) line["text"] = text;
+    nlohmann::json line = {{"utterance", index}};
+    line.update(hypothesis_json(hypothesis, vocabulary_));
+    if (nbest != nullptr) {
+      line["nbest"] = nlohmann::json::array();
+      for (const Hypothesis& h : *nbest) line["nbest"].push_back(hypothesis_json(h, vocabulary_));
+    }
     std::cout << line.dump() << "\n";
   } else if (options_.show < 0 || index < options_.show) {
     if (vocabulary_) {

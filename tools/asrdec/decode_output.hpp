@@ -1,7 +1,7 @@
 #pragma once
 // The output contract shared by every `asrdec decode` subcommand:
 // - with --json, one JSON object per utterance on stdout, in input order, with at least "tokens" (ids),
-//   "timestamps" (frames) and "score", plus "text" when --vocab is given;
+//   "timestamps" (frames) and "score", plus "text" when --vocab is given, and "nbest" with --nbest;
 // - without --json, one line per utterance ("<index>: <text or token ids>"), at most --show lines;
 // - with --refs (which needs --vocab), a WER summary on stderr;
 // - a summary line with the number of utterances, audio duration, decode time and RTFx on stderr.
@@ -46,8 +46,9 @@ class DecodeReport {
   /** Loads --vocab and --refs and checks them against the model size and the number of utterances. */
   DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                const std::string& source);
-  /** Prints one utterance (they must arrive in input order). */
-  void add(const Hypothesis& hypothesis);
+  /** Prints one utterance (they must arrive in input order). With `nbest` (beam search --nbest), the JSON object
+   *  also carries "nbest": the hypotheses best first, each with tokens, timestamps, scores and text. */
+  void add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest = nullptr);
   /** Accounts decoder time for a batch covering `frames` frames in total. */
   void add_time(std::chrono::duration<double> elapsed, std::int64_t frames);
   /** Prints the summary on stderr. */

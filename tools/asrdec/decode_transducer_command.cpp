@@ -1,5 +1,5 @@
-// `asrdec decode rnnt` and `asrdec decode tdt`: greedy decoding of transducer encoder projections from .npy files
-// with a model in asrdec's safetensors format, whole utterances or chunk by chunk.
+// `asrdec decode rnnt` and `asrdec decode tdt`: greedy decoding (whole utterances or chunk by chunk) or beam search
+// of transducer encoder projections from .npy files with a model in asrdec's safetensors format.
 
 #include <algorithm>
 
@@ -21,7 +21,65 @@ struct TransducerOptions {
   std::int32_t window = 8;
   std::int32_t max_symbols = 10;
   std::int64_t chunk = 0;
+  std::int32_t beam = 4;
+  std::string pruning = "late";
+  std::string blank_scoring = "full";
+  std::int32_t nbest = 0;
+  bool no_length_norm = false;
 };
+
+bool is_beam_algorithm(const std::string& name) { return name == "alsd++"; }
+
+void run_beam(const TransducerOptions& options) {
+  const Device device = choose_device(options.common.device);
+  const TransducerModel model = TransducerModel::load(options.model, device);
+  ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
+                   " model; decode it with `asrdec decode ", to_string(model.type()), "`");
+  ASRDEC_CHECK_ARG(options.chunk == 0, "--chunk is for greedy decoding; beam search decodes whole utterances");
+  ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
+                   "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
+  BatchInput input(options.enc, "encoder projections [N, T, J]", device, options.common.batch_size);
+  const std::int64_t utterances = input.utterances();
+  const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
+  const std::int64_t batch_size =
+      std::min<std::int64_t>(options.common.batch_size, std::max<std::int64_t>(utterances, 1));
+
+  TransducerBeamConfig config;
+  config.algorithm = parse_beam_algorithm(options.algorithm);
+  config.beam = options.beam;
+  config.max_symbols_per_frame = options.max_symbols;
+  config.length_normalized = !options.no_length_norm;
+  config.pruning = parse_fusion_pruning(options.pruning);
+  config.blank_scoring = parse_blank_lm_scoring(options.blank_scoring);
+  config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
+  config.lm_weight = static_cast<float>(options.common.lm_weight);
+  config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
+  config.boost_weight = static_cast<float>(options.common.boost.weight);
+  TransducerBeamDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
+  DecodeReport report(options.common, utterances, model.vocab_size(), options.model);
+  Stream stream(device);
+
+  ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+  for (std::int64_t first = 0; first < utterances; first += batch_size) {
+    const std::int64_t count = std::min(batch_size, utterances - first);
+    const TensorView batch = input.batch(first, count, stream.handle());
+    stream.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    auto beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count), stream.handle());
+    report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
+    for (auto& beam : beams) {
+      const Hypothesis best = beam.empty() ? Hypothesis{} : beam.front();
+      beam.resize(std::min<std::size_t>(beam.size(), static_cast<std::size_t>(options.nbest)));
+      report.add(best, options.nbest > 0 ? &beam : nullptr);
+    }
+    progress.update(first + count);
+  }
+  progress.finish();
+  report.finish(
+      std::string(to_string(model.type())) + "-" + to_string(config.algorithm) + " beam " + std::to_string(config.beam),
+      device, GraphMode::eager);
+}
 
 void append(Hypothesis& whole, const Hypothesis& part) {
   whole.tokens.insert(whole.tokens.end(), part.tokens.begin(), part.tokens.end());
@@ -37,6 +95,10 @@ void append(Hypothesis& whole, const Hypothesis& part) {
 }
 
 void run(const TransducerOptions& options) {
+  if (is_beam_algorithm(options.algorithm)) {
+    run_beam(options);
+    return;
+  }
   const Device device = choose_device(options.common.device);
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
@@ -117,8 +179,9 @@ void add_command(CLI::App& decode, TransducerType type) {
   auto options = std::make_shared<TransducerOptions>();
   options->type = type;
   const bool tdt = type == TransducerType::tdt;
-  CLI::App* command = decode.add_subcommand(
-      tdt ? "tdt" : "rnnt", tdt ? "Greedy decoding of a TDT transducer" : "Greedy decoding of an RNN-T transducer");
+  CLI::App* command =
+      decode.add_subcommand(tdt ? "tdt" : "rnnt", tdt ? "Greedy or beam-search decoding of a TDT transducer"
+                                                      : "Greedy or beam-search decoding of an RNN-T transducer");
   command->add_option("--model", options->model, "Model (.safetensors, docs/model-format.md)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -129,9 +192,10 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->check(CLI::ExistingFile);
   command
       ->add_option("--algo", options->algorithm,
-                   tdt ? "frame-looping or label-looping" : "frame-looping, label-looping or wind")
-      ->check(CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping"}
-                                : std::vector<std::string>{"frame-looping", "label-looping", "wind"}))
+                   tdt ? "frame-looping, label-looping (greedy) or alsd++ (beam search)"
+                       : "frame-looping, label-looping, wind (greedy) or alsd++ (beam search)")
+      ->check(CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping", "alsd++"}
+                                : std::vector<std::string>{"frame-looping", "label-looping", "wind", "alsd++"}))
       ->capture_default_str();
   if (!tdt) {
     command->add_option("--window", options->window, "WIND window (frames per joint evaluation)")
@@ -143,6 +207,23 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->capture_default_str();
   command->add_option("--chunk", options->chunk, "Decode in chunks of N frames with a carried stream state (0: whole)")
       ->capture_default_str();
+  command->add_option("--beam", options->beam, "Beam search: hypotheses kept per utterance (1-64)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command
+      ->add_option("--pruning", options->pruning,
+                   "Beam search with --lm/--boost: fusion before (late) or after (early) the top-K")
+      ->check(CLI::IsMember({"early", "late"}))
+      ->capture_default_str();
+  command
+      ->add_option("--blank-scoring", options->blank_scoring,
+                   "Beam search with --lm/--boost: blank scoring, none or full (lm-weighted-full)")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  command->add_option("--nbest", options->nbest, "Beam search with --json: add the N best hypotheses as \"nbest\"")
+      ->capture_default_str();
+  command->add_flag("--no-length-norm", options->no_length_norm,
+                    "Beam search: rank by score, not score / (tokens + 1)");
   add_common_decode_options(*command, options->common);
   command->callback([options] { run(*options); });
 }
