@@ -173,4 +173,22 @@ if "$asrdec" decode rnnt "${rnnt[@]}" --algo alsd++ --chunk 8 >/dev/null 2>"$wor
   fail "beam search with --chunk accepted"
 fi
 grep -q -- "--chunk is for greedy decoding" "$work/err11.txt" || { cat "$work/err11.txt"; fail "--chunk message"; }
+# CTC beam search: beam 4 with the sample LM and an insertion bonus beats greedy decoding; n-best JSON.
+ctc=(--logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --vocab "$data/tokens.txt"
+  --refs "$data/ctc/refs.txt" --device cpu --show 0)
+"$asrdec" decode ctc-greedy "${ctc[@]}" 2>"$work/ctc_plain.txt" >/dev/null || fail "ctc-greedy"
+"$asrdec" decode ctc-beam "${ctc[@]}" --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.5 --beam-beta 1 \
+  2>"$work/ctc_beam.txt" >/dev/null || { cat "$work/ctc_beam.txt"; fail "ctc-beam"; }
+python3 -c "import sys; sys.exit(0 if float('$(wer "$work/ctc_beam.txt")') < float('$(wer "$work/ctc_plain.txt")') else 1)" \
+  || fail "CTC beam search with the LM did not lower the WER ($(wer "$work/ctc_plain.txt") -> $(wer "$work/ctc_beam.txt"))"
+"$asrdec" decode ctc-beam "${ctc[@]}" --beam 4 --nbest 2 --json >"$work/ctc_nbest.jsonl" 2>/dev/null || fail "ctc-beam json"
+python3 - "$work/ctc_nbest.jsonl" <<'PY' || fail "ctc-beam n-best JSON contract"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 40
+for line in lines:
+    scores = [h["score"] for h in line["nbest"]]
+    assert 1 <= len(scores) <= 2 and scores == sorted(scores, reverse=True), line
+    assert line["nbest"][0]["tokens"] == line["tokens"], line
+PY
 echo "cli_test: all checks passed"

@@ -10,6 +10,8 @@ namespace asrdec::cli {
 void add_info_command(CLI::App& app);
 /** `asrdec decode ctc-greedy`; later decoders add their own `decode` subcommands beside it. */
 void add_decode_ctc_greedy_command(CLI::App& decode);
+/** `asrdec decode ctc-beam`. */
+void add_decode_ctc_beam_command(CLI::App& decode);
 /** `asrdec lm score` and `asrdec lm convert`. */
 void add_lm_commands(CLI::App& app);
 /** Splits on ASCII space and tab only (as KenLM does: token-level symbols may be other whitespace). */

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   CLI::App* decode = app.add_subcommand("decode", "Decode model outputs stored in .npy files");
   decode->require_subcommand(1);
   asrdec::cli::add_decode_ctc_greedy_command(*decode);
+  asrdec::cli::add_decode_ctc_beam_command(*decode);
   asrdec::cli::add_decode_transducer_commands(*decode);
   asrdec::cli::add_lm_commands(app);
   try {

@@ -1,0 +1,96 @@
+#pragma once
+/**
+ * @file
+ * Batched beam search over CTC log-probabilities (NeMo's beam_batch), with optional shallow fusion of an n-gram LM
+ * and/or a phrase-boosting tree, on the CPU.
+ *
+ * Frame-synchronous: on each frame t < length every hypothesis k proposes every column v with
+ * score_k + log p(v | t), plus, when v is a token that is not a repeat of k's last label (blank included in "last
+ * label"), the insertion bonus β (beam_beta) and α·ln p_LM(v | k) + β_boost·boost(v | k). Each utterance keeps the K
+ * best of the K·(V+1) proposals (higher score first, then lower k·(V+1) + v), drops those more than
+ * beam_threshold below the best, and merges equal hypotheses — same tokens (after folding repeats and dropping
+ * blanks) and same last label — keeping the maximum score (Viterbi merging: a prefix ending in blank and the same
+ * prefix ending in its last token stay distinct, as NeMo's). After its last frame an utterance's beam is frozen
+ * (NeMo keeps adding padded frames' scores; see docs/beam-search.md), and each hypothesis adds α·ln p_LM(</s> |
+ * its LM state).
+ *
+ * Results (asrdec::Hypothesis): tokens, timestamps (the first frame of each token's run), score (the beam
+ * score), lm_score = α × (Σ ln p_LM of the tokens + ln p_LM(</s>)), boost_score = Σ β_boost·boost, am_score =
+ * score − lm_score − boost_score (acoustic log-probability plus the insertion bonuses). Ranked by score (NeMo's
+ * CTC beam does not length-normalise). token_scores and token_confidences are empty.
+ *
+ * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens).
+ *
+ * Bad input raises InvalidArgument as for CtcGreedyDecoder: shapes, dtypes, lengths outside [0, T], blank out of
+ * range, NaN or +inf in a frame that is read, fusion models over another vocabulary or with blank not last.
+ *
+ * Thread safety: a decoder has one owner at a time; LMs and trees may be shared.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/device.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/lm/boosting_tree.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
+
+namespace asrdec {
+
+struct CtcBeamConfig {
+  /** Column of the blank; -1 (default) means the last column. Fusion needs the last column. */
+  std::int32_t blank_id = -1;
+  /** K, hypotheses kept per utterance, 1 … 64. */
+  std::int32_t beam = 4;
+  /** β, added for every emitted token (an insertion bonus that offsets the LM's per-token cost; NeMo's config
+   *  uses 1.0 with an LM). */
+  float beam_beta = 0.0f;
+  /** Proposals more than this below the utterance's best on a frame are dropped. */
+  float beam_threshold = 20.0f;
+  /** Token-level n-gram LM over the V = columns − 1 tokens, or none. */
+  std::shared_ptr<const NgramLm> lm;
+  float lm_weight = 0.0f;  ///< α
+  /** Phrase boosting tree over the V tokens, or none; utterance b starts at the root of list b (list 0 when the
+   *  tree has one). */
+  std::shared_ptr<const BoostingTree> boost;
+  float boost_weight = 1.0f;
+  /** Reject NaN and +inf log-probabilities in the frames that are read. */
+  bool check_values = true;
+
+  /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, or non-finite values. */
+  void validate() const;
+  std::string to_string() const;
+};
+
+class CtcBeamDecoder {
+ public:
+  /** Throws InvalidArgument for a bad config or limits; Unsupported for a CUDA device (not written yet). */
+  explicit CtcBeamDecoder(Device device, CtcBeamConfig config = {}, BatchLimits limits = {});
+  ~CtcBeamDecoder();
+  CtcBeamDecoder(CtcBeamDecoder&&) noexcept;
+  CtcBeamDecoder& operator=(CtcBeamDecoder&&) noexcept;
+
+  /** The best hypothesis of each utterance. logprobs: [B, T, V+1] fp32/fp16/bf16, any non-negative strides;
+   *  lengths: [B] int32/int64 on the host. */
+  std::vector<Hypothesis> decode(const TensorView& logprobs, const TensorView& lengths);
+  /** The final beam of each utterance, best first (dead slots left out). */
+  std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths);
+
+  const CtcBeamConfig& config() const noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/** The oracle: the same search one utterance at a time with whole transcripts, merging by comparing them, and
+ *  the LM and tree queried one token at a time. Returns each utterance's final beam, best first. CPU inputs. */
+std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logprobs, const TensorView& lengths,
+                                                        const CtcBeamConfig& config);
+
+}  // namespace asrdec

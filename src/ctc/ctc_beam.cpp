@@ -1,0 +1,215 @@
+// CtcBeamDecoder and its CPU executor: the batch's B·K hypothesis slots advance frame by frame through the shared
+// scoring rule (detail/ctc_beam_step.hpp) and the BatchedBeamHyps step functions.
+
+#include "asrdec/ctc/ctc_beam.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/beam_search_step.hpp"
+#include "asrdec/detail/ctc_beam_step.hpp"
+#include "asrdec/detail/ctc_greedy_step.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "ctc/ctc_beam_input.hpp"
+#include "lm/ngram_lm_impl.hpp"
+
+namespace asrdec {
+
+void CtcBeamConfig::validate() const {
+  ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "CtcBeamConfig.beam must be in [1, ", detail::kMaxBeam,
+                   "], got ", beam);
+  ASRDEC_CHECK_ARG(blank_id >= -1, "CtcBeamConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
+  ASRDEC_CHECK_ARG(std::isfinite(beam_beta), "CtcBeamConfig.beam_beta must be finite, got ", beam_beta);
+  ASRDEC_CHECK_ARG(beam_threshold > 0.0f, "CtcBeamConfig.beam_threshold must be positive (+inf: no threshold), got ",
+                   beam_threshold);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcBeamConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcBeamConfig.boost_weight must be finite, got ", boost_weight);
+}
+
+std::string CtcBeamConfig::to_string() const {
+  return detail::concat(
+      "CtcBeamConfig{blank_id=", blank_id, ", beam=", beam, ", beam_beta=", beam_beta,
+      ", beam_threshold=", beam_threshold,
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+struct CtcBeamDecoder::Impl {
+  CtcBeamConfig config;
+  BatchedBeamHyps<MemoryKind::host> hyps;
+  HostBuffer<std::int32_t> lm_state, next_lm_state, boost_state, next_boost_state, emits;
+  HostBuffer<float> lm_total, next_lm_total, boost_total, next_boost_total;
+  HostBuffer<float> lm_scores, boost_scores;  // [slots, V] queries of each slot's states
+  HostBuffer<std::int32_t> lm_next, boost_next;
+  std::vector<float> frame;
+  std::int64_t max_slots = 0;
+
+  void reserve(std::int64_t slots, std::int64_t vocab) {
+    if (slots <= max_slots && static_cast<std::int64_t>(lm_scores.size()) >= (config.lm ? slots * vocab : 0) &&
+        static_cast<std::int64_t>(boost_scores.size()) >= (config.boost ? slots * vocab : 0)) {
+      return;
+    }
+    max_slots = std::max(max_slots, slots);
+    const auto n = static_cast<std::size_t>(max_slots);
+    for (auto* b : {&lm_state, &next_lm_state, &boost_state, &next_boost_state, &emits})
+      *b = HostBuffer<std::int32_t>(n);
+    for (auto* b : {&lm_total, &next_lm_total, &boost_total, &next_boost_total}) *b = HostBuffer<float>(n);
+    const auto cells = n * static_cast<std::size_t>(vocab);
+    lm_scores = HostBuffer<float>(config.lm ? cells : 0);
+    lm_next = HostBuffer<std::int32_t>(config.lm ? cells : 0);
+    boost_scores = HostBuffer<float>(config.boost ? cells : 0);
+    boost_next = HostBuffer<std::int32_t>(config.boost ? cells : 0);
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const detail::CtcGreedyProblem& p) {
+    using namespace detail;
+    const std::int64_t B = p.batch;
+    const std::int32_t K = config.beam;
+    const auto C = static_cast<std::int32_t>(p.columns);
+    const std::int64_t V = p.columns - 1;
+    reserve(std::max<std::int64_t>(B, 1) * K, V);
+    hyps.reserve(B, K, static_cast<std::int32_t>(std::max<std::int64_t>(p.frames, 1)), BeamKind::ctc, p.blank,
+                 Device::cpu());
+    const BeamHypsRef h = hyps.ref();
+    FusionRef fusion;
+    fusion.vocab = static_cast<std::int32_t>(V);
+    if (config.lm != nullptr)
+      fusion.lm = FusionSource{lm_scores.data(), lm_next.data(), nullptr, nullptr, config.lm_weight};
+    if (config.boost != nullptr) {
+      fusion.boost = FusionSource{boost_scores.data(), boost_next.data(), nullptr, nullptr, config.boost_weight};
+    }
+    const CtcBeamRule rule{p.blank, config.beam_beta};
+    for (std::int64_t b = 0; b < B; ++b) {
+      beam_clear(h, b);
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        lm_state[s] = NgramLm::bos_state();
+        boost_state[s] = config.boost != nullptr ? config.boost->root_for(b, B) : 0;
+        lm_total[s] = boost_total[s] = 0.0f;
+      }
+    }
+    frame.resize(static_cast<std::size_t>(C));
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+      for (std::int32_t t = 0; t < length; ++t) {
+        read_frame(p, b, t, config.check_values, frame.data());
+        float best[kMaxBeam];
+        std::int32_t ids[kMaxBeam];
+        std::int32_t kept = 0;
+        for (std::int32_t k = 0; k < K; ++k) {
+          const std::int64_t s = beam_slot(h, b, k);
+          if (h.scores[s] == kNegInf) continue;
+          if (config.lm != nullptr)
+            advance_row(config.lm->ref(), lm_state[s], lm_scores.data() + s * V, lm_next.data() + s * V);
+          if (config.boost != nullptr) {
+            advance_row(config.boost->ref(), boost_state[s], boost_scores.data() + s * V, boost_next.data() + s * V);
+          }
+          for (std::int32_t v = 0; v < C; ++v) {
+            const float extension =
+                ctc_beam_extension(rule, fusion, s, h.last_label[s], v, frame[static_cast<std::size_t>(v)]);
+            topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
+          }
+        }
+        const float floor = kept > 0 ? best[0] - config.beam_threshold : kNegInf;
+        for (std::int32_t i = 0; i < K; ++i) {
+          const bool live = i < kept && best[i] != kNegInf && best[i] > floor;
+          const std::int32_t parent = live ? ids[i] / C : 0;
+          const std::int32_t label = live ? ids[i] % C : -1;
+          const std::int64_t from = beam_slot(h, b, parent);
+          const std::int64_t s = beam_slot(h, b, i);
+          emits[s] = live && beam_emits(h, label, h.last_label[from]) ? label : -1;
+          next_lm_state[s] = lm_state[from];
+          next_boost_state[s] = boost_state[from];
+          next_lm_total[s] = lm_total[from];
+          next_boost_total[s] = boost_total[from];
+          if (emits[s] >= 0) {
+            const std::int64_t at = from * V + label;
+            if (config.lm != nullptr) {
+              next_lm_total[s] += weighted(config.lm_weight, lm_scores[at]);
+              next_lm_state[s] = lm_next[at];
+            }
+            if (config.boost != nullptr) {
+              next_boost_total[s] += weighted(config.boost_weight, boost_scores[at]);
+              next_boost_state[s] = boost_next[at];
+            }
+          }
+          beam_stage_result(h, b, i, parent, label, live ? best[i] : kNegInf, 0);
+        }
+        for (std::int32_t i = 0; i < K; ++i) {
+          const std::int64_t s = beam_slot(h, b, i);
+          beam_commit_result(h, b, i);
+          lm_state[s] = next_lm_state[s];
+          boost_state[s] = next_boost_state[s];
+          lm_total[s] = next_lm_total[s];
+          boost_total[s] = next_boost_total[s];
+        }
+        for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
+        for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
+      }
+    }
+
+    std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        if (config.lm == nullptr || h.scores[s] == kNegInf) continue;
+        const float end = weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
+        h.scores[s] += end;
+        lm_total[s] += end;
+      }
+      for (const std::int32_t k : beam_ranking(h, b, /*length_normalized=*/false)) {
+        Hypothesis hyp = beam_hypothesis(h, b, k);
+        const std::int64_t s = beam_slot(h, b, k);
+        hyp.lm_score = config.lm != nullptr ? lm_total[s] : 0.0f;
+        hyp.boost_score = config.boost != nullptr ? boost_total[s] : 0.0f;
+        hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
+        out[static_cast<std::size_t>(b)].push_back(std::move(hyp));
+      }
+    }
+    return out;
+  }
+};
+
+CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits limits)
+    : impl_(std::make_unique<Impl>()) {
+  config.validate();
+  limits.validate();
+  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "CTC beam search runs on the CPU only for now; got ",
+                 device.to_string());
+  if (config.lm != nullptr || config.boost != nullptr) {
+    ASRDEC_CHECK_ARG((config.lm == nullptr || config.lm->device().is_cpu()) &&
+                         (config.boost == nullptr || config.boost->device().is_cpu()),
+                     "CtcBeamConfig: the LM and the boosting tree must be on the decoder's device (cpu)");
+  }
+  impl_->config = std::move(config);
+  impl_->reserve(limits.max_batch * impl_->config.beam, 0);
+}
+
+CtcBeamDecoder::~CtcBeamDecoder() = default;
+CtcBeamDecoder::CtcBeamDecoder(CtcBeamDecoder&&) noexcept = default;
+CtcBeamDecoder& CtcBeamDecoder::operator=(CtcBeamDecoder&&) noexcept = default;
+
+std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorView& logprobs,
+                                                                  const TensorView& lengths) {
+  return impl_->decode(detail::make_ctc_beam_problem(logprobs, lengths, impl_->config));
+}
+
+std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths) {
+  std::vector<std::vector<Hypothesis>> beams = decode_nbest(logprobs, lengths);
+  std::vector<Hypothesis> out;
+  for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
+  return out;
+}
+
+const CtcBeamConfig& CtcBeamDecoder::config() const noexcept { return impl_->config; }
+
+}  // namespace asrdec

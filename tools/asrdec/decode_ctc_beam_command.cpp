@@ -1,0 +1,89 @@
+// `asrdec decode ctc-beam`: batched beam search over CTC log-probabilities from .npy files (CPU).
+
+#include <algorithm>
+
+#include "batch_input.hpp"
+#include "commands.hpp"
+#include "decode_output.hpp"
+#include "progress_bar.hpp"
+
+namespace asrdec::cli {
+namespace {
+
+struct CtcBeamOptions {
+  DecodeOptions common;
+  std::string logits;
+  std::string lengths;
+  std::int32_t blank_id = -1;
+  std::int32_t beam = 4;
+  double beam_beta = 0.0;
+  double beam_threshold = 20.0;
+  std::int32_t nbest = 0;
+};
+
+void run(const CtcBeamOptions& options) {
+  const Device device = choose_device(options.common.device);
+  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "ctc-beam runs on the CPU for now; pass --device cpu");
+  ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
+                   "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
+  BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
+  const std::int64_t utterances = input.utterances();
+  const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
+  const std::int64_t batch_size =
+      std::min<std::int64_t>(options.common.batch_size, std::max<std::int64_t>(utterances, 1));
+
+  CtcBeamConfig config;
+  config.blank_id = options.blank_id;
+  config.beam = options.beam;
+  config.beam_beta = static_cast<float>(options.beam_beta);
+  config.beam_threshold = static_cast<float>(options.beam_threshold);
+  config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
+  config.lm_weight = static_cast<float>(options.common.lm_weight);
+  config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
+  config.boost_weight = static_cast<float>(options.common.boost.weight);
+  CtcBeamDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
+  DecodeReport report(options.common, utterances, input.columns() - 1, options.logits);
+  Stream stream(device);
+
+  ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+  for (std::int64_t first = 0; first < utterances; first += batch_size) {
+    const std::int64_t count = std::min(batch_size, utterances - first);
+    const TensorView batch = input.batch(first, count, stream.handle());
+    const auto start = std::chrono::steady_clock::now();
+    auto beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count));
+    report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
+    for (auto& beam : beams) {
+      const Hypothesis best = beam.empty() ? Hypothesis{} : beam.front();
+      beam.resize(std::min<std::size_t>(beam.size(), static_cast<std::size_t>(options.nbest)));
+      report.add(best, options.nbest > 0 ? &beam : nullptr);
+    }
+    progress.update(first + count);
+  }
+  progress.finish();
+  report.finish("ctc-beam " + std::to_string(config.beam), device, GraphMode::eager);
+}
+
+}  // namespace
+
+void add_decode_ctc_beam_command(CLI::App& decode) {
+  auto options = std::make_shared<CtcBeamOptions>();
+  CLI::App* command = decode.add_subcommand("ctc-beam", "Beam search over CTC log-probabilities (CPU)");
+  command->add_option("--logits", options->logits, "Log-probabilities [N, T, V+1] (.npy, float32 or float16)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
+      ->check(CLI::ExistingFile);
+  command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
+  command->add_option("--beam", options->beam, "Hypotheses kept per utterance (1-64)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command->add_option("--beam-beta", options->beam_beta, "Insertion bonus per emitted token")->capture_default_str();
+  command->add_option("--beam-threshold", options->beam_threshold, "Drop hypotheses this far below the best")
+      ->capture_default_str();
+  command->add_option("--nbest", options->nbest, "With --json: add the N best hypotheses as \"nbest\"")
+      ->capture_default_str();
+  add_common_decode_options(*command, options->common);
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace asrdec::cli
