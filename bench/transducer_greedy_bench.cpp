@@ -14,60 +14,10 @@
 #include <optional>
 
 #include "common/bench_support.hpp"
+#include "common/transducer_models.hpp"
 
 namespace asrdec::bench {
 namespace {
-
-std::string models_dir() {
-  const char* dir = std::getenv("ASRDEC_BENCH_MODELS");
-  return dir != nullptr ? dir : "bench-models";
-}
-
-struct Source {
-  NpyArray enc;      // [N, T, J] float32
-  NpyArray lengths;  // [N]
-};
-
-const Source& source(const std::string& kind) {
-  static std::map<std::string, Source> cache;
-  auto found = cache.find(kind);
-  if (found == cache.end()) {
-    const std::string dir = models_dir() + "/" + kind + "/";
-    found = cache.emplace(kind, Source{read_npy(dir + "enc_proj.npy"), read_npy(dir + "lengths.npy")}).first;
-  }
-  return found->second;
-}
-
-const TransducerModel& model(const std::string& kind, Device device) {
-  static std::map<std::pair<std::string, std::string>, std::unique_ptr<TransducerModel>> cache;
-  auto& slot = cache[{kind, device.to_string()}];
-  if (!slot) {
-    slot = std::make_unique<TransducerModel>(
-        TransducerModel::load(models_dir() + "/" + kind + "/model.safetensors", device));
-  }
-  return *slot;
-}
-
-/** [batch, frames, J] float32: row b walks utterances b, b+1, ... (their valid frames) until `frames` are filled. */
-std::vector<float> tiled_input(const Source& s, std::int64_t batch, std::int64_t frames) {
-  const std::int64_t N = s.enc.shape()[0], T = s.enc.shape()[1], J = s.enc.shape()[2];
-  const auto length = [&](std::int64_t u) {
-    return s.lengths.dtype() == DType::i32 ? std::int64_t{s.lengths.data_as<std::int32_t>()[u]}
-                                           : s.lengths.data_as<std::int64_t>()[u];
-  };
-  std::vector<float> out(static_cast<std::size_t>(batch * frames * J));
-  for (std::int64_t b = 0; b < batch; ++b) {
-    std::int64_t t = 0;
-    for (std::int64_t u = b; t < frames; ++u) {
-      const std::int64_t utterance = u % N;
-      const std::int64_t take = std::min(length(utterance), frames - t);
-      const float* from = s.enc.data_as<float>() + utterance * T * J;
-      std::copy(from, from + take * J, out.data() + (b * frames + t) * J);
-      t += take;
-    }
-  }
-  return out;
-}
 
 struct Case {
   std::string kind;  // rnnt | tdt
@@ -86,11 +36,8 @@ void run(benchmark::State& state, Case c) {
     }
     return;
   }
-  const std::string dir = models_dir() + "/" + c.kind + "/model.safetensors";
-  if (!std::filesystem::exists(dir)) {
-    const std::string message = "no benchmark models in " + models_dir() +
-                                ": run `python3 -m tools.sample_data --bench-models " + models_dir() + "`";
-    state.SkipWithError(message.c_str());
+  if (const std::string reason = missing_models_reason(c.kind); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
     for (auto _ : state) {
     }
     return;
@@ -115,10 +62,7 @@ void run(benchmark::State& state, Case c) {
   config.window = c.window;
   config.graph_mode = c.mode;
   if (c.lm) {
-    NgramLmOptions options;
-    options.vocab_size = m.vocab_size();
-    config.lm = std::make_shared<const NgramLm>(NgramLm::load(
-        std::string(ASRDEC_SOURCE_DIR) + "/tests/data/arpa/kjv_tokens_6gram_v1024.arpa.gz", options, device));
+    config.lm = bench_lm(m.vocab_size(), device);
     config.lm_weight = 0.3f;
   }
   TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});

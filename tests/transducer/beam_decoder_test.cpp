@@ -186,6 +186,15 @@ TEST(TransducerBeam, BadInputIsRejected) {
   e.values[3] = 0.0f;
   e.lengths[0] = 5;
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(e.enc(), e.lens()), InvalidArgument, "lengths");
+  // An empty batch and zero frames are valid.
+  e.lengths = {0, 0};
+  const auto empty = decoder.decode(e.enc(), e.lens());
+  ASSERT_EQ(empty.size(), 2u);
+  EXPECT_TRUE(empty[0].tokens.empty());
+  EXPECT_EQ(empty[0].score, 0.0f);
+  const TensorView no_utterances(e.values.data(), DType::f32, {0, 4, spec.joint});
+  const TensorView no_lengths(e.lengths.data(), DType::i32, {0});
+  EXPECT_TRUE(decoder.decode(no_utterances, no_lengths).empty());
 }
 
 TEST(TransducerBeam, CUDAModelsRaiseUnsupported) {

@@ -9,7 +9,8 @@
  * - A hypothesis on a frame proposes its K best extensions by log-softmax score (TDT: (label, duration) pairs,
  *   log p(label) + log p(duration)); blank moves it to the next frame (TDT: by the duration, at least one frame),
  *   a token keeps it on its frame (TDT: moves it by the duration).
- * - After max_symbols_per_frame tokens on one frame its only extension is blank (TDT: with the best duration).
+ * - After max_symbols_per_frame tokens on one frame its only extension is blank to the next frame (TDT: scored
+ *   with the best duration's log-probability).
  * - A hypothesis past the end of its utterance proposes a no-op that keeps its score, so finished hypotheses
  *   compete with unfinished ones.
  * - Each utterance keeps the K best of the K·K proposals (higher score first, then lower (slot, rank); a total
@@ -29,7 +30,7 @@
  * - TDT frame jumps are the model's duration values (NeMo uses the duration index, which is only right for
  *   durations 0, 1, 2, …).
  * - The forced blank after max_symbols is scored like any other blank (NeMo uses the raw log-probability under
- *   early pruning and the fused one under late pruning).
+ *   early pruning and the fused one under late pruning) and moves exactly one frame, so beam 1 is greedy.
  * - Dead (−inf) slots do not keep the loop running; this changes no result.
  *
  * Results (asrdec::Hypothesis): tokens, timestamps (RNN-T: the frame a token was emitted on; TDT: the frame after

@@ -1,0 +1,82 @@
+// Transducer beam search (ALSD++), decoder only, beside greedy label looping (the baseline) in the same process, on
+// the realistic-size benchmark models (common/transducer_models.hpp), with and without the order-6 token LM
+// (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of each beam's RTFx to greedy's at the
+// same batch and device.
+//
+// The beam decoders run on the CPU only so far; the CPU grid is small (a beam step evaluates the joint for B·K
+// hypotheses over V = 1025 outputs).
+
+#include "common/bench_support.hpp"
+#include "common/transducer_models.hpp"
+
+namespace asrdec::bench {
+namespace {
+
+struct Case {
+  std::string kind;   // rnnt | tdt
+  std::int32_t beam;  // 0: greedy label looping
+  bool lm = false;
+};
+
+void run(benchmark::State& state, Case c) {
+  const std::int64_t batch = state.range(0), frames = state.range(1);
+  if (const std::string reason = missing_models_reason(c.kind); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const TransducerModel& m = model(c.kind, Device::cpu());
+  const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  const TensorView enc(host.data(), DType::f32, {batch, frames, m.joint_hidden()});
+  const TensorView lens(lengths.data(), DType::i32, {batch});
+  const std::shared_ptr<const NgramLm> lm = c.lm ? bench_lm(m.vocab_size(), Device::cpu()) : nullptr;
+  std::int64_t labels = 0;
+  if (c.beam == 0) {
+    TransducerGreedyConfig config;
+    config.lm = lm;
+    config.lm_weight = 0.3f;
+    TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});
+    for (const auto& h : decoder.decode(enc, lens)) labels += static_cast<std::int64_t>(h.tokens.size());
+    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_async(enc, lens));
+  } else {
+    TransducerBeamConfig config;
+    config.beam = c.beam;
+    config.lm = lm;
+    config.lm_weight = 0.3f;
+    TransducerBeamDecoder decoder(m, config, BatchLimits{batch, frames});
+    for (const auto& h : decoder.decode(enc, lens)) labels += static_cast<std::int64_t>(h.tokens.size());
+    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_nbest(enc, lens));
+  }
+  set_rtfx(state, batch * frames);
+  state.counters["frames_per_label"] =
+      labels > 0 ? static_cast<double>(batch * frames) / static_cast<double>(labels) : 0;
+}
+
+std::string name_of(const Case& c) {
+  const std::string algo = c.beam == 0 ? "greedy-label-looping" : "alsd++-beam" + std::to_string(c.beam);
+  return "transducer_beam/cpu/" + c.kind + "/" + algo + (c.lm ? "/lm" : "");
+}
+
+void register_all() {
+  const std::vector<std::vector<std::int64_t>> shapes = {{1, 100}, {8, 100}};
+  for (const std::string kind : {"rnnt", "tdt"}) {
+    for (bool lm : {false, true}) {
+      for (std::int32_t beam : {0, 1, 2, 4, 8}) {
+        const Case c{kind, beam, lm};
+        auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
+        b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
+        for (const auto& shape : shapes) b->Args(shape);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace asrdec::bench
+
+int main(int argc, char** argv) {
+  asrdec::bench::register_all();
+  return asrdec::bench::run_benchmarks(argc, argv, "transducer_beam");
+}
