@@ -59,16 +59,16 @@ void JointCpu::token_logits(const EncodedView& enc, std::int64_t b, std::int32_t
   }
 }
 
-void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
-                           bool check_values, float* out) {
+template <class DecOf>
+void JointCpu::fill_hidden(const EncodedView& enc, const JointRow* rows, std::int64_t count, bool check_values,
+                           DecOf dec_of) {
   const std::int64_t J = joint_.hidden;
-  const std::int64_t outputs = joint_.outputs;
   hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
   for (std::int64_t r = 0; r < count; ++r) {
     const std::int64_t b = rows[r].b;
     const std::int64_t base = b * enc.stride_b + rows[r].frame * enc.stride_t;
     float* hidden = hidden_.data() + r * J;
-    const float* g = decs[r];
+    const float* g = dec_of(r);
     for (std::int64_t j = 0; j < J; ++j) {
       const float x = read(enc, base + j * enc.stride_j);
       if (check_values && !is_finite_value(x)) {
@@ -78,6 +78,13 @@ void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const f
       hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
     }
   }
+}
+
+void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
+                           bool check_values, float* out) {
+  const std::int64_t J = joint_.hidden;
+  const std::int64_t outputs = joint_.outputs;
+  fill_hidden(enc, rows, count, check_values, [&](std::int64_t r) { return decs[r]; });
   const float* weight = joint_.host_weight.data();
   const float* bias = joint_.host_bias.data();
   for (std::int64_t o = 0; o < outputs; ++o) {
@@ -91,27 +98,13 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
                              std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out) {
   const bool fused = fusion.active();
   const std::int64_t J = joint_.hidden;
-  hidden_.resize(static_cast<std::size_t>(std::max<std::int64_t>(count, 1) * J));
   tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
   lse_.assign(static_cast<std::size_t>(count), lse_identity());
   if (fused) {
     fused_.assign(static_cast<std::size_t>(count), argmax_identity());
     fused_logit_.assign(static_cast<std::size_t>(count), 0.0f);
   }
-  for (std::int64_t r = 0; r < count; ++r) {
-    const std::int64_t b = rows[r].b;
-    const std::int64_t base = b * enc.stride_b + rows[r].frame * enc.stride_t;
-    float* hidden = hidden_.data() + r * J;
-    const float* g = dec + b * dec_stride;
-    for (std::int64_t j = 0; j < J; ++j) {
-      const float x = read(enc, base + j * enc.stride_j);
-      if (check_values && !is_finite_value(x)) {
-        throw InvalidArgument(concat("enc_proj[", b, ", ", rows[r].frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
-                                     "; encoder projections must be finite"));
-      }
-      hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
-    }
-  }
+  fill_hidden(enc, rows, count, check_values, [&](std::int64_t r) { return dec + rows[r].b * dec_stride; });
   const float* weight = joint_.host_weight.data();
   const float* bias = joint_.host_bias.data();
   for (std::int64_t o = 0; o < token_columns_; ++o) {

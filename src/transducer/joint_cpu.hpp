@@ -51,6 +51,10 @@ class JointCpu {
   void token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, float* logits);
 
  private:
+  // hidden_[r] <- act(enc_proj[rows[r]] + dec_of(r)), rounded to the weight dtype; checks values when asked.
+  template <class DecOf>
+  void fill_hidden(const EncodedView& enc, const JointRow* rows, std::int64_t count, bool check_values, DecOf dec_of);
+
   const TransducerJoint::Impl& joint_;
   std::int64_t token_columns_;
   const std::vector<std::int32_t>& durations_;

@@ -1,5 +1,6 @@
 #include "decode_output.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -131,6 +132,14 @@ void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesi
       for (std::int32_t token : hypothesis.tokens) std::cout << " " << token;
       std::cout << "\n";
     }
+  }
+}
+
+void DecodeReport::add_beams(std::vector<std::vector<Hypothesis>>& beams, std::int32_t nbest) {
+  for (auto& beam : beams) {
+    const Hypothesis best = beam.empty() ? Hypothesis{} : beam.front();
+    beam.resize(std::min<std::size_t>(beam.size(), static_cast<std::size_t>(nbest)));
+    add(best, nbest > 0 ? &beam : nullptr);
   }
 }
 

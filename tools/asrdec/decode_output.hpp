@@ -49,6 +49,8 @@ class DecodeReport {
   /** Prints one utterance (they must arrive in input order). With `nbest` (beam search --nbest), the JSON object
    *  also carries "nbest": the hypotheses best first, each with tokens, timestamps, scores and text. */
   void add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest = nullptr);
+  /** Prints the beams of a batch: each beam's best hypothesis, with the `nbest` best as "nbest" when nbest > 0. */
+  void add_beams(std::vector<std::vector<Hypothesis>>& beams, std::int32_t nbest);
   /** Accounts decoder time for a batch covering `frames` frames in total. */
   void add_time(std::chrono::duration<double> elapsed, std::int64_t frames);
   /** Prints the summary on stderr. */

@@ -68,11 +68,7 @@ void run_beam(const TransducerOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     auto beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count), stream.handle());
     report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
-    for (auto& beam : beams) {
-      const Hypothesis best = beam.empty() ? Hypothesis{} : beam.front();
-      beam.resize(std::min<std::size_t>(beam.size(), static_cast<std::size_t>(options.nbest)));
-      report.add(best, options.nbest > 0 ? &beam : nullptr);
-    }
+    report.add_beams(beams, options.nbest);
     progress.update(first + count);
   }
   progress.finish();
