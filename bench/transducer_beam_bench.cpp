@@ -1,7 +1,7 @@
-// Transducer beam search (ALSD++), decoder only, beside greedy label looping (the baseline) in the same process, on
-// the realistic-size benchmark models (common/transducer_models.hpp), with and without the order-6 token LM
-// (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of each beam's RTFx to greedy's at the
-// same batch and device.
+// Transducer beam search (ALSD++; AES++ for RNN-T), decoder only, beside greedy label looping (the baseline) in the
+// same process, on the realistic-size benchmark models (common/transducer_models.hpp), with and without the order-6
+// token LM (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of each beam's RTFx to greedy's at
+// the same batch and device.
 //
 // The beam decoders run on the CPU only so far; the CPU grid is small (a beam step evaluates the joint for B·K
 // hypotheses over V = 1025 outputs).
@@ -16,6 +16,7 @@ struct Case {
   std::string kind;   // rnnt | tdt
   std::int32_t beam;  // 0: greedy label looping
   bool lm = false;
+  TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
 };
 
 void run(benchmark::State& state, Case c) {
@@ -42,6 +43,7 @@ void run(benchmark::State& state, Case c) {
     for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_async(enc, lens));
   } else {
     TransducerBeamConfig config;
+    config.algorithm = c.algorithm;
     config.beam = c.beam;
     config.lm = lm;
     config.lm_weight = 0.3f;
@@ -55,7 +57,8 @@ void run(benchmark::State& state, Case c) {
 }
 
 std::string name_of(const Case& c) {
-  const std::string algo = c.beam == 0 ? "greedy-label-looping" : "alsd++-beam" + std::to_string(c.beam);
+  const std::string algo =
+      c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
   return "transducer_beam/cpu/" + c.kind + "/" + algo + (c.lm ? "/lm" : "");
 }
 
@@ -63,8 +66,12 @@ void register_all() {
   const std::vector<std::vector<std::int64_t>> shapes = {{1, 100}, {8, 100}};
   for (const std::string kind : {"rnnt", "tdt"}) {
     for (bool lm : {false, true}) {
-      for (std::int32_t beam : {0, 1, 2, 4, 8}) {
-        const Case c{kind, beam, lm};
+      std::vector<Case> cases;
+      for (std::int32_t beam : {0, 1, 2, 4, 8}) cases.push_back(Case{kind, beam, lm});
+      if (kind == "rnnt") {
+        for (std::int32_t beam : {1, 4}) cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::aes});
+      }
+      for (const Case& c : cases) {
         auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
         b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
         for (const auto& shape : shapes) b->Args(shape);

@@ -17,13 +17,15 @@ class TransducerBeamBackend {
   virtual std::vector<std::vector<Hypothesis>> decode(const GreedyProblem& problem) = 0;
 };
 
-/** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++). */
+/** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++) or 1e-6 (AES++). */
 BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);
 
-/** Throws InvalidArgument when the LM or tree of `config` does not fit `model`. */
-void check_beam_fusion(const TransducerModel& model, const TransducerBeamConfig& config);
+/** Throws InvalidArgument when the algorithm, LM or tree of `config` does not fit `model`. */
+void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config);
 
 std::unique_ptr<TransducerBeamBackend> make_alsd_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
                                                      BatchLimits limits);
+std::unique_ptr<TransducerBeamBackend> make_aes_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
+                                                    BatchLimits limits);
 
 }  // namespace asrdec::detail

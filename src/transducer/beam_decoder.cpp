@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/detail/aes_step.hpp"
 #include "lm/fusion_checks.hpp"
 #include "transducer/beam_backend.hpp"
 
@@ -12,6 +13,8 @@ const char* to_string(TransducerBeamAlgorithm algorithm) noexcept {
   switch (algorithm) {
     case TransducerBeamAlgorithm::alsd:
       return "alsd++";
+    case TransducerBeamAlgorithm::aes:
+      return "aes++";
   }
   return "unknown";
 }
@@ -24,7 +27,8 @@ const char* to_string(BlankLmScoring scoring) noexcept {
 
 TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name) {
   if (name == "alsd++" || name == "alsd" || name == "malsd") return TransducerBeamAlgorithm::alsd;
-  throw InvalidArgument(detail::concat("unknown beam-search algorithm '", name, "': expected alsd++"));
+  if (name == "aes++" || name == "aes" || name == "maes") return TransducerBeamAlgorithm::aes;
+  throw InvalidArgument(detail::concat("unknown beam-search algorithm '", name, "': expected alsd++ or aes++"));
 }
 
 FusionPruning parse_fusion_pruning(std::string_view name) {
@@ -46,6 +50,13 @@ void TransducerBeamConfig::validate() const {
                    "], got ", beam);
   ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerBeamConfig.max_symbols_per_frame must be at least 1, got ",
                    max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(aes_num_steps >= 1 && aes_num_steps <= 64,
+                   "TransducerBeamConfig.aes_num_steps must be in [1, 64], got ", aes_num_steps);
+  ASRDEC_CHECK_ARG(aes_expansion_beta >= 0 && aes_expansion_beta <= detail::kMaxAesExpansionBeta,
+                   "TransducerBeamConfig.aes_expansion_beta must be in [0, ", detail::kMaxAesExpansionBeta, "], got ",
+                   aes_expansion_beta);
+  ASRDEC_CHECK_ARG(aes_expansion_gamma > 0.0f, "TransducerBeamConfig.aes_expansion_gamma must be positive, got ",
+                   aes_expansion_gamma);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
 }
@@ -54,7 +65,11 @@ std::string TransducerBeamConfig::to_string() const {
   const bool fused = lm != nullptr || boost != nullptr;
   return detail::concat(
       "TransducerBeamConfig{algorithm=", asrdec::to_string(algorithm), ", beam=", beam,
-      ", max_symbols_per_frame=", max_symbols_per_frame, ", length_normalized=", length_normalized ? "true" : "false",
+      algorithm == TransducerBeamAlgorithm::aes
+          ? detail::concat(", aes_num_steps=", aes_num_steps, ", aes_expansion_beta=", aes_expansion_beta,
+                           ", aes_expansion_gamma=", aes_expansion_gamma)
+          : detail::concat(", max_symbols_per_frame=", max_symbols_per_frame),
+      ", length_normalized=", length_normalized ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       fused ? detail::concat(", pruning=", asrdec::to_string(pruning),
@@ -72,12 +87,15 @@ BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config) {
   rule.blank_full = config.blank_scoring == BlankLmScoring::lm_weighted_full;
   rule.lambda =
       (config.lm != nullptr ? config.lm_weight : 0.0f) + (config.boost != nullptr ? config.boost_weight : 0.0f);
-  rule.blank_clamp = 1e-2f;  // NeMo's ALSD++ value (chosen for bf16 log-probabilities)
+  // NeMo's values: ALSD++ clamps harder (chosen for bf16 log-probabilities).
+  rule.blank_clamp = config.algorithm == TransducerBeamAlgorithm::aes ? 1e-6f : 1e-2f;
   return rule;
 }
 
-/** The checks decoders and the reference make on the fusion models of a beam config. */
-void check_beam_fusion(const TransducerModel& model, const TransducerBeamConfig& config) {
+/** The checks decoders and the reference make on a beam config against the model. */
+void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config) {
+  ASRDEC_CHECK_ARG(config.algorithm != TransducerBeamAlgorithm::aes || model.type() == TransducerType::rnnt,
+                   "AES++ beam search is for RNN-T models; use ALSD++ for a ", to_string(model.type()), " model");
   if (config.lm == nullptr && config.boost == nullptr) return;
   check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
   check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));
@@ -99,10 +117,11 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
     : impl_(std::make_unique<Impl>(Impl{model, config, nullptr})) {
   config.validate();
   limits.validate();
-  detail::check_beam_fusion(model, config);
+  detail::check_beam_model(model, config);
   ASRDEC_EXPECTS(model.device().is_cpu(), Unsupported,
                  "transducer beam search runs on the CPU only for now; the model is on ", model.device().to_string());
-  impl_->backend = detail::make_alsd_cpu(model, config, limits);
+  impl_->backend = config.algorithm == TransducerBeamAlgorithm::aes ? detail::make_aes_cpu(model, config, limits)
+                                                                    : detail::make_alsd_cpu(model, config, limits);
 }
 
 TransducerBeamDecoder::~TransducerBeamDecoder() = default;

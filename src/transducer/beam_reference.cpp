@@ -1,6 +1,7 @@
-// The oracle of transducer beam search: ALSD++ over one utterance at a time, with each hypothesis holding its
-// whole transcript and equal hypotheses found by comparing transcripts. It shares only the primitives (joint
-// evaluation, predictor step, one-token LM and boosting queries) with the decoders, not their step functions.
+// The oracles of transducer beam search: ALSD++ here (AES++ in aes_reference.cpp) over one utterance at a time,
+// with each hypothesis holding its whole transcript and equal hypotheses found by comparing transcripts. They share
+// only the primitives (joint evaluation, predictor step, one-token LM and boosting queries) with the decoders, not
+// their step functions.
 
 #include <algorithm>
 #include <cmath>
@@ -9,21 +10,14 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/beam_search_step.hpp"
 #include "transducer/beam_backend.hpp"
+#include "transducer/beam_reference_model.hpp"
 
 namespace asrdec {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using detail::RefHyp;
 
-struct RefHyp {
-  std::vector<std::int32_t> tokens, timestamps, durations;
-  float score = 0.0f;
-  float lm_total = 0.0f, boost_total = 0.0f;
-  std::int32_t frame = 0;     // the frame the hypothesis is on
-  std::int32_t on_frame = 0;  // tokens emitted on that frame
-  std::vector<float> state, dec;
-  std::int32_t lm_state = 0, boost_state = 0;
-};
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 struct Extension {
   std::size_t parent;  // index in the beam
@@ -33,32 +27,15 @@ struct Extension {
   float score;         // total
 };
 
-// log-softmax of x[0..n) as the decoders compute it, so that exact ties (common in small random models) stay ties.
-std::vector<float> log_softmax(const float* x, std::size_t n) {
-  std::vector<float> out(x, x + n);
-  detail::log_softmax_in_place(out.data(), static_cast<std::int32_t>(n));
-  return out;
-}
-
-class Reference {
+class AlsdReference {
  public:
-  Reference(const TransducerModel& model, const TransducerBeamConfig& config)
-      : model_(model),
-        config_(config),
-        joint_(model.joint().impl(), model.vocab_size() + 1, model.durations(), model.blank_id()),
-        session_(model.predictor().start_session(1)) {}
+  AlsdReference(const TransducerModel& model, const TransducerBeamConfig& config, detail::ReferenceBeamModel& scorer)
+      : model_(model), config_(config), scorer_(scorer) {}
 
   std::vector<Hypothesis> decode(const detail::GreedyProblem& p, std::int64_t b) {
     const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
     const std::int32_t K = config_.beam;
-    RefHyp start;
-    start.state.resize(static_cast<std::size_t>(model_.predictor().state_size()));
-    start.dec.resize(static_cast<std::size_t>(model_.joint_hidden()));
-    session_->initial_state(start.state.data(), 1, nullptr);
-    predict(start, model_.blank_id());
-    start.lm_state = NgramLm::bos_state();
-    start.boost_state = config_.boost != nullptr ? config_.boost->root_for(b, p.batch) : 0;
-    std::vector<RefHyp> beam{start};
+    std::vector<RefHyp> beam{scorer_.start(b, p.batch)};
 
     const auto unfinished = [&](const RefHyp& h) { return h.frame < length; };
     while (std::any_of(beam.begin(), beam.end(), unfinished)) {
@@ -88,24 +65,7 @@ class Reference {
       beam = merge(std::move(next));
     }
 
-    // Rank the final beam.
-    const auto key = [&](const RefHyp& h) {
-      return config_.length_normalized ? h.score / static_cast<float>(h.tokens.size() + 1) : h.score;
-    };
-    std::stable_sort(beam.begin(), beam.end(), [&](const RefHyp& x, const RefHyp& y) { return key(x) > key(y); });
-    std::vector<Hypothesis> out;
-    for (const RefHyp& h : beam) {
-      Hypothesis hyp;
-      hyp.tokens = h.tokens;
-      hyp.timestamps = h.timestamps;
-      hyp.durations = h.durations;
-      hyp.score = h.score;
-      hyp.lm_score = h.lm_total;
-      hyp.boost_score = h.boost_total;
-      hyp.am_score = h.score - h.lm_total - h.boost_total;
-      out.push_back(std::move(hyp));
-    }
-    return out;
+    return scorer_.ranked(std::move(beam));
   }
 
  private:
@@ -116,30 +76,6 @@ class Reference {
   };
 
   bool fused() const { return config_.lm != nullptr || config_.boost != nullptr; }
-
-  float lambda() const {
-    return (config_.lm != nullptr ? config_.lm_weight : 0.0f) +
-           (config_.boost != nullptr ? config_.boost_weight : 0.0f);
-  }
-
-  // α·ln p_LM + β·boost of token v after hypothesis h.
-  float bonus(const RefHyp& h, std::int32_t v) const {
-    const float lm = config_.lm != nullptr ? config_.lm_weight * config_.lm->score(h.lm_state, v).first : 0.0f;
-    const float boost =
-        config_.boost != nullptr ? config_.boost_weight * config_.boost->score(h.boost_state, v).first : 0.0f;
-    return lm + boost;
-  }
-
-  // The fused score of label v (equations 2 and 3 of the beam-search paper).
-  float label_score(const RefHyp& h, const std::vector<float>& logp, std::int32_t v) const {
-    const std::int32_t blank = model_.blank_id();
-    const bool full = config_.blank_scoring == BlankLmScoring::lm_weighted_full;
-    if (!fused()) return logp[static_cast<std::size_t>(v)];
-    const float lp_blank = logp[static_cast<std::size_t>(blank)];
-    if (v == blank) return full ? (1.0f + lambda()) * lp_blank : lp_blank;
-    const float offset = full ? lambda() * std::log(1.0f - std::min(std::exp(lp_blank), 1.0f - 1e-2f)) : 0.0f;
-    return logp[static_cast<std::size_t>(v)] + offset + bonus(h, v);
-  }
 
   std::int32_t jump_of(std::int32_t label, std::size_t d) const {
     const std::int32_t jump = model_.durations()[d];
@@ -152,12 +88,7 @@ class Reference {
     const std::int32_t blank = model_.blank_id();
     const std::size_t D = model_.durations().size();
     const auto K = static_cast<std::size_t>(config_.beam);
-    std::vector<float> logits(static_cast<std::size_t>(model_.joint().output_size()));
-    const detail::JointRow row{b, h.frame};
-    const float* dec = h.dec.data();
-    joint_.logits_rows(p.enc, &row, &dec, 1, config_.check_values, logits.data());
-    const std::vector<float> logp = log_softmax(logits.data(), static_cast<std::size_t>(V1));
-    const std::vector<float> logp_dur = log_softmax(logits.data() + V1, D);
+    const auto [logp, logp_dur] = scorer_.log_probs(p, b, h.frame, h);
 
     const auto by_score = [](const std::vector<Proposal>& all, std::size_t keep) {
       std::vector<Proposal> sorted = all;  // in id order, so a stable sort breaks ties by id
@@ -169,7 +100,7 @@ class Reference {
 
     if (h.on_frame >= config_.max_symbols_per_frame) {
       // Forced blank to the next frame; TDT adds the best duration's log-probability.
-      float score = label_score(h, logp, blank);
+      float score = scorer_.label_score(h, logp, blank);
       if (D > 0) score += *std::max_element(logp_dur.begin(), logp_dur.end());
       return {Proposal{blank, 1, score}};
     }
@@ -184,7 +115,7 @@ class Reference {
     }
     std::vector<Proposal> all;
     for (const std::int32_t v : labels) {
-      const float score = label_score(h, logp, v);
+      const float score = scorer_.label_score(h, logp, v);
       if (D == 0) {
         all.push_back(Proposal{v, 0, score});
       } else {
@@ -194,11 +125,6 @@ class Reference {
     // Early pruning without durations keeps the acoustic order (the fused scores re-rank only in the global pool).
     if (fused() && config_.pruning == FusionPruning::early && D == 0) return all;
     return by_score(all, K);
-  }
-
-  void predict(RefHyp& h, std::int32_t label) {
-    const std::int32_t one = 1;
-    session_->step(&label, &one, h.state.data(), h.dec.data(), 1, nullptr);
   }
 
   RefHyp extend(const RefHyp& parent, const Extension& e) {
@@ -212,17 +138,7 @@ class Reference {
       h.tokens.push_back(e.label);
       h.timestamps.push_back(parent.frame + jump);
       if (tdt) h.durations.push_back(e.jump);
-      if (config_.lm != nullptr) {
-        const auto [score, next] = config_.lm->score(h.lm_state, e.label);
-        h.lm_total += config_.lm_weight * score;
-        h.lm_state = next;
-      }
-      if (config_.boost != nullptr) {
-        const auto [score, next] = config_.boost->score(h.boost_state, e.label);
-        h.boost_total += config_.boost_weight * score;
-        h.boost_state = next;
-      }
-      predict(h, e.label);
+      scorer_.emit(h, e.label);
     }
     h.frame = parent.frame + jump;
     h.on_frame = jump > 0 ? 0 : parent.on_frame + (e.label != blank ? 1 : 0);
@@ -260,8 +176,7 @@ class Reference {
 
   const TransducerModel& model_;
   const TransducerBeamConfig& config_;
-  detail::JointCpu joint_;
-  std::unique_ptr<PredictorSession> session_;
+  detail::ReferenceBeamModel& scorer_;
 };
 
 }  // namespace
@@ -275,11 +190,15 @@ std::vector<std::vector<Hypothesis>> transducer_beam_reference(const TransducerM
   ASRDEC_CHECK_ARG(config.lm == nullptr || config.lm->device().is_cpu(), "the reference decoder needs a CPU LM");
   ASRDEC_CHECK_ARG(config.boost == nullptr || config.boost->device().is_cpu(),
                    "the reference decoder needs a CPU boosting tree");
-  detail::check_beam_fusion(model, config);
+  detail::check_beam_model(model, config);
   const detail::GreedyProblem p = detail::make_greedy_problem(model, enc_proj, lengths, nullptr);
-  Reference reference(model, config);
+  detail::ReferenceBeamModel scorer(model, config, detail::beam_fusion_rule(config).blank_clamp);
+  AlsdReference alsd(model, config, scorer);
   std::vector<std::vector<Hypothesis>> out;
-  for (std::int64_t b = 0; b < p.batch; ++b) out.push_back(reference.decode(p, b));
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    out.push_back(config.algorithm == TransducerBeamAlgorithm::aes ? detail::aes_reference(scorer, config, p, b)
+                                                                   : alsd.decode(p, b));
+  }
   return out;
 }
 

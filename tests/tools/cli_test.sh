@@ -169,6 +169,15 @@ for line in lines:
     assert keys == sorted(keys, reverse=True), keys
     assert all(len(h["durations"]) == len(h["tokens"]) for h in nbest), line
 PY
+# AES++ with the LM also beats greedy on the RNN-T sample; a TDT model is refused with a message.
+"$asrdec" decode rnnt "${rnnt[@]}" --algo aes++ --aes-steps 3 --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" \
+  --lm-weight 0.5 2>"$work/aes.txt" >/dev/null || { cat "$work/aes.txt"; fail "aes++"; }
+python3 -c "import sys; sys.exit(0 if float('$(wer "$work/aes.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+  || fail "AES++ with the LM did not lower the RNN-T WER ($(wer "$work/plain.txt") -> $(wer "$work/aes.txt"))"
+if "$asrdec" decode tdt --model "$data/tdt/model.safetensors" --enc "$data/tdt/enc_proj.npy" --device cpu \
+  --algo aes++ >/dev/null 2>"$work/err12.txt"; then
+  fail "aes++ accepted for TDT"
+fi
 if "$asrdec" decode rnnt "${rnnt[@]}" --algo alsd++ --chunk 8 >/dev/null 2>"$work/err11.txt"; then
   fail "beam search with --chunk accepted"
 fi

@@ -10,30 +10,13 @@
 #include "asrdec/asrdec.hpp"
 #include "lm/random_fusion.hpp"
 #include "support/test_support.hpp"
-#include "transducer/random_transducer.hpp"
+#include "transducer/beam_test_support.hpp"
 
 namespace asrdec {
 namespace {
 
-// The N-best lists of every utterance agree: same hypotheses in the same order, scores within 1e-4.
-void expect_same_beams(const std::vector<std::vector<Hypothesis>>& got,
-                       const std::vector<std::vector<Hypothesis>>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t b = 0; b < want.size(); ++b) {
-    testing::expect_same_hypotheses(got[b], want[b], 1e-4, what + ", utterance " + std::to_string(b));
-    for (std::size_t i = 0; i < std::min(got[b].size(), want[b].size()); ++i) {
-      EXPECT_NEAR(got[b][i].lm_score, want[b][i].lm_score, 1e-4 * (1.0 + std::fabs(want[b][i].lm_score))) << what;
-      EXPECT_NEAR(got[b][i].boost_score, want[b][i].boost_score, 1e-4 * (1.0 + std::fabs(want[b][i].boost_score)))
-          << what;
-    }
-  }
-}
-
-testing::RandomTransducerSpec beam_spec(std::mt19937_64& rng) {
-  testing::RandomTransducerSpec spec = testing::random_spec(rng);
-  spec.quantised = false;  // the oracle comparison needs scores that do not tie
-  return spec;
-}
+using testing::beam_spec;
+using testing::expect_same_beams;
 
 TEST(TransducerBeam, AlsdEqualsTheOracle) {
   const std::uint64_t seed = testing::test_seed();

@@ -26,9 +26,12 @@ struct TransducerOptions {
   std::string blank_scoring = "full";
   std::int32_t nbest = 0;
   bool no_length_norm = false;
+  std::int32_t aes_steps = 2;
+  std::int32_t aes_beta = 2;
+  double aes_gamma = 2.3;
 };
 
-bool is_beam_algorithm(const std::string& name) { return name == "alsd++"; }
+bool is_beam_algorithm(const std::string& name) { return name == "alsd++" || name == "aes++"; }
 
 void run_beam(const TransducerOptions& options) {
   const Device device = choose_device(options.common.device);
@@ -48,6 +51,9 @@ void run_beam(const TransducerOptions& options) {
   config.algorithm = parse_beam_algorithm(options.algorithm);
   config.beam = options.beam;
   config.max_symbols_per_frame = options.max_symbols;
+  config.aes_num_steps = options.aes_steps;
+  config.aes_expansion_beta = options.aes_beta;
+  config.aes_expansion_gamma = static_cast<float>(options.aes_gamma);
   config.length_normalized = !options.no_length_norm;
   config.pruning = parse_fusion_pruning(options.pruning);
   config.blank_scoring = parse_blank_lm_scoring(options.blank_scoring);
@@ -189,16 +195,17 @@ void add_command(CLI::App& decode, TransducerType type) {
   command
       ->add_option("--algo", options->algorithm,
                    tdt ? "frame-looping, label-looping (greedy) or alsd++ (beam search)"
-                       : "frame-looping, label-looping, wind (greedy) or alsd++ (beam search)")
-      ->check(CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping", "alsd++"}
-                                : std::vector<std::string>{"frame-looping", "label-looping", "wind", "alsd++"}))
+                       : "frame-looping, label-looping, wind (greedy), alsd++ or aes++ (beam search)")
+      ->check(
+          CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping", "alsd++"}
+                            : std::vector<std::string>{"frame-looping", "label-looping", "wind", "alsd++", "aes++"}))
       ->capture_default_str();
   if (!tdt) {
     command->add_option("--window", options->window, "WIND window (frames per joint evaluation)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
   }
-  command->add_option("--max-symbols", options->max_symbols, "Labels per frame before moving on")
+  command->add_option("--max-symbols", options->max_symbols, "Greedy and ALSD++: labels per frame before moving on")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--chunk", options->chunk, "Decode in chunks of N frames with a carried stream state (0: whole)")
@@ -220,6 +227,18 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->capture_default_str();
   command->add_flag("--no-length-norm", options->no_length_norm,
                     "Beam search: rank by score, not score / (tokens + 1)");
+  if (!tdt) {
+    command->add_option("--aes-steps", options->aes_steps, "AES++: expansion steps (labels) per frame (1-64)")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    command->add_option("--aes-beta", options->aes_beta, "AES++: each hypothesis proposes beam + beta labels (0-16)")
+        ->check(CLI::Range(0, 16))
+        ->capture_default_str();
+    command
+        ->add_option("--aes-gamma", options->aes_gamma, "AES++: drop proposals this far below their hypothesis's best")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  }
   add_common_decode_options(*command, options->common);
   command->callback([options] { run(*options); });
 }

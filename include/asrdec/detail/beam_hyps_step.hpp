@@ -74,7 +74,9 @@ ASRDEC_HD_INLINE bool beam_emits(const BeamHypsRef& h, std::int32_t label, std::
 }
 
 /** Phase 1 of adding a step's results: slot k of utterance b becomes `parent`'s hypothesis extended by `label`
- *  with total score `score` (TDT: and `duration`). Writes the new entry and stages the slot's state. */
+ *  with total score `score` (TDT: and `duration`). Writes the new entry and stages the slot's state. Every slot of
+ *  an utterance must take part in every step it takes (-1 for "no change"): entry i of a slot points at entry i-1
+ *  of its parent's row, so rows that fell behind would overwrite entries other slots still point at. */
 ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t parent,
                                         std::int32_t label, float score, std::int32_t duration) {
   const std::int64_t s = beam_slot(h, b, k);

@@ -61,7 +61,8 @@
 
 namespace asrdec {
 
-enum class TransducerBeamAlgorithm { alsd };
+/** ALSD++ (alignment-length synchronous, RNN-T and TDT) or AES++ (frame-synchronous adaptive expansion, RNN-T). */
+enum class TransducerBeamAlgorithm { alsd, aes };
 
 /** When the fusion scores enter the top-K choice of each hypothesis. */
 enum class FusionPruning { early, late };
@@ -71,7 +72,7 @@ enum class BlankLmScoring { none, lm_weighted_full };
 const char* to_string(TransducerBeamAlgorithm algorithm) noexcept;
 const char* to_string(FusionPruning pruning) noexcept;
 const char* to_string(BlankLmScoring scoring) noexcept;
-/** "alsd++" (also "alsd", "malsd"); throws InvalidArgument otherwise. */
+/** "alsd++" (also "alsd", "malsd") or "aes++" (also "aes", "maes"); throws InvalidArgument otherwise. */
 TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name);
 /** "early" or "late"; throws InvalidArgument otherwise. */
 FusionPruning parse_fusion_pruning(std::string_view name);
@@ -82,8 +83,14 @@ struct TransducerBeamConfig {
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   /** K, hypotheses kept per utterance, 1 … 64. Beam 1 is greedy decoding (the same tokens). */
   std::int32_t beam = 4;
-  /** Tokens a hypothesis may emit on one frame before its only extension is blank. */
+  /** ALSD++: tokens a hypothesis may emit on one frame before its only extension is blank. */
   std::int32_t max_symbols_per_frame = 10;
+  /** AES++: expansion steps per frame (tokens a hypothesis may emit on one frame), 1 … 64. */
+  std::int32_t aes_num_steps = 2;
+  /** AES++: each hypothesis proposes its K + beta best labels, 0 … 16. */
+  std::int32_t aes_expansion_beta = 2;
+  /** AES++: a proposal survives only if it scores above its hypothesis's best proposal minus gamma (> 0). */
+  float aes_expansion_gamma = 2.3f;
   /** Rank the final beam by score / (tokens + 1) instead of the score. */
   bool length_normalized = true;
   /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. */
@@ -100,7 +107,8 @@ struct TransducerBeamConfig {
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
 
-  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, or non-finite weights. */
+  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, AES++ parameters out of range, or
+   *  non-finite weights. */
   void validate() const;
   std::string to_string() const;
 };

@@ -1,0 +1,223 @@
+// The CPU executor of AES++ (beam_decoder.hpp): frame by frame, the batch's B·K hypothesis slots run prefix search
+// and then up to num_steps expansion steps through the shared step functions (detail/aes_step.hpp,
+// detail/beam_hyps_step.hpp). Joint evaluations and LM queries are made only for hypotheses that still expand on
+// the frame; utterances with nothing left to expand skip the step.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/aes_step.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "transducer/beam_backend.hpp"
+#include "transducer/beam_slot_states.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+class AesCpu final : public TransducerBeamBackend {
+ public:
+  AesCpu(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
+      : model_(model),
+        config_(config),
+        rule_(beam_fusion_rule(config)),
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()),
+        states_(model_, config_) {
+    reserve(limits.max_batch);
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const GreedyProblem& p) override {
+    const std::int64_t B = p.batch;
+    const std::int32_t K = config_.beam;
+    const std::int32_t C = K + config_.aes_expansion_beta;  // proposals per hypothesis
+    reserve(B);
+    const std::int32_t blank = model_.blank_id();
+    const std::int64_t capacity =
+        std::max<std::int64_t>(1, p.frames * (static_cast<std::int64_t>(config_.aes_num_steps) + 1));
+    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", p.frames,
+                     ") for AES++ with aes_num_steps ", config_.aes_num_steps);
+    hyps_.reserve(B, K, static_cast<std::int32_t>(capacity), BeamKind::rnnt, blank, Device::cpu());
+    const BeamHypsRef h = hyps_.ref();
+    const std::int64_t V1 = model_.vocab_size() + 1;
+
+    states_.start(B, K);
+    for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
+    const auto row_of = [&](std::int64_t s) {
+      return AlsdRow{logp_.data() + s * V1, nullptr, blank, static_cast<std::int32_t>(V1), nullptr, 0,
+                     &states_.fusion(),     s};
+    };
+
+    for (std::int32_t t = 0; t < p.frames; ++t) {
+      bool any_active = false;
+      for (std::int64_t b = 0; b < B; ++b) {
+        active_[b] = t < p.lengths[static_cast<std::size_t>(b)] ? 1 : 0;
+        any_active = any_active || active_[b];
+        for (std::int32_t k = 0; k < K; ++k) {
+          const std::int64_t s = beam_slot(h, b, k);
+          expanding_[s] = active_[b] && h.scores[s] != kNegInf ? 1 : 0;
+        }
+      }
+      if (!any_active) break;
+      evaluate(p, t, B * K, /*query=*/true);
+
+      // Prefix search: every hypothesis gains the paths through its one-token-shorter prefix on this frame.
+      for (std::int64_t b = 0; b < B; ++b) {
+        if (!active_[b]) continue;
+        const auto token_score = [&](std::int32_t j, std::int32_t label) {
+          const AlsdRow row = row_of(beam_slot(h, b, j));
+          return alsd_label_score(rule_, row, label, beam_token_offset(rule_, row.logp[blank]));
+        };
+        for (std::int32_t k = 0; k < K; ++k) aes_stage_prefix_search(h, b, k, token_score);
+        for (std::int32_t k = 0; k < K; ++k) aes_commit_prefix_search(h, b, k);
+      }
+
+      for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {
+        for (std::int64_t b = 0; b < B; ++b) {
+          if (!active_[b] || !any_expanding(h, b)) {
+            for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
+            continue;
+          }
+          expand(h, b, K, C);
+        }
+        states_.advance(B * K);
+        if (!evaluate(p, t, B * K, /*query=*/step + 1 < config_.aes_num_steps)) break;
+      }
+
+      // Hypotheses still expanding after num_steps leave the frame with a blank; the others add a no-op entry, as
+      // the slots of an utterance write their back-pointer entries in lockstep.
+      for (std::int64_t b = 0; b < B; ++b) {
+        if (!active_[b] || !any_expanding(h, b)) continue;
+        for (std::int32_t k = 0; k < K; ++k) {
+          const std::int64_t s = beam_slot(h, b, k);
+          const bool leaves = expanding_[s] != 0;
+          const float score = leaves ? h.scores[s] + beam_blank_score(rule_, logp_[s * V1 + blank]) : h.scores[s];
+          beam_stage_result(h, b, k, k, leaves ? blank : -1, score, 0);
+        }
+        for (std::int32_t k = 0; k < K; ++k) beam_commit_result(h, b, k);
+      }
+    }
+
+    std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
+    for (std::int64_t b = 0; b < B; ++b) {
+      ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
+      for (const std::int32_t k : beam_ranking(h, b, config_.length_normalized)) {
+        out[static_cast<std::size_t>(b)].push_back(states_.hypothesis(h, b, k));
+      }
+    }
+    return out;
+  }
+
+ private:
+  bool any_expanding(const BeamHypsRef& h, std::int64_t b) const {
+    for (std::int32_t k = 0; k < h.beam; ++k) {
+      if (expanding_[beam_slot(h, b, k)]) return true;
+    }
+    return false;
+  }
+
+  // Log-probabilities on frame t (and, with `query`, LM/boosting queries) of every expanding slot of [0, slots).
+  // Returns whether any slot is expanding.
+  bool evaluate(const GreedyProblem& p, std::int32_t t, std::int64_t slots, bool query) {
+    const std::int64_t V1 = model_.vocab_size() + 1;
+    rows_.clear();
+    row_slots_.clear();
+    row_decs_.clear();
+    for (std::int64_t s = 0; s < slots; ++s) {
+      if (!expanding_[s]) continue;
+      rows_.push_back(JointRow{s / config_.beam, t});
+      row_slots_.push_back(s);
+      row_decs_.push_back(states_.dec(s));
+    }
+    if (rows_.empty()) return false;
+    const auto count = static_cast<std::int64_t>(rows_.size());
+    logits_.resize(static_cast<std::size_t>(count * V1));
+    joint_.logits_rows(p.enc, rows_.data(), row_decs_.data(), count, config_.check_values, logits_.data());
+    for (std::int64_t r = 0; r < count; ++r) {
+      const std::int64_t s = row_slots_[static_cast<std::size_t>(r)];
+      float* logp = logp_.data() + s * V1;
+      std::copy_n(logits_.data() + r * V1, V1, logp);
+      log_softmax_in_place(logp, static_cast<std::int32_t>(V1));
+      if (query) states_.query(s);
+    }
+    return true;
+  }
+
+  // One expansion step of utterance b: proposals, duplicates dropped, the K best kept, states taken over.
+  void expand(const BeamHypsRef& h, std::int64_t b, std::int32_t K, std::int32_t C) {
+    const std::int64_t V1 = model_.vocab_size() + 1;
+    const std::int32_t blank = model_.blank_id();
+    float best[kMaxBeam];
+    std::int32_t ids[kMaxBeam];
+    std::int32_t kept = 0;
+    for (std::int32_t k = 0; k < K; ++k) {
+      const std::int64_t s = beam_slot(h, b, k);
+      AesProposals& proposals = proposals_[static_cast<std::size_t>(s)];
+      proposals.count = 0;
+      if (h.scores[s] == kNegInf) continue;
+      if (!expanding_[s]) {
+        aes_keep(proposals);
+      } else {
+        const AlsdRow row{logp_.data() + s * V1, nullptr, blank, static_cast<std::int32_t>(V1), nullptr, 0,
+                          &states_.fusion(),     s};
+        aes_propose(rule_, row, h.scores[s], C, config_.aes_expansion_gamma, proposals);
+        for (std::int32_t j = 0; j < proposals.count; ++j) {
+          const std::int32_t label = proposals.label[j];
+          if (label != blank && proposals.score[j] != kNegInf && aes_already_in_beam(h, b, k, label))
+            proposals.score[j] = kNegInf;
+        }
+      }
+      for (std::int32_t j = 0; j < proposals.count; ++j)
+        topk_insert(best, ids, K, kept, h.scores[s] + proposals.score[j], k * C + j);
+    }
+    std::int32_t parents[kMaxBeam], labels[kMaxBeam];
+    for (std::int32_t i = 0; i < K; ++i) {
+      const bool live = i < kept && best[i] != kNegInf;
+      parents[i] = live ? ids[i] / C : 0;
+      labels[i] = live ? proposals_[static_cast<std::size_t>(beam_slot(h, b, parents[i]))].label[ids[i] % C] : -1;
+      beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : kNegInf, 0);
+    }
+    for (std::int32_t i = 0; i < K; ++i) {
+      beam_commit_result(h, b, i);
+      const std::int64_t s = beam_slot(h, b, i);
+      states_.take(s, beam_slot(h, b, parents[i]), labels[i]);
+      // A hypothesis goes on expanding after a token (its own label: NeMo's mask ignores the reorder).
+      expanding_[s] = labels[i] >= 0 && labels[i] != blank ? 1 : 0;
+    }
+  }
+
+  void reserve(std::int64_t batch) {
+    const std::int64_t slots = std::max<std::int64_t>(batch, 1) * config_.beam;
+    states_.reserve(slots);
+    if (static_cast<std::size_t>(slots) <= proposals_.size()) return;
+    active_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)));
+    expanding_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(slots));
+    logp_ = HostBuffer<float>(static_cast<std::size_t>(slots * (model_.vocab_size() + 1)));
+    proposals_.resize(static_cast<std::size_t>(slots));
+  }
+
+  TransducerModel model_;
+  TransducerBeamConfig config_;
+  BeamFusionRule rule_;
+  JointCpu joint_;
+  BeamSlotStates states_;
+  BatchedBeamHyps<MemoryKind::host> hyps_;
+  HostBuffer<std::int32_t> active_, expanding_;
+  HostBuffer<float> logp_;  // [slots, V+1] log-softmax of each slot on the current frame
+  std::vector<AesProposals> proposals_;
+  std::vector<JointRow> rows_;
+  std::vector<std::int64_t> row_slots_;
+  std::vector<const float*> row_decs_;
+  std::vector<float> logits_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransducerBeamBackend> make_aes_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
+                                                    BatchLimits limits) {
+  return std::make_unique<AesCpu>(model, config, limits);
+}
+
+}  // namespace asrdec::detail
