@@ -1,7 +1,7 @@
-// Transducer beam search (ALSD++; AES++ for RNN-T), decoder only, beside greedy label looping (the baseline) in the
-// same process, on the realistic-size benchmark models (common/transducer_models.hpp), with and without the order-6
-// token LM (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of each beam's RTFx to greedy's at
-// the same batch and device.
+// Transducer beam search (ALSD++; AES++ and WIND beam with window 8 for RNN-T), decoder only, beside greedy label
+// looping (the baseline) in the same process, on the realistic-size benchmark models (common/transducer_models.hpp),
+// with and without the order-6 token LM (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of
+// each beam's RTFx to greedy's at the same batch and device.
 //
 // The beam decoders run on the CPU only so far; the CPU grid is small (a beam step evaluates the joint for B·K
 // hypotheses over V = 1025 outputs).
@@ -70,6 +70,7 @@ void register_all() {
       for (std::int32_t beam : {0, 1, 2, 4, 8}) cases.push_back(Case{kind, beam, lm});
       if (kind == "rnnt") {
         for (std::int32_t beam : {1, 4}) cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::aes});
+        for (std::int32_t beam : {1, 4}) cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::wind});
       }
       for (const Case& c : cases) {
         auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);

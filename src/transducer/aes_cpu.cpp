@@ -70,8 +70,8 @@ class AesCpu final : public TransducerBeamBackend {
           const AlsdRow row = row_of(beam_slot(h, b, j));
           return alsd_label_score(rule_, row, label, beam_token_offset(rule_, row.logp[blank]));
         };
-        for (std::int32_t k = 0; k < K; ++k) aes_stage_prefix_search(h, b, k, token_score);
-        for (std::int32_t k = 0; k < K; ++k) aes_commit_prefix_search(h, b, k);
+        for (std::int32_t k = 0; k < K; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
+        for (std::int32_t k = 0; k < K; ++k) beam_commit_prefix_search(h, b, k);
       }
 
       for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {

@@ -25,6 +25,8 @@ void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& 
 
 std::unique_ptr<TransducerBeamBackend> make_alsd_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
                                                      BatchLimits limits);
+std::unique_ptr<TransducerBeamBackend> make_wind_beam_cpu(const TransducerModel& model,
+                                                          const TransducerBeamConfig& config, BatchLimits limits);
 std::unique_ptr<TransducerBeamBackend> make_aes_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
                                                     BatchLimits limits);
 

@@ -15,6 +15,8 @@ const char* to_string(TransducerBeamAlgorithm algorithm) noexcept {
       return "alsd++";
     case TransducerBeamAlgorithm::aes:
       return "aes++";
+    case TransducerBeamAlgorithm::wind:
+      return "wind-beam";
   }
   return "unknown";
 }
@@ -28,7 +30,9 @@ const char* to_string(BlankLmScoring scoring) noexcept {
 TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name) {
   if (name == "alsd++" || name == "alsd" || name == "malsd") return TransducerBeamAlgorithm::alsd;
   if (name == "aes++" || name == "aes" || name == "maes") return TransducerBeamAlgorithm::aes;
-  throw InvalidArgument(detail::concat("unknown beam-search algorithm '", name, "': expected alsd++ or aes++"));
+  if (name == "wind-beam" || name == "wind") return TransducerBeamAlgorithm::wind;
+  throw InvalidArgument(
+      detail::concat("unknown beam-search algorithm '", name, "': expected alsd++, aes++ or wind-beam"));
 }
 
 FusionPruning parse_fusion_pruning(std::string_view name) {
@@ -57,6 +61,8 @@ void TransducerBeamConfig::validate() const {
                    aes_expansion_beta);
   ASRDEC_CHECK_ARG(aes_expansion_gamma > 0.0f, "TransducerBeamConfig.aes_expansion_gamma must be positive, got ",
                    aes_expansion_gamma);
+  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= 64, "TransducerBeamConfig.wind_window must be in [1, 64], got ",
+                   wind_window);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
 }
@@ -69,6 +75,7 @@ std::string TransducerBeamConfig::to_string() const {
           ? detail::concat(", aes_num_steps=", aes_num_steps, ", aes_expansion_beta=", aes_expansion_beta,
                            ", aes_expansion_gamma=", aes_expansion_gamma)
           : detail::concat(", max_symbols_per_frame=", max_symbols_per_frame),
+      algorithm == TransducerBeamAlgorithm::wind ? detail::concat(", wind_window=", wind_window) : "",
       ", length_normalized=", length_normalized ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
@@ -94,8 +101,9 @@ BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config) {
 
 /** The checks decoders and the reference make on a beam config against the model. */
 void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config) {
-  ASRDEC_CHECK_ARG(config.algorithm != TransducerBeamAlgorithm::aes || model.type() == TransducerType::rnnt,
-                   "AES++ beam search is for RNN-T models; use ALSD++ for a ", to_string(model.type()), " model");
+  ASRDEC_CHECK_ARG(config.algorithm == TransducerBeamAlgorithm::alsd || model.type() == TransducerType::rnnt,
+                   to_string(config.algorithm), " beam search is for RNN-T models; use alsd++ for a ",
+                   to_string(model.type()), " model");
   if (config.lm == nullptr && config.boost == nullptr) return;
   check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
   check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));
@@ -120,8 +128,17 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
   detail::check_beam_model(model, config);
   ASRDEC_EXPECTS(model.device().is_cpu(), Unsupported,
                  "transducer beam search runs on the CPU only for now; the model is on ", model.device().to_string());
-  impl_->backend = config.algorithm == TransducerBeamAlgorithm::aes ? detail::make_aes_cpu(model, config, limits)
-                                                                    : detail::make_alsd_cpu(model, config, limits);
+  switch (config.algorithm) {
+    case TransducerBeamAlgorithm::alsd:
+      impl_->backend = detail::make_alsd_cpu(model, config, limits);
+      break;
+    case TransducerBeamAlgorithm::aes:
+      impl_->backend = detail::make_aes_cpu(model, config, limits);
+      break;
+    case TransducerBeamAlgorithm::wind:
+      impl_->backend = detail::make_wind_beam_cpu(model, config, limits);
+      break;
+  }
 }
 
 TransducerBeamDecoder::~TransducerBeamDecoder() = default;

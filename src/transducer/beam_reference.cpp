@@ -1,4 +1,5 @@
-// The oracles of transducer beam search: ALSD++ here (AES++ in aes_reference.cpp) over one utterance at a time,
+// The oracles of transducer beam search: ALSD++ here (AES++ and WIND in aes_reference.cpp, wind_beam_reference.cpp)
+// over one utterance at a time,
 // with each hypothesis holding its whole transcript and equal hypotheses found by comparing transcripts. They share
 // only the primitives (joint evaluation, predictor step, one-token LM and boosting queries) with the decoders, not
 // their step functions.
@@ -196,8 +197,17 @@ std::vector<std::vector<Hypothesis>> transducer_beam_reference(const TransducerM
   AlsdReference alsd(model, config, scorer);
   std::vector<std::vector<Hypothesis>> out;
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    out.push_back(config.algorithm == TransducerBeamAlgorithm::aes ? detail::aes_reference(scorer, config, p, b)
-                                                                   : alsd.decode(p, b));
+    switch (config.algorithm) {
+      case TransducerBeamAlgorithm::alsd:
+        out.push_back(alsd.decode(p, b));
+        break;
+      case TransducerBeamAlgorithm::aes:
+        out.push_back(detail::aes_reference(scorer, config, p, b));
+        break;
+      case TransducerBeamAlgorithm::wind:
+        out.push_back(detail::wind_beam_reference(scorer, config, p, b));
+        break;
+    }
   }
   return out;
 }

@@ -53,6 +53,10 @@ class ReferenceBeamModel {
   std::unique_ptr<PredictorSession> session_;
 };
 
+/** The WIND beam-search oracle for utterance b. */
+std::vector<Hypothesis> wind_beam_reference(ReferenceBeamModel& scorer, const TransducerBeamConfig& config,
+                                            const GreedyProblem& p, std::int64_t b);
+
 /** The AES++ oracle for utterance b. */
 std::vector<Hypothesis> aes_reference(ReferenceBeamModel& scorer, const TransducerBeamConfig& config,
                                       const GreedyProblem& p, std::int64_t b);

@@ -169,11 +169,16 @@ for line in lines:
     assert keys == sorted(keys, reverse=True), keys
     assert all(len(h["durations"]) == len(h["tokens"]) for h in nbest), line
 PY
-# AES++ with the LM also beats greedy on the RNN-T sample; a TDT model is refused with a message.
+# AES++ with the LM also beats greedy on the RNN-T sample; TDT models are refused.
 "$asrdec" decode rnnt "${rnnt[@]}" --algo aes++ --aes-steps 3 --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" \
   --lm-weight 0.5 2>"$work/aes.txt" >/dev/null || { cat "$work/aes.txt"; fail "aes++"; }
 python3 -c "import sys; sys.exit(0 if float('$(wer "$work/aes.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
   || fail "AES++ with the LM did not lower the RNN-T WER ($(wer "$work/plain.txt") -> $(wer "$work/aes.txt"))"
+# So does WIND beam search.
+"$asrdec" decode rnnt "${rnnt[@]}" --algo wind-beam --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.5 \
+  2>"$work/windbeam.txt" >/dev/null || { cat "$work/windbeam.txt"; fail "wind-beam"; }
+python3 -c "import sys; sys.exit(0 if float('$(wer "$work/windbeam.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+  || fail "WIND beam with the LM did not lower the RNN-T WER ($(wer "$work/plain.txt") -> $(wer "$work/windbeam.txt"))"
 if "$asrdec" decode tdt --model "$data/tdt/model.safetensors" --enc "$data/tdt/enc_proj.npy" --device cpu \
   --algo aes++ >/dev/null 2>"$work/err12.txt"; then
   fail "aes++ accepted for TDT"

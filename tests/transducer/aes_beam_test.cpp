@@ -136,7 +136,7 @@ TEST(TransducerBeam, AesBadConfigIsRejected) {
   const TransducerModel tdt = testing::make_random_transducer(spec, rng).build(Device::cpu());
   TransducerBeamConfig config;
   config.algorithm = TransducerBeamAlgorithm::aes;
-  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument, "AES++ beam search is for RNN-T models");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument, "aes++ beam search is for RNN-T models");
   spec.tdt = false;
   const TransducerModel rnnt = testing::make_random_transducer(spec, rng).build(Device::cpu());
   config.aes_num_steps = 0;

@@ -31,7 +31,7 @@ struct TransducerOptions {
   double aes_gamma = 2.3;
 };
 
-bool is_beam_algorithm(const std::string& name) { return name == "alsd++" || name == "aes++"; }
+bool is_beam_algorithm(const std::string& name) { return name == "alsd++" || name == "aes++" || name == "wind-beam"; }
 
 void run_beam(const TransducerOptions& options) {
   const Device device = choose_device(options.common.device);
@@ -54,6 +54,7 @@ void run_beam(const TransducerOptions& options) {
   config.aes_num_steps = options.aes_steps;
   config.aes_expansion_beta = options.aes_beta;
   config.aes_expansion_gamma = static_cast<float>(options.aes_gamma);
+  config.wind_window = options.window;
   config.length_normalized = !options.no_length_norm;
   config.pruning = parse_fusion_pruning(options.pruning);
   config.blank_scoring = parse_blank_lm_scoring(options.blank_scoring);
@@ -195,17 +196,19 @@ void add_command(CLI::App& decode, TransducerType type) {
   command
       ->add_option("--algo", options->algorithm,
                    tdt ? "frame-looping, label-looping (greedy) or alsd++ (beam search)"
-                       : "frame-looping, label-looping, wind (greedy), alsd++ or aes++ (beam search)")
-      ->check(
-          CLI::IsMember(tdt ? std::vector<std::string>{"frame-looping", "label-looping", "alsd++"}
-                            : std::vector<std::string>{"frame-looping", "label-looping", "wind", "alsd++", "aes++"}))
+                       : "frame-looping, label-looping, wind (greedy), alsd++, aes++ or wind-beam (beam search)")
+      ->check(CLI::IsMember(
+          tdt ? std::vector<std::string>{"frame-looping", "label-looping", "alsd++"}
+              : std::vector<std::string>{"frame-looping", "label-looping", "wind", "alsd++", "aes++", "wind-beam"}))
       ->capture_default_str();
   if (!tdt) {
-    command->add_option("--window", options->window, "WIND window (frames per joint evaluation)")
+    command->add_option("--window", options->window, "WIND and wind-beam: window (frames per joint evaluation)")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
   }
-  command->add_option("--max-symbols", options->max_symbols, "Greedy and ALSD++: labels per frame before moving on")
+  command
+      ->add_option("--max-symbols", options->max_symbols,
+                   "Greedy, ALSD++ and wind-beam: labels per frame before moving on")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command->add_option("--chunk", options->chunk, "Decode in chunks of N frames with a carried stream state (0: whole)")

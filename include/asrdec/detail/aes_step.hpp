@@ -84,20 +84,21 @@ ASRDEC_HD_INLINE bool aes_already_in_beam(const BeamHypsRef& h, std::int64_t b, 
   return false;
 }
 
-/** Prefix search, phase 1: the score slot k of utterance b takes at the start of a frame. For every live slot y
- *  holding k's transcript without its last token, the probability of y emitting that token on this frame is added:
- *  score_k ⊕ ⊕_y (score_y + token_score_y(last label of k)), ⊕ = log-add, in slot order. `token_score(y, label)`
- *  is y's fused score of the label on this frame. Writes h.staged_score. */
+/** Prefix search, phase 1: the score slot k of utterance b takes. Only slots on frame `frame` take part (AES++: all
+ *  of them; WIND beam search: the group being expanded). For every such live slot y holding k's transcript without
+ *  its last token, the probability of y emitting that token on the frame is added:
+ *  score_k ⊕ ⊕_y (score_y + token_score(y, last label of k)), ⊕ = log-add, in slot order. `token_score(j, label)`
+ *  is slot j's fused score of the label on the frame. Writes h.staged_score. */
 template <class TokenScore>
-ASRDEC_HD_INLINE void aes_stage_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k,
-                                              const TokenScore& token_score) {
+ASRDEC_HD_INLINE void beam_stage_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t frame,
+                                               const TokenScore& token_score) {
   const std::int64_t s = beam_slot(h, b, k);
   float score = h.scores[s];
-  if (score != -__builtin_huge_valf() && h.tokens[s] > 0) {
+  if (score != -__builtin_huge_valf() && h.tokens[s] > 0 && h.next_time[s] == frame) {
     float extra = -__builtin_huge_valf();
     for (std::int32_t j = 0; j < h.beam; ++j) {
       const std::int64_t y = beam_slot(h, b, j);
-      if (j == k || h.scores[y] == -__builtin_huge_valf() || h.hash[y] != h.prefix_hash[s] ||
+      if (j == k || h.scores[y] == -__builtin_huge_valf() || h.next_time[y] != frame || h.hash[y] != h.prefix_hash[s] ||
           h.tokens[y] != h.tokens[s] - 1) {
         continue;
       }
@@ -109,7 +110,7 @@ ASRDEC_HD_INLINE void aes_stage_prefix_search(const BeamHypsRef& h, std::int64_t
 }
 
 /** Prefix search, phase 2 (the same as recombination's). */
-ASRDEC_HD_INLINE void aes_commit_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k) {
+ASRDEC_HD_INLINE void beam_commit_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k) {
   beam_commit_recombination(h, b, k);
 }
 

@@ -19,7 +19,9 @@ ASRDEC_HD_INLINE std::uint64_t beam_hash_extend(std::uint64_t hash, std::int32_t
   return hash * kBeamHashMultiplier + 1u + static_cast<std::uint64_t>(static_cast<std::int64_t>(label));
 }
 
-enum class BeamKind : std::int32_t { rnnt = 0, tdt = 1, ctc = 2 };
+/** rnnt: blank moves one frame. tdt: every label moves by its duration. windowed (WIND beam search, RNN-T): a label
+ *  moves by its jump within the window and a token is emitted on the frame it lands on. ctc: one label per frame. */
+enum class BeamKind : std::int32_t { rnnt = 0, tdt = 1, ctc = 2, windowed = 3 };
 
 /** The device view of a batch of beams, struct-of-arrays. `[B,K,L]` arrays are indexed ((b*K)+k)*L + i, `[B,K]`
  *  arrays (b*K)+k. Labels: a token, blank, or -1 ("no-op": the hypothesis had already finished). */
@@ -32,7 +34,8 @@ struct BeamHypsRef {
   // The back-pointer tree: entry i of slot k was added at step i by the hypothesis now in slot k.
   std::int32_t* labels;      ///< [B,K,L]
   std::int32_t* parents;     ///< [B,K,L] the slot, at step i-1, of the entry's parent
-  std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (RNN-T: emission frame, TDT: end frame, CTC: step)
+  std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (RNN-T, windowed: emission frame, TDT: end frame, CTC:
+                             ///< step)
   std::int32_t* durations;   ///< [B,K,L] TDT duration of the entry
   // Per-slot state.
   float* scores;               ///< [B,K] total log score; -inf marks an empty or dead slot
@@ -92,6 +95,10 @@ ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, st
     const std::int32_t jump = label < 0 ? 0 : duration;
     time += jump;
     on_frame = jump > 0 ? 0 : on_frame + (real ? 1 : 0);
+  } else if (h.kind == BeamKind::windowed) {
+    const std::int32_t jump = label < 0 ? 0 : duration;
+    time += jump;
+    on_frame = (jump > 0 ? 0 : on_frame) + (real ? 1 : 0);
   }
   h.staged_score[s] = score;
   h.staged_tokens[s] = h.tokens[p] + (real ? 1 : 0);
@@ -125,10 +132,11 @@ ASRDEC_HD_INLINE void beam_commit_result(const BeamHypsRef& h, std::int64_t b, s
   if (h.steps[s] < h.capacity) h.steps[s] += 1;
 }
 
-/** Whether slots i and j hold the same hypothesis: equal hash, last label and token count (TDT: and frame). */
+/** Whether slots i and j hold the same hypothesis: equal hash, last label and token count (TDT and windowed: and
+ *  frame). */
 ASRDEC_HD_INLINE bool beam_same_hypothesis(const BeamHypsRef& h, std::int64_t i, std::int64_t j) {
   return h.hash[i] == h.hash[j] && h.last_label[i] == h.last_label[j] && h.tokens[i] == h.tokens[j] &&
-         (h.kind != BeamKind::tdt || h.next_time[i] == h.next_time[j]);
+         ((h.kind != BeamKind::tdt && h.kind != BeamKind::windowed) || h.next_time[i] == h.next_time[j]);
 }
 
 /** Phase 1 of recombination: the score slot k of utterance b keeps. Of each group of equal hypotheses the first

@@ -1,8 +1,9 @@
 #pragma once
 /**
  * @file
- * Batched beam search for RNN-T and TDT transducers (the beam-search paper's ALSD++), with optional shallow fusion
- * of an n-gram LM and/or a phrase-boosting tree.
+ * Batched beam search for RNN-T and TDT transducers — the beam-search paper's ALSD++ (RNN-T, TDT) and AES++
+ * (RNN-T), and the WIND paper's windowed beam search (RNN-T) — with optional shallow fusion of an n-gram LM and/or a
+ * phrase-boosting tree.
  *
  * ALSD++ (alignment-length synchronous): each step extends every hypothesis of every utterance by exactly one
  * symbol, so hypotheses of one beam may sit on different frames.
@@ -20,13 +21,30 @@
  * - The result is the beam ranked by score, or by score / (tokens + 1) with length_normalized (the default, as
  *   NeMo's score_norm).
  *
+ * AES++ (RNN-T; algorithm = aes): frame-synchronous. On each frame, prefix search (a hypothesis gains the paths
+ * through its one-token-shorter prefix in the beam), then up to aes_num_steps expansion steps: every hypothesis
+ * still expanding proposes its K + aes_expansion_beta best labels within aes_expansion_gamma of its best,
+ * proposals recreating a hypothesis already in the beam are dropped, the K best proposals (and the hypotheses done
+ * with the frame, with their own score) are kept; a hypothesis goes on expanding after a token. Those still
+ * expanding after aes_num_steps leave the frame with a blank. NeMo's maes_batch quirks are fixed (expansion
+ * follows each hypothesis through the reorder, no double-counted log-probability under early pruning with
+ * lm_weighted_full, the end-of-frame blank is scored like any blank, timestamps are emission frames).
+ *
+ * WIND beam search (RNN-T; algorithm = wind; the WIND paper's Algorithm 3, batched): each utterance keeps a pool
+ * of hypotheses keyed by frame, at most K per frame. Each step expands the hypotheses on the utterance's earliest
+ * unfinished frame t: prefix search among them, then each proposes its K best first outputs over the window
+ * t … t+n-1 (n = min(wind_window, frames left)) — token v on t+j after blanks on t … t+j-1, or blank over the
+ * whole window — and moves to the frame of its output (blank: past the window). Equal hypotheses (same tokens and
+ * frame) merge by log-sum-exp. Window 1 with beam 1 is greedy decoding.
+ *
  * Fusion (lm and/or boost, BeamFusion): a token's score becomes log p + α·ln p_LM + β·boost, plus, with
  * BlankLmScoring::lm_weighted_full (default), λ·ln(1 − p_blank) for tokens and λ·ln p_blank extra for blank, where
- * λ = α + β (the paper's equation 3; p_blank is clamped to 1 − 10⁻²). Late pruning (default) scores the whole
- * vocabulary before taking the K best; early pruning takes the acoustic K best and re-scores only those. LM and
- * boosting states advance on tokens only; there is no end-of-sentence LM term (as in NeMo's transducer beam).
+ * λ = α + β (the paper's equation 3; p_blank is clamped to 1 − 10⁻², AES++ 1 − 10⁻⁶). Late pruning (default)
+ * scores the whole vocabulary before taking the K best; early pruning takes the acoustic K best and re-scores only
+ * those. LM and boosting states advance on tokens only; there is no end-of-sentence LM term (as in NeMo's
+ * transducer beam).
  *
- * Deviations from NeMo's malsd_batch, chosen deliberately (docs/beam-search.md):
+ * Deviations of ALSD++ from NeMo's malsd_batch, chosen deliberately (docs/beam-search.md):
  * - TDT frame jumps are the model's duration values (NeMo uses the duration index, which is only right for
  *   durations 0, 1, 2, …).
  * - The forced blank after max_symbols is scored like any other blank (NeMo uses the raw log-probability under
@@ -61,8 +79,9 @@
 
 namespace asrdec {
 
-/** ALSD++ (alignment-length synchronous, RNN-T and TDT) or AES++ (frame-synchronous adaptive expansion, RNN-T). */
-enum class TransducerBeamAlgorithm { alsd, aes };
+/** ALSD++ (alignment-length synchronous, RNN-T and TDT), AES++ (frame-synchronous adaptive expansion, RNN-T) or
+ *  WIND beam search (windowed first-output proposals, hypotheses grouped by frame, RNN-T). */
+enum class TransducerBeamAlgorithm { alsd, aes, wind };
 
 /** When the fusion scores enter the top-K choice of each hypothesis. */
 enum class FusionPruning { early, late };
@@ -72,7 +91,8 @@ enum class BlankLmScoring { none, lm_weighted_full };
 const char* to_string(TransducerBeamAlgorithm algorithm) noexcept;
 const char* to_string(FusionPruning pruning) noexcept;
 const char* to_string(BlankLmScoring scoring) noexcept;
-/** "alsd++" (also "alsd", "malsd") or "aes++" (also "aes", "maes"); throws InvalidArgument otherwise. */
+/** "alsd++" (also "alsd", "malsd"), "aes++" (also "aes", "maes") or "wind-beam" (also "wind"); throws
+ *  InvalidArgument otherwise. */
 TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name);
 /** "early" or "late"; throws InvalidArgument otherwise. */
 FusionPruning parse_fusion_pruning(std::string_view name);
@@ -83,7 +103,8 @@ struct TransducerBeamConfig {
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   /** K, hypotheses kept per utterance, 1 … 64. Beam 1 is greedy decoding (the same tokens). */
   std::int32_t beam = 4;
-  /** ALSD++: tokens a hypothesis may emit on one frame before its only extension is blank. */
+  /** ALSD++ and WIND beam: tokens a hypothesis may emit on one frame before its only extension is blank (WIND:
+   *  before it must leave the frame). */
   std::int32_t max_symbols_per_frame = 10;
   /** AES++: expansion steps per frame (tokens a hypothesis may emit on one frame), 1 … 64. */
   std::int32_t aes_num_steps = 2;
@@ -91,6 +112,8 @@ struct TransducerBeamConfig {
   std::int32_t aes_expansion_beta = 2;
   /** AES++: a proposal survives only if it scores above its hypothesis's best proposal minus gamma (> 0). */
   float aes_expansion_gamma = 2.3f;
+  /** WIND beam: frames a hypothesis looks ahead with one predictor output, 1 … 64. */
+  std::int32_t wind_window = 8;
   /** Rank the final beam by score / (tokens + 1) instead of the score. */
   bool length_normalized = true;
   /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. */
@@ -107,8 +130,8 @@ struct TransducerBeamConfig {
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
 
-  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, AES++ parameters out of range, or
-   *  non-finite weights. */
+  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, AES++ or WIND parameters out of
+   *  range, or non-finite weights. */
   void validate() const;
   std::string to_string() const;
 };
