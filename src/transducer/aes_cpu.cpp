@@ -100,14 +100,7 @@ class AesCpu final : public TransducerBeamBackend {
       }
     }
 
-    std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
-    for (std::int64_t b = 0; b < B; ++b) {
-      ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
-      for (const std::int32_t k : beam_ranking(h, b, config_.length_normalized)) {
-        out[static_cast<std::size_t>(b)].push_back(states_.hypothesis(h, b, k));
-      }
-    }
-    return out;
+    return states_.ranked_beams(h, B);
   }
 
  private:

@@ -12,12 +12,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-float log_add(float a, float b) {
-  const float hi = std::max(a, b);
-  if (hi == kNegInf) return hi;
-  return hi + std::log(1.0f + std::exp(std::min(a, b) - hi));
-}
-
 struct Candidate {
   std::size_t parent;  // index in the beam
   std::int32_t rank;   // position in the parent's proposal list
@@ -48,9 +42,9 @@ std::vector<Hypothesis> aes_reference(ReferenceBeamModel& scorer, const Transduc
         float extra = kNegInf;
         for (std::size_t y = 0; y < beam.size(); ++y) {
           if (&beam[y] == &x || beam[y].tokens != prefix) continue;
-          extra = log_add(extra, beam[y].score + scorer.label_score(beam[y], logp[y], x.tokens.back()));
+          extra = reference_log_add(extra, beam[y].score + scorer.label_score(beam[y], logp[y], x.tokens.back()));
         }
-        score = log_add(score, extra);
+        score = reference_log_add(score, extra);
       }
       scores.push_back(score);
     }

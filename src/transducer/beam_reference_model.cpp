@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "asrdec/detail/beam_search_step.hpp"
 
@@ -93,6 +94,12 @@ std::vector<Hypothesis> ReferenceBeamModel::ranked(std::vector<RefHyp> beam) con
     out.push_back(std::move(hyp));
   }
   return out;
+}
+
+float reference_log_add(float a, float b) {
+  const float hi = std::max(a, b);
+  if (hi == -std::numeric_limits<float>::infinity()) return hi;
+  return hi + std::log(1.0f + std::exp(std::min(a, b) - hi));
 }
 
 }  // namespace asrdec::detail

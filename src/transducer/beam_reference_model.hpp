@@ -53,6 +53,9 @@ class ReferenceBeamModel {
   std::unique_ptr<PredictorSession> session_;
 };
 
+/** ln(e^a + e^b), -inf when both are (prefix search in the oracles). */
+float reference_log_add(float a, float b);
+
 /** The WIND beam-search oracle for utterance b. */
 std::vector<Hypothesis> wind_beam_reference(ReferenceBeamModel& scorer, const TransducerBeamConfig& config,
                                             const GreedyProblem& p, std::int64_t b);

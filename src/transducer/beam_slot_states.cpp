@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "asrdec/core/error.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec::detail {
@@ -108,6 +109,17 @@ Hypothesis BeamSlotStates::hypothesis(const BeamHypsRef& h, std::int64_t b, std:
   hyp.boost_score = config_.boost != nullptr ? boost_total_[s] : 0.0f;
   hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
   return hyp;
+}
+
+std::vector<std::vector<Hypothesis>> BeamSlotStates::ranked_beams(const BeamHypsRef& h, std::int64_t batch) const {
+  std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
+    for (const std::int32_t k : beam_ranking(h, b, config_.length_normalized)) {
+      out[static_cast<std::size_t>(b)].push_back(hypothesis(h, b, k));
+    }
+  }
+  return out;
 }
 
 }  // namespace asrdec::detail

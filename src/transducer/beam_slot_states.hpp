@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/detail/fusion_step.hpp"
@@ -41,6 +42,8 @@ class BeamSlotStates {
 
   /** The hypothesis in slot k of utterance b, with its LM and boosting parts. */
   Hypothesis hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k) const;
+  /** The live hypotheses of each of `batch` utterances, ranked (beam_ranking with the config's normalisation). */
+  std::vector<std::vector<Hypothesis>> ranked_beams(const BeamHypsRef& h, std::int64_t batch) const;
 
  private:
   TransducerModel model_;

@@ -13,12 +13,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-float log_add(float a, float b) {
-  const float hi = std::max(a, b);
-  if (hi == kNegInf) return hi;
-  return hi + std::log(1.0f + std::exp(std::min(a, b) - hi));
-}
-
 struct FirstOutput {
   std::int32_t id;     // position · (V+1) + label
   std::int32_t label;  // token or blank
@@ -63,9 +57,9 @@ std::vector<Hypothesis> wind_beam_reference(ReferenceBeamModel& scorer, const Tr
         for (std::size_t g = 0; g < group.size(); ++g) {
           const RefHyp& hy = pool[group[g]];
           if (group[g] == x || hy.tokens != prefix) continue;
-          extra = log_add(extra, hy.score + scorer.label_score(hy, windows[g][0], hx.tokens.back()));
+          extra = reference_log_add(extra, hy.score + scorer.label_score(hy, windows[g][0], hx.tokens.back()));
         }
-        score = log_add(score, extra);
+        score = reference_log_add(score, extra);
       }
       scores.push_back(score);
     }

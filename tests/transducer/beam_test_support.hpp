@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/asrdec.hpp"
+#include "lm/random_fusion.hpp"
 #include "transducer/random_transducer.hpp"
 
 namespace asrdec::testing {
@@ -33,6 +35,32 @@ inline RandomTransducerSpec beam_spec(std::mt19937_64& rng) {
   RandomTransducerSpec spec = random_spec(rng);
   spec.quantised = false;
   return spec;
+}
+
+/** Keeps the LM and boosting tree of a fusion test case alive. */
+struct FusionKeep {
+  std::shared_ptr<const NgramLm> lm;
+  std::shared_ptr<const BoostingTree> boost;
+};
+
+/** Fusion for case i of a fusion test: a random LM, a boosting tree over phrases of `plain`'s best hypotheses, or
+ *  both, with random weights; the cases cycle through the four pruning × blank-scoring modes. */
+inline void add_random_fusion(std::mt19937_64& rng, const RandomTransducerSpec& spec, int i,
+                              const std::vector<std::vector<Hypothesis>>& plain, TransducerBeamConfig& config,
+                              FusionKeep& keep) {
+  const int which = static_cast<int>(rng() % 3);  // LM, boosting, both
+  if (which != 1) {
+    config.lm = random_lm(rng, spec.vocab, Device::cpu(), keep.lm);
+    config.lm_weight = random_weight(rng);
+  }
+  if (which != 0) {
+    std::vector<Hypothesis> best;
+    for (const auto& beam : plain) best.push_back(beam.front());
+    config.boost = random_boost(rng, spec.vocab, best, Device::cpu(), keep.boost);
+    config.boost_weight = random_weight(rng);
+  }
+  config.pruning = i % 2 == 0 ? FusionPruning::late : FusionPruning::early;
+  config.blank_scoring = (i / 2) % 2 == 0 ? BlankLmScoring::lm_weighted_full : BlankLmScoring::none;
 }
 
 }  // namespace asrdec::testing

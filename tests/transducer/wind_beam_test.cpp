@@ -8,7 +8,6 @@
 #include <random>
 
 #include "asrdec/asrdec.hpp"
-#include "lm/random_fusion.hpp"
 #include "support/test_support.hpp"
 #include "transducer/beam_test_support.hpp"
 
@@ -73,21 +72,8 @@ TEST(TransducerBeam, WindFusionEqualsTheOracleInEveryMode) {
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 14);
     TransducerBeamConfig config = random_wind_config(rng, 6);
     const auto plain = transducer_beam_reference(model, e.enc(), e.lens(), config);
-    const int which = static_cast<int>(rng() % 3);  // LM, boosting, both
-    std::shared_ptr<const NgramLm> lm_keep;
-    std::shared_ptr<const BoostingTree> boost_keep;
-    if (which != 1) {
-      config.lm = testing::random_lm(rng, spec.vocab, Device::cpu(), lm_keep);
-      config.lm_weight = testing::random_weight(rng);
-    }
-    if (which != 0) {
-      std::vector<Hypothesis> best;
-      for (const auto& beam : plain) best.push_back(beam.front());
-      config.boost = testing::random_boost(rng, spec.vocab, best, Device::cpu(), boost_keep);
-      config.boost_weight = testing::random_weight(rng);
-    }
-    config.pruning = i % 2 == 0 ? FusionPruning::late : FusionPruning::early;
-    config.blank_scoring = (i / 2) % 2 == 0 ? BlankLmScoring::lm_weighted_full : BlankLmScoring::none;
+    testing::FusionKeep keep;
+    testing::add_random_fusion(rng, spec, i, plain, config, keep);
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
     const auto want = transducer_beam_reference(model, e.enc(), e.lens(), config);
     TransducerBeamDecoder decoder(model, config, BatchLimits{2, 4});
