@@ -16,8 +16,6 @@
 namespace asrdec::detail {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 class AlsdCpu final : public TransducerBeamBackend {
  public:
   AlsdCpu(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
@@ -59,7 +57,7 @@ class AlsdCpu final : public TransducerBeamBackend {
         running_[b] = 0;
         for (std::int32_t k = 0; k < K; ++k) {
           const std::int64_t s = beam_slot(h, b, k);
-          if (h.scores[s] != kNegInf && h.next_time[s] < length) {
+          if (alsd_row_active(h, s, length)) {
             rows_.push_back(JointRow{b, h.next_time[s]});
             row_slots_.push_back(s);
             running_[b] = 1;
@@ -77,8 +75,7 @@ class AlsdCpu final : public TransducerBeamBackend {
       for (std::int64_t b = 0; b < B; ++b) {
         for (std::int32_t k = 0; k < K; ++k) {
           const std::int64_t s = beam_slot(h, b, k);
-          proposals_[s].count = 0;
-          if (running_[b] && h.scores[s] != kNegInf) alsd_keep_finished(proposals_[s]);
+          alsd_idle_proposals(running_[b] != 0, h.scores[s], proposals_[s]);
         }
       }
       for (std::int64_t r = 0; r < count; ++r) {
@@ -108,31 +105,10 @@ class AlsdCpu final : public TransducerBeamBackend {
           for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
           continue;
         }
-        float best[kMaxBeam];
-        std::int32_t ids[kMaxBeam];
-        std::int32_t kept = 0;
-        for (std::int32_t k = 0; k < K; ++k) {
-          const std::int64_t s = beam_slot(h, b, k);
-          for (std::int32_t j = 0; j < proposals_[s].count; ++j) {
-            topk_insert(best, ids, K, kept, h.scores[s] + proposals_[s].score[j], k * K + j);
-          }
-        }
-        std::int32_t parents[kMaxBeam], labels[kMaxBeam];
-        for (std::int32_t i = 0; i < K; ++i) {
-          const bool live = i < kept && best[i] != kNegInf;
-          parents[i] = live ? ids[i] / K : 0;
-          const AlsdProposals& from = proposals_[beam_slot(h, b, parents[i])];
-          const std::int32_t j = live ? ids[i] % K : 0;
-          labels[i] = live ? from.label[j] : -1;
-          beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : kNegInf, live ? from.jump[j] : 0);
-        }
-        for (std::int32_t i = 0; i < K; ++i) beam_commit_result(h, b, i);
-        for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
-        for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
-        // Slots that died in recombination do not step the predictor.
+        alsd_select(h, b, proposals_.data(), take_from_.data(), take_label_.data());
         for (std::int32_t i = 0; i < K; ++i) {
           const std::int64_t s = beam_slot(h, b, i);
-          states_.take(s, beam_slot(h, b, parents[i]), h.scores[s] != kNegInf ? labels[i] : -1);
+          states_.take(s, take_from_[s], take_label_[s]);
         }
       }
       states_.advance(B * K);
@@ -148,6 +124,8 @@ class AlsdCpu final : public TransducerBeamBackend {
     if (static_cast<std::size_t>(slots) <= proposals_.size()) return;
     running_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)));
     proposals_.resize(static_cast<std::size_t>(slots));
+    take_from_.resize(static_cast<std::size_t>(slots));
+    take_label_.resize(static_cast<std::size_t>(slots));
   }
 
   TransducerModel model_;
@@ -158,6 +136,8 @@ class AlsdCpu final : public TransducerBeamBackend {
   BatchedBeamHyps<MemoryKind::host> hyps_;
   HostBuffer<std::int32_t> running_;
   std::vector<AlsdProposals> proposals_;
+  std::vector<std::int64_t> take_from_;  // per slot: where its next state comes from (alsd_select)
+  std::vector<std::int32_t> take_label_;
   std::vector<JointRow> rows_;
   std::vector<std::int64_t> row_slots_;
   std::vector<const float*> row_decs_;

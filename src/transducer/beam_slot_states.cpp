@@ -74,22 +74,15 @@ void BeamSlotStates::take(std::int64_t s, std::int64_t from, std::int32_t label)
   const bool token = label >= 0 && label != blank_;
   std::copy_n(state_.data() + from * state_size_, state_size_, next_state_.data() + s * state_size_);
   std::copy_n(dec_.data() + from * hidden_, hidden_, next_dec_.data() + s * hidden_);
-  next_lm_state_[s] = lm_state_[from];
-  next_boost_state_[s] = boost_state_[from];
-  next_lm_total_[s] = lm_total_[from];
-  next_boost_total_[s] = boost_total_[from];
   mask_[s] = token ? 1 : 0;
   step_label_[s] = token ? label : blank_;
-  if (!token) return;
-  const std::int64_t at = from * vocab_ + label;
-  if (config_.lm != nullptr) {
-    next_lm_total_[s] += weighted(config_.lm_weight, lm_scores_[at]);
-    next_lm_state_[s] = lm_next_[at];
-  }
-  if (config_.boost != nullptr) {
-    next_boost_total_[s] += weighted(config_.boost_weight, boost_scores_[at]);
-    next_boost_state_[s] = boost_next_[at];
-  }
+  FusionSource lm = fusion_.lm, boost = fusion_.boost;
+  lm.state = lm_state_.data();
+  lm.total = lm_total_.data();
+  boost.state = boost_state_.data();
+  boost.total = boost_total_.data();
+  fusion_take(lm, fusion_.vocab, next_lm_state_.data(), next_lm_total_.data(), s, from, token ? label : -1);
+  fusion_take(boost, fusion_.vocab, next_boost_state_.data(), next_boost_total_.data(), s, from, token ? label : -1);
 }
 
 void BeamSlotStates::advance(std::int64_t slots) {
@@ -102,21 +95,23 @@ void BeamSlotStates::advance(std::int64_t slots) {
   session_->step(step_label_.data(), mask_.data(), state_.data(), dec_.data(), slots, nullptr);
 }
 
-Hypothesis BeamSlotStates::hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k) const {
-  Hypothesis hyp = beam_hypothesis(h, b, k);
-  const std::int64_t s = beam_slot(h, b, k);
-  hyp.lm_score = config_.lm != nullptr ? lm_total_[s] : 0.0f;
-  hyp.boost_score = config_.boost != nullptr ? boost_total_[s] : 0.0f;
-  hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
-  return hyp;
+std::vector<std::vector<Hypothesis>> BeamSlotStates::ranked_beams(const BeamHypsRef& h, std::int64_t batch) const {
+  return ranked_beams_of(h, batch, config_.length_normalized, config_.lm != nullptr ? lm_total_.data() : nullptr,
+                         config_.boost != nullptr ? boost_total_.data() : nullptr);
 }
 
-std::vector<std::vector<Hypothesis>> BeamSlotStates::ranked_beams(const BeamHypsRef& h, std::int64_t batch) const {
+std::vector<std::vector<Hypothesis>> ranked_beams_of(const BeamHypsRef& h, std::int64_t batch, bool length_normalized,
+                                                     const float* lm_total, const float* boost_total) {
   std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b) {
     ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
-    for (const std::int32_t k : beam_ranking(h, b, config_.length_normalized)) {
-      out[static_cast<std::size_t>(b)].push_back(hypothesis(h, b, k));
+    for (const std::int32_t k : beam_ranking(h, b, length_normalized)) {
+      Hypothesis hyp = beam_hypothesis(h, b, k);
+      const std::int64_t s = beam_slot(h, b, k);
+      hyp.lm_score = lm_total != nullptr ? lm_total[s] : 0.0f;
+      hyp.boost_score = boost_total != nullptr ? boost_total[s] : 0.0f;
+      hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
+      out[static_cast<std::size_t>(b)].push_back(std::move(hyp));
     }
   }
   return out;

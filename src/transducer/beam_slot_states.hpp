@@ -40,8 +40,6 @@ class BeamSlotStates {
    *  steps the slots that took a token. */
   void advance(std::int64_t slots);
 
-  /** The hypothesis in slot k of utterance b, with its LM and boosting parts. */
-  Hypothesis hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k) const;
   /** The live hypotheses of each of `batch` utterances, ranked (beam_ranking with the config's normalisation). */
   std::vector<std::vector<Hypothesis>> ranked_beams(const BeamHypsRef& h, std::int64_t batch) const;
 
@@ -60,5 +58,11 @@ class BeamSlotStates {
   HostBuffer<std::int32_t> mask_, step_label_;
   FusionRef fusion_;
 };
+
+/** The live hypotheses of each of `batch` utterances of `h` (host memory), ranked by beam_ranking, with their LM and
+ *  boosting parts from the per-slot weighted totals (nullptr: that model is not fused). Throws Error when an
+ *  utterance ran out of hypothesis entries. */
+std::vector<std::vector<Hypothesis>> ranked_beams_of(const BeamHypsRef& h, std::int64_t batch, bool length_normalized,
+                                                     const float* lm_total, const float* boost_total);
 
 }  // namespace asrdec::detail

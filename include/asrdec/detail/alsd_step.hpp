@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "asrdec/detail/beam_hyps_step.hpp"
 #include "asrdec/detail/beam_search_step.hpp"
 
 namespace asrdec::detail {
@@ -126,12 +127,55 @@ ASRDEC_HD_INLINE void alsd_force_blank(const BeamFusionRule& rule, const AlsdRow
   out.count = 1;
 }
 
-/** A hypothesis past the end of its utterance competes with its own score: one -1 entry that adds nothing. */
-ASRDEC_HD_INLINE void alsd_keep_finished(AlsdProposals& out) {
+/** Whether slot s is evaluated this step: a live hypothesis on a frame of its utterance (of `length` frames). */
+ASRDEC_HD_INLINE bool alsd_row_active(const BeamHypsRef& h, std::int64_t s, std::int32_t length) {
+  return h.scores[s] != -__builtin_huge_valf() && h.next_time[s] < length;
+}
+
+/** The proposals of a slot that is not evaluated this step. A live hypothesis past the end of a still running
+ *  utterance competes with its own score (one -1 entry that adds nothing); a dead slot proposes nothing. */
+ASRDEC_HD_INLINE void alsd_idle_proposals(bool utterance_running, float score, AlsdProposals& out) {
+  out.count = 0;
+  if (!utterance_running || score == -__builtin_huge_valf()) return;
   out.score[0] = 0.0f;
   out.label[0] = -1;
   out.jump[0] = 0;
   out.count = 1;
+}
+
+/** Utterance b keeps the K best of its slots' proposals (`proposals` indexed by slot) and adds them to `h`: the
+ *  result entries, then recombination of equal hypotheses. For each new slot s of the utterance, from[s] is the slot
+ *  its state comes from and label[s] what that state must take in (a token moves the predictor, LM and boosting
+ *  states on; blank, -1, and slots that died in recombination take nothing). */
+ASRDEC_HD_INLINE void alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals,
+                                  std::int64_t* from, std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  float best[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t kept = 0;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    for (std::int32_t j = 0; j < proposals[s].count; ++j) {
+      topk_insert(best, ids, K, kept, h.scores[s] + proposals[s].score[j], k * K + j);
+    }
+  }
+  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
+  for (std::int32_t i = 0; i < K; ++i) {
+    const bool live = i < kept && best[i] != -__builtin_huge_valf();
+    parents[i] = live ? ids[i] / K : 0;
+    const AlsdProposals& p = proposals[beam_slot(h, b, parents[i])];
+    const std::int32_t j = live ? ids[i] % K : 0;
+    labels[i] = live ? p.label[j] : -1;
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), live ? p.jump[j] : 0);
+  }
+  for (std::int32_t i = 0; i < K; ++i) beam_commit_result(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) {
+    const std::int64_t s = beam_slot(h, b, i);
+    from[s] = beam_slot(h, b, parents[i]);
+    label[s] = h.scores[s] != -__builtin_huge_valf() ? labels[i] : -1;
+  }
 }
 
 }  // namespace asrdec::detail

@@ -76,4 +76,16 @@ ASRDEC_HD_INLINE void fusion_emit(const FusionRef& f, std::int64_t b, std::int32
   fusion_emit(f.boost, b, at);
 }
 
+/** Beam search: the next state and total of hypothesis slot s are slot `from`'s, moved on by `token` when it is a
+ *  token (token < 0: not moved), read from `from`'s full-vocabulary query in `source` (row stride `vocab`). */
+ASRDEC_HD_INLINE void fusion_take(const FusionSource& source, std::int32_t vocab, std::int32_t* next_state,
+                                  float* next_total, std::int64_t s, std::int64_t from, std::int32_t token) {
+  next_state[s] = source.state[from];
+  next_total[s] = source.total[from];
+  if (token < 0 || source.scores == nullptr) return;
+  const std::int64_t at = from * vocab + token;
+  next_total[s] += weighted(source.weight, source.scores[at]);
+  next_state[s] = source.next[at];
+}
+
 }  // namespace asrdec::detail
