@@ -80,12 +80,19 @@ struct CtcBeamDecoder::Impl {
     hyps.reserve(B, K, static_cast<std::int32_t>(std::max<std::int64_t>(p.frames, 1)), BeamKind::ctc, p.blank,
                  Device::cpu());
     const BeamHypsRef h = hyps.ref();
-    FusionRef fusion;
+    CtcBeamStates states{};
+    FusionRef& fusion = states.fusion;
     fusion.vocab = static_cast<std::int32_t>(V);
-    if (config.lm != nullptr)
-      fusion.lm = FusionSource{lm_scores.data(), lm_next.data(), nullptr, nullptr, config.lm_weight};
+    if (config.lm != nullptr) {
+      fusion.lm = FusionSource{lm_scores.data(), lm_next.data(), lm_state.data(), lm_total.data(), config.lm_weight};
+      states.next_lm_state = next_lm_state.data();
+      states.next_lm_total = next_lm_total.data();
+    }
     if (config.boost != nullptr) {
-      fusion.boost = FusionSource{boost_scores.data(), boost_next.data(), nullptr, nullptr, config.boost_weight};
+      fusion.boost = FusionSource{boost_scores.data(), boost_next.data(), boost_state.data(), boost_total.data(),
+                                  config.boost_weight};
+      states.next_boost_state = next_boost_state.data();
+      states.next_boost_total = next_boost_total.data();
     }
     const CtcBeamRule rule{p.blank, config.beam_beta};
     for (std::int64_t b = 0; b < B; ++b) {
@@ -119,41 +126,7 @@ struct CtcBeamDecoder::Impl {
             topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
           }
         }
-        const float floor = kept > 0 ? best[0] - config.beam_threshold : kNegInf;
-        for (std::int32_t i = 0; i < K; ++i) {
-          const bool live = i < kept && best[i] != kNegInf && best[i] > floor;
-          const std::int32_t parent = live ? ids[i] / C : 0;
-          const std::int32_t label = live ? ids[i] % C : -1;
-          const std::int64_t from = beam_slot(h, b, parent);
-          const std::int64_t s = beam_slot(h, b, i);
-          emits[s] = live && beam_emits(h, label, h.last_label[from]) ? label : -1;
-          next_lm_state[s] = lm_state[from];
-          next_boost_state[s] = boost_state[from];
-          next_lm_total[s] = lm_total[from];
-          next_boost_total[s] = boost_total[from];
-          if (emits[s] >= 0) {
-            const std::int64_t at = from * V + label;
-            if (config.lm != nullptr) {
-              next_lm_total[s] += weighted(config.lm_weight, lm_scores[at]);
-              next_lm_state[s] = lm_next[at];
-            }
-            if (config.boost != nullptr) {
-              next_boost_total[s] += weighted(config.boost_weight, boost_scores[at]);
-              next_boost_state[s] = boost_next[at];
-            }
-          }
-          beam_stage_result(h, b, i, parent, label, live ? best[i] : kNegInf, 0);
-        }
-        for (std::int32_t i = 0; i < K; ++i) {
-          const std::int64_t s = beam_slot(h, b, i);
-          beam_commit_result(h, b, i);
-          lm_state[s] = next_lm_state[s];
-          boost_state[s] = next_boost_state[s];
-          lm_total[s] = next_lm_total[s];
-          boost_total[s] = next_boost_total[s];
-        }
-        for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
-        for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
+        ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
       }
     }
 
