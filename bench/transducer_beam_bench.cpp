@@ -1,10 +1,12 @@
 // Transducer beam search (ALSD++; AES++ and WIND beam with window 8 for RNN-T), decoder only, beside greedy label
 // looping (the baseline) in the same process, on the realistic-size benchmark models (common/transducer_models.hpp),
 // with and without the order-6 token LM (late pruning, lm_weighted_full blank scoring, α = 0.3). Report the ratio of
-// each beam's RTFx to greedy's at the same batch and device.
+// each beam's RTFx to greedy's at the same batch and device. Every timed call returns host hypotheses (greedy
+// included), so the copies back are in both sides of the ratio.
 //
-// The beam decoders run on the CPU only so far; the CPU grid is small (a beam step evaluates the joint for B·K
-// hypotheses over V = 1025 outputs).
+// CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
+// 1..32. CPU: a small grid (a beam step evaluates the joint for B·K hypotheses over V = 1025 outputs); AES++ and
+// WIND beam run on the CPU only.
 
 #include "common/bench_support.hpp"
 #include "common/transducer_models.hpp"
@@ -17,30 +19,57 @@ struct Case {
   std::int32_t beam;  // 0: greedy label looping
   bool lm = false;
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
+  bool cuda = false;
 };
 
 void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
+  if (c.cuda && !cuda_unavailable_reason().empty()) {
+    state.SkipWithError(cuda_unavailable_reason().c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
   if (const std::string reason = missing_models_reason(c.kind); !reason.empty()) {
     state.SkipWithError(reason.c_str());
     for (auto _ : state) {
     }
     return;
   }
-  const TransducerModel& m = model(c.kind, Device::cpu());
+  const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
+  const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
   const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
-  const TensorView enc(host.data(), DType::f32, {batch, frames, m.joint_hidden()});
+  const std::int64_t J = m.joint_hidden();
+  Stream stream(device);
+  DeviceBuffer<float> on_device;
+  TensorView enc(host.data(), DType::f32, {batch, frames, J});
+  if (c.cuda) {
+    on_device = DeviceBuffer<float>(host.size(), device);
+    copy_bytes_async(on_device.data(), device, host.data(), Device::cpu(), host.size() * 4, stream.handle());
+    stream.synchronize();
+    enc = TensorView(on_device.data(), DType::f32, {batch, frames, J}, device);
+  }
   const TensorView lens(lengths.data(), DType::i32, {batch});
-  const std::shared_ptr<const NgramLm> lm = c.lm ? bench_lm(m.vocab_size(), Device::cpu()) : nullptr;
+  const std::shared_ptr<const NgramLm> lm = c.lm ? bench_lm(m.vocab_size(), device) : nullptr;
+  // Times one call: on CUDA by events on the stream (manual time), on the CPU by the wall clock.
+  const auto timed = [&](auto&& call) {
+    if (c.cuda) {
+      time_on_stream(state, device, stream.handle(), call);
+    } else {
+      for (auto _ : state) call();
+    }
+  };
   std::int64_t labels = 0;
   if (c.beam == 0) {
     TransducerGreedyConfig config;
     config.lm = lm;
     config.lm_weight = 0.3f;
     TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});
-    for (const auto& h : decoder.decode(enc, lens)) labels += static_cast<std::int64_t>(h.tokens.size());
-    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_async(enc, lens));
+    for (const auto& h : decoder.decode(enc, lens, stream.handle())) {
+      labels += static_cast<std::int64_t>(h.tokens.size());
+    }
+    timed([&] { benchmark::DoNotOptimize(decoder.decode(enc, lens, stream.handle())); });
   } else {
     TransducerBeamConfig config;
     config.algorithm = c.algorithm;
@@ -48,8 +77,10 @@ void run(benchmark::State& state, Case c) {
     config.lm = lm;
     config.lm_weight = 0.3f;
     TransducerBeamDecoder decoder(m, config, BatchLimits{batch, frames});
-    for (const auto& h : decoder.decode(enc, lens)) labels += static_cast<std::int64_t>(h.tokens.size());
-    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_nbest(enc, lens));
+    for (const auto& h : decoder.decode(enc, lens, stream.handle())) {
+      labels += static_cast<std::int64_t>(h.tokens.size());
+    }
+    timed([&] { benchmark::DoNotOptimize(decoder.decode_nbest(enc, lens, stream.handle())); });
   }
   set_rtfx(state, batch * frames);
   state.counters["frames_per_label"] =
@@ -59,11 +90,12 @@ void run(benchmark::State& state, Case c) {
 std::string name_of(const Case& c) {
   const std::string algo =
       c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
-  return "transducer_beam/cpu/" + c.kind + "/" + algo + (c.lm ? "/lm" : "");
+  return "transducer_beam/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo + (c.lm ? "/lm" : "");
 }
 
 void register_all() {
-  const std::vector<std::vector<std::int64_t>> shapes = {{1, 100}, {8, 100}};
+  const std::vector<std::vector<std::int64_t>> cpu_shapes = {{1, 100}, {8, 100}};
+  const std::vector<std::vector<std::int64_t>> gpu_shapes = {{1, 500}, {8, 500}, {16, 500}, {32, 500}};
   for (const std::string kind : {"rnnt", "tdt"}) {
     for (bool lm : {false, true}) {
       std::vector<Case> cases;
@@ -72,10 +104,14 @@ void register_all() {
         for (std::int32_t beam : {1, 4}) cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::aes});
         for (std::int32_t beam : {1, 4}) cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::wind});
       }
+      for (std::int32_t beam : {0, 1, 2, 4, 6, 8, 12}) {
+        cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::alsd, true});
+      }
       for (const Case& c : cases) {
         auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
         b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
-        for (const auto& shape : shapes) b->Args(shape);
+        for (const auto& shape : c.cuda ? gpu_shapes : cpu_shapes) b->Args(shape);
+        if (c.cuda) b->UseManualTime();
       }
     }
   }

@@ -12,7 +12,9 @@
 #include "asrdec/detail/ctc_greedy_step.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "ctc/ctc_beam_backend.hpp"
 #include "ctc/ctc_beam_input.hpp"
+#include "hyps/ranked_beams.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec {
@@ -34,7 +36,7 @@ std::string CtcBeamConfig::to_string() const {
       ", beam_threshold=", beam_threshold,
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      ", check_values=", check_values ? "true" : "false", "}");
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
 }
 
 namespace {
@@ -44,7 +46,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 }  // namespace
 
 struct CtcBeamDecoder::Impl {
+  Device device;
   CtcBeamConfig config;
+  std::unique_ptr<detail::CtcBeamBackend> cuda;  // the CUDA executor; the CPU one is below
   BatchedBeamHyps<MemoryKind::host> hyps;
   HostBuffer<std::int32_t> lm_state, next_lm_state, boost_state, next_boost_state, emits;
   HostBuffer<float> lm_total, next_lm_total, boost_total, next_boost_total;
@@ -130,7 +134,6 @@ struct CtcBeamDecoder::Impl {
       }
     }
 
-    std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
     for (std::int64_t b = 0; b < B; ++b) {
       for (std::int32_t k = 0; k < K; ++k) {
         const std::int64_t s = beam_slot(h, b, k);
@@ -139,16 +142,9 @@ struct CtcBeamDecoder::Impl {
         h.scores[s] += end;
         lm_total[s] += end;
       }
-      for (const std::int32_t k : beam_ranking(h, b, /*length_normalized=*/false)) {
-        Hypothesis hyp = beam_hypothesis(h, b, k);
-        const std::int64_t s = beam_slot(h, b, k);
-        hyp.lm_score = config.lm != nullptr ? lm_total[s] : 0.0f;
-        hyp.boost_score = config.boost != nullptr ? boost_total[s] : 0.0f;
-        hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
-        out[static_cast<std::size_t>(b)].push_back(std::move(hyp));
-      }
     }
-    return out;
+    return ranked_beams_of(h, B, /*length_normalized=*/false, config.lm != nullptr ? lm_total.data() : nullptr,
+                           config.boost != nullptr ? boost_total.data() : nullptr);
   }
 };
 
@@ -156,14 +152,22 @@ CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits 
     : impl_(std::make_unique<Impl>()) {
   config.validate();
   limits.validate();
-  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "CTC beam search runs on the CPU only for now; got ",
-                 device.to_string());
+  ASRDEC_EXPECTS(device.is_cpu() || ASRDEC_WITH_CUDA, Unsupported, "CTC beam search on ", device.to_string(),
+                 " needs a build with CUDA");
   if (config.lm != nullptr || config.boost != nullptr) {
-    ASRDEC_CHECK_ARG((config.lm == nullptr || config.lm->device().is_cpu()) &&
-                         (config.boost == nullptr || config.boost->device().is_cpu()),
-                     "CtcBeamConfig: the LM and the boosting tree must be on the decoder's device (cpu)");
+    ASRDEC_CHECK_ARG((config.lm == nullptr || config.lm->device() == device) &&
+                         (config.boost == nullptr || config.boost->device() == device),
+                     "CtcBeamConfig: the LM and the boosting tree must be on the decoder's device (",
+                     device.to_string(), ")");
   }
+  impl_->device = device;
   impl_->config = std::move(config);
+#if ASRDEC_WITH_CUDA
+  if (device.is_cuda()) {
+    impl_->cuda = detail::make_ctc_beam_cuda(device, impl_->config, limits);
+    return;
+  }
+#endif
   impl_->reserve(limits.max_batch * impl_->config.beam, 0);
 }
 
@@ -171,18 +175,27 @@ CtcBeamDecoder::~CtcBeamDecoder() = default;
 CtcBeamDecoder::CtcBeamDecoder(CtcBeamDecoder&&) noexcept = default;
 CtcBeamDecoder& CtcBeamDecoder::operator=(CtcBeamDecoder&&) noexcept = default;
 
-std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorView& logprobs,
-                                                                  const TensorView& lengths) {
-  return impl_->decode(detail::make_ctc_beam_problem(logprobs, lengths, impl_->config));
+std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorView& logprobs, const TensorView& lengths,
+                                                                  StreamHandle stream) {
+  const detail::CtcGreedyProblem problem =
+      detail::make_ctc_beam_problem(logprobs, lengths, impl_->config, impl_->device);
+  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
+  if (impl_->cuda) return impl_->cuda->decode(problem, stream);
+  return impl_->decode(problem);
 }
 
-std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths) {
-  std::vector<std::vector<Hypothesis>> beams = decode_nbest(logprobs, lengths);
+std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
+                                               StreamHandle stream) {
+  std::vector<std::vector<Hypothesis>> beams = decode_nbest(logprobs, lengths, stream);
   std::vector<Hypothesis> out;
   for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
   return out;
 }
 
 const CtcBeamConfig& CtcBeamDecoder::config() const noexcept { return impl_->config; }
+Device CtcBeamDecoder::device() const noexcept { return impl_->device; }
+GraphMode CtcBeamDecoder::graph_mode() const noexcept {
+  return impl_->cuda ? impl_->cuda->graph_mode() : GraphMode::eager;
+}
 
 }  // namespace asrdec

@@ -7,13 +7,13 @@
 namespace asrdec::detail {
 
 CtcGreedyProblem make_ctc_beam_problem(const TensorView& logprobs, const TensorView& lengths,
-                                       const CtcBeamConfig& config) {
+                                       const CtcBeamConfig& config, Device device) {
   // The same input and fusion rules as greedy decoding.
   CtcGreedyConfig rules;
   rules.blank_id = config.blank_id;
   rules.lm = config.lm;
   rules.boost = config.boost;
-  CtcGreedyProblem problem = make_ctc_greedy_problem(logprobs, lengths, Device::cpu(), rules);
+  CtcGreedyProblem problem = make_ctc_greedy_problem(logprobs, lengths, device, rules);
   ASRDEC_CHECK_ARG(problem.lengths_on_host, "lengths: CTC beam search needs them in host memory, got ",
                    lengths.device().to_string());
   return problem;

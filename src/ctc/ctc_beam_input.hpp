@@ -6,9 +6,9 @@
 
 namespace asrdec::detail {
 
-/** Validates logprobs [B, T, V+1] (CPU), host lengths and the fusion models against them. */
+/** Validates logprobs [B, T, V+1] on `device`, host lengths and the fusion models against them. */
 CtcGreedyProblem make_ctc_beam_problem(const TensorView& logprobs, const TensorView& lengths,
-                                       const CtcBeamConfig& config);
+                                       const CtcBeamConfig& config, Device device);
 
 /** The V+1 log-probabilities of utterance b at frame t as floats; InvalidArgument naming the element for NaN or
  *  +inf when `check_values`. */

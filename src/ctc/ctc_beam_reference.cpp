@@ -33,7 +33,7 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
   ASRDEC_CHECK_ARG(config.lm == nullptr || config.lm->device().is_cpu(), "the reference decoder needs a CPU LM");
   ASRDEC_CHECK_ARG(config.boost == nullptr || config.boost->device().is_cpu(),
                    "the reference decoder needs a CPU boosting tree");
-  const detail::CtcGreedyProblem p = detail::make_ctc_beam_problem(logprobs, lengths, config);
+  const detail::CtcGreedyProblem p = detail::make_ctc_beam_problem(logprobs, lengths, config, Device::cpu());
   const auto C = static_cast<std::int32_t>(p.columns);
   const auto K = static_cast<std::size_t>(config.beam);
   std::vector<float> frame(static_cast<std::size_t>(C));

@@ -27,7 +27,7 @@ class AlsdCpu final : public TransducerBeamBackend {
     reserve(limits.max_batch);
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const GreedyProblem& p) override {
+  std::vector<std::vector<Hypothesis>> decode(const GreedyProblem& p, StreamHandle /*stream*/) override {
     const std::int64_t B = p.batch;
     const std::int32_t K = config_.beam;
     reserve(B);

@@ -126,10 +126,17 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
   config.validate();
   limits.validate();
   detail::check_beam_model(model, config);
-  ASRDEC_EXPECTS(model.device().is_cpu(), Unsupported,
-                 "transducer beam search runs on the CPU only for now; the model is on ", model.device().to_string());
+  ASRDEC_EXPECTS(model.device().is_cpu() || config.algorithm == TransducerBeamAlgorithm::alsd, Unsupported,
+                 to_string(config.algorithm), " beam search runs on the CPU only for now; the model is on ",
+                 model.device().to_string(), " (alsd++ runs on CUDA)");
   switch (config.algorithm) {
     case TransducerBeamAlgorithm::alsd:
+#if ASRDEC_WITH_CUDA
+      if (model.device().is_cuda()) {
+        impl_->backend = detail::make_alsd_cuda(model, config, limits);
+        break;
+      }
+#endif
       impl_->backend = detail::make_alsd_cpu(model, config, limits);
       break;
     case TransducerBeamAlgorithm::aes:
@@ -150,7 +157,7 @@ std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const T
                                                                          StreamHandle stream) {
   const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
   if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
-  return impl_->backend->decode(problem);
+  return impl_->backend->decode(problem, stream);
 }
 
 std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
@@ -164,5 +171,6 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj
 
 const TransducerModel& TransducerBeamDecoder::model() const noexcept { return impl_->model; }
 const TransducerBeamConfig& TransducerBeamDecoder::config() const noexcept { return impl_->config; }
+GraphMode TransducerBeamDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
 
 }  // namespace asrdec

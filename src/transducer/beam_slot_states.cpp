@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "asrdec/core/error.hpp"
+#include "hyps/ranked_beams.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec::detail {
@@ -98,23 +99,6 @@ void BeamSlotStates::advance(std::int64_t slots) {
 std::vector<std::vector<Hypothesis>> BeamSlotStates::ranked_beams(const BeamHypsRef& h, std::int64_t batch) const {
   return ranked_beams_of(h, batch, config_.length_normalized, config_.lm != nullptr ? lm_total_.data() : nullptr,
                          config_.boost != nullptr ? boost_total_.data() : nullptr);
-}
-
-std::vector<std::vector<Hypothesis>> ranked_beams_of(const BeamHypsRef& h, std::int64_t batch, bool length_normalized,
-                                                     const float* lm_total, const float* boost_total) {
-  std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(batch));
-  for (std::int64_t b = 0; b < batch; ++b) {
-    ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
-    for (const std::int32_t k : beam_ranking(h, b, length_normalized)) {
-      Hypothesis hyp = beam_hypothesis(h, b, k);
-      const std::int64_t s = beam_slot(h, b, k);
-      hyp.lm_score = lm_total != nullptr ? lm_total[s] : 0.0f;
-      hyp.boost_score = boost_total != nullptr ? boost_total[s] : 0.0f;
-      hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
-      out[static_cast<std::size_t>(b)].push_back(std::move(hyp));
-    }
-  }
-  return out;
 }
 
 }  // namespace asrdec::detail

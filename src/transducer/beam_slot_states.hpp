@@ -59,10 +59,4 @@ class BeamSlotStates {
   FusionRef fusion_;
 };
 
-/** The live hypotheses of each of `batch` utterances of `h` (host memory), ranked by beam_ranking, with their LM and
- *  boosting parts from the per-slot weighted totals (nullptr: that model is not fused). Throws Error when an
- *  utterance ran out of hypothesis entries. */
-std::vector<std::vector<Hypothesis>> ranked_beams_of(const BeamHypsRef& h, std::int64_t batch, bool length_normalized,
-                                                     const float* lm_total, const float* boost_total);
-
 }  // namespace asrdec::detail

@@ -170,10 +170,5 @@ TEST(CtcBeam, BadInputIsRejected) {
   ASRDEC_EXPECT_THROW_MSG(blank_first.decode(logprobs, lens), InvalidArgument, "need blank in the last column");
 }
 
-TEST(CtcBeam, CUDADevicesRaiseUnsupported) {
-  ASRDEC_SKIP_WITHOUT_CUDA();
-  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cuda(0)), Unsupported, "CPU only");
-}
-
 }  // namespace
 }  // namespace asrdec

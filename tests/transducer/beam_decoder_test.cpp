@@ -166,11 +166,17 @@ TEST(TransducerBeam, BadInputIsRejected) {
   EXPECT_TRUE(decoder.decode(no_utterances, no_lengths).empty());
 }
 
-TEST(TransducerBeam, CUDAModelsRaiseUnsupported) {
+TEST(TransducerBeam, CUDAModelsRaiseUnsupportedForAesAndWind) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(3);
-  const testing::RandomTransducer random = testing::make_random_transducer(beam_spec(rng), rng);
-  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(random.build(Device::cuda(0))), Unsupported, "CPU only");
+  testing::RandomTransducerSpec spec = beam_spec(rng);
+  spec.tdt = false;
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  TransducerBeamConfig config;
+  for (const TransducerBeamAlgorithm algorithm : {TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
+    config.algorithm = algorithm;
+    ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(random.build(Device::cuda(0)), config), Unsupported, "CPU only");
+  }
 }
 
 }  // namespace

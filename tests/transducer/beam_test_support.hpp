@@ -44,19 +44,20 @@ struct FusionKeep {
 };
 
 /** Fusion for case i of a fusion test: a random LM, a boosting tree over phrases of `plain`'s best hypotheses, or
- *  both, with random weights; the cases cycle through the four pruning × blank-scoring modes. */
+ *  both, with random weights, on `device` (`keep` holds the CPU copies); the cases cycle through the four pruning ×
+ *  blank-scoring modes. */
 inline void add_random_fusion(std::mt19937_64& rng, const RandomTransducerSpec& spec, int i,
                               const std::vector<std::vector<Hypothesis>>& plain, TransducerBeamConfig& config,
-                              FusionKeep& keep) {
+                              FusionKeep& keep, Device device = Device::cpu()) {
   const int which = static_cast<int>(rng() % 3);  // LM, boosting, both
   if (which != 1) {
-    config.lm = random_lm(rng, spec.vocab, Device::cpu(), keep.lm);
+    config.lm = random_lm(rng, spec.vocab, device, keep.lm);
     config.lm_weight = random_weight(rng);
   }
   if (which != 0) {
     std::vector<Hypothesis> best;
     for (const auto& beam : plain) best.push_back(beam.front());
-    config.boost = random_boost(rng, spec.vocab, best, Device::cpu(), keep.boost);
+    config.boost = random_boost(rng, spec.vocab, best, device, keep.boost);
     config.boost_weight = random_weight(rng);
   }
   config.pruning = i % 2 == 0 ? FusionPruning::late : FusionPruning::early;

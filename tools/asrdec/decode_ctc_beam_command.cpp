@@ -23,7 +23,6 @@ struct CtcBeamOptions {
 
 void run(const CtcBeamOptions& options) {
   const Device device = choose_device(options.common.device);
-  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "ctc-beam runs on the CPU for now; pass --device cpu");
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
   BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
@@ -41,6 +40,7 @@ void run(const CtcBeamOptions& options) {
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
+  config.graph_mode = parse_graph_mode(options.common.graph_mode);
   CtcBeamDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
   DecodeReport report(options.common, utterances, input.columns() - 1, options.logits);
   Stream stream(device);
@@ -49,14 +49,15 @@ void run(const CtcBeamOptions& options) {
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
     const TensorView batch = input.batch(first, count, stream.handle());
+    stream.synchronize();
     const auto start = std::chrono::steady_clock::now();
-    auto beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count));
+    auto beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count), stream.handle());
     report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
     report.add_beams(beams, options.nbest);
     progress.update(first + count);
   }
   progress.finish();
-  report.finish("ctc-beam " + std::to_string(config.beam), device, GraphMode::eager);
+  report.finish("ctc-beam " + std::to_string(config.beam), device, decoder.graph_mode());
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ void run_beam(const TransducerOptions& options) {
   progress.finish();
   report.finish(
       std::string(to_string(model.type())) + "-" + to_string(config.algorithm) + " beam " + std::to_string(config.beam),
-      device, GraphMode::eager);
+      device, decoder.graph_mode());
 }
 
 void append(Hypothesis& whole, const Hypothesis& part) {

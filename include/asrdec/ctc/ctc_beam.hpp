@@ -2,7 +2,7 @@
 /**
  * @file
  * Batched beam search over CTC log-probabilities (NeMo's beam_batch), with optional shallow fusion of an n-gram LM
- * and/or a phrase-boosting tree, on the CPU.
+ * and/or a phrase-boosting tree, on the CPU and on CUDA.
  *
  * Frame-synchronous: on each frame t < length every hypothesis k proposes every column v with
  * score_k + log p(v | t), plus, when v is a token that is not a repeat of k's last label (blank included in "last
@@ -24,6 +24,12 @@
  * Bad input raises InvalidArgument as for CtcGreedyDecoder: shapes, dtypes, lengths outside [0, T], blank out of
  * range, NaN or +inf in a frame that is read, fusion models over another vocabulary or with blank not last.
  *
+ * Executors: the CPU executor decodes utterance by utterance; the CUDA executor decodes the batch frame by frame
+ * (one block per utterance: each thread keeps the K best of its share of the K·(V+1) proposals, and the merged
+ * lists are exactly the K best, the order being total), with the frame loop inside CUDA graphs (graph_mode) and
+ * buffers sized for the limits' batch × beam × frames. Both apply the same rules (detail/ctc_beam_step.hpp), so
+ * they keep the same hypotheses; scores agree to float rounding.
+ *
  * Thread safety: a decoder has one owner at a time; LMs and trees may be shared.
  */
 
@@ -34,6 +40,8 @@
 
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -60,6 +68,8 @@ struct CtcBeamConfig {
   float boost_weight = 1.0f;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
+  /** How the CUDA frame loop is launched; ignored on the CPU. */
+  GraphMode graph_mode = GraphMode::automatic;
 
   /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, or non-finite values. */
   void validate() const;
@@ -68,19 +78,25 @@ struct CtcBeamConfig {
 
 class CtcBeamDecoder {
  public:
-  /** Throws InvalidArgument for a bad config or limits; Unsupported for a CUDA device (not written yet). */
+  /** Throws InvalidArgument for a bad config or limits, or an LM or tree on another device; Unsupported for a CUDA
+   *  device in a build without CUDA. */
   explicit CtcBeamDecoder(Device device, CtcBeamConfig config = {}, BatchLimits limits = {});
   ~CtcBeamDecoder();
   CtcBeamDecoder(CtcBeamDecoder&&) noexcept;
   CtcBeamDecoder& operator=(CtcBeamDecoder&&) noexcept;
 
-  /** The best hypothesis of each utterance. logprobs: [B, T, V+1] fp32/fp16/bf16, any non-negative strides;
-   *  lengths: [B] int32/int64 on the host. */
-  std::vector<Hypothesis> decode(const TensorView& logprobs, const TensorView& lengths);
+  /** The best hypothesis of each utterance. logprobs: [B, T, V+1] fp32/fp16/bf16 on the decoder's device, any
+   *  non-negative strides; lengths: [B] int32/int64 on the host. CUDA: the work is ordered on `stream` (nullptr:
+   *  the decoder's own) and the call returns after synchronising it. */
+  std::vector<Hypothesis> decode(const TensorView& logprobs, const TensorView& lengths, StreamHandle stream = nullptr);
   /** The final beam of each utterance, best first (dead slots left out). */
-  std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths);
+  std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths,
+                                                    StreamHandle stream = nullptr);
 
   const CtcBeamConfig& config() const noexcept;
+  Device device() const noexcept;
+  /** The graph mode the frame loop really runs in (eager on the CPU). */
+  GraphMode graph_mode() const noexcept;
 
   struct Impl;
 

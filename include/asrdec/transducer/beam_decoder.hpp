@@ -57,8 +57,12 @@
  * lm_score − boost_score (the acoustic part, blank-scoring terms included). token_scores and token_confidences
  * are left empty.
  *
- * Executors: the CPU executor runs here; the CUDA executor is not written yet and a CUDA model raises
- * Unsupported.
+ * Executors: every algorithm runs on the CPU. ALSD++ also runs on CUDA: the same step rules
+ * (detail/alsd_step.hpp) in kernels over the B·K hypothesis slots, the decode loop inside CUDA graphs (graph_mode:
+ * conditional = the whole decode is one graph launch; per_step and eager as for greedy decoding), no allocation
+ * in the loop (buffers sized for the limits' batch × beam × frames, grown outside the loop when a call exceeds
+ * them). A CUDA decode returns after synchronising its stream. AES++ and WIND beam search raise Unsupported for a
+ * CUDA model.
  *
  * Thread safety: a decoder has one owner at a time; the model, LM and tree may be shared.
  */
@@ -139,7 +143,7 @@ struct TransducerBeamConfig {
 class TransducerBeamDecoder {
  public:
   /** Throws InvalidArgument for a bad config or limits, or fusion models that do not fit the model (device,
-   *  vocabulary, blank not last); Unsupported for a CUDA model (not written yet). */
+   *  vocabulary, blank not last); Unsupported for AES++ or WIND beam search with a CUDA model. */
   TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config = {}, BatchLimits limits = {});
   ~TransducerBeamDecoder();
   TransducerBeamDecoder(TransducerBeamDecoder&&) noexcept;
@@ -154,6 +158,8 @@ class TransducerBeamDecoder {
 
   const TransducerModel& model() const noexcept;
   const TransducerBeamConfig& config() const noexcept;
+  /** The graph mode the decode loop really runs in (eager on the CPU). */
+  GraphMode graph_mode() const noexcept;
 
   struct Impl;
 

@@ -1,0 +1,401 @@
+#include "asrdec/detail/bad_value.hpp"
+#include "asrdec/detail/ctc_greedy_step.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/logsumexp.hpp"
+#include "asrdec/detail/transducer_step.hpp"
+#include "cuda/beam_search_kernels.hpp"
+#include "cuda/check.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPhaseThreads = 1024;
+constexpr int kProposeThreads = 128;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+int blocks_for(std::int64_t n, int threads) {
+  const std::int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+// Which slots are evaluated next and whether the loop goes on; one block, so the flag is written once.
+__device__ void activity(const AlsdDeviceState& g) {
+  const std::int32_t batch = g.args->batch;
+  const std::int32_t K = g.hyps.beam;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    std::int32_t running = 0;
+    for (std::int32_t k = 0; k < K; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const std::int32_t active = b < batch && alsd_row_active(g.hyps, s, g.lengths[b]) ? 1 : 0;
+      g.row_active[s] = active;
+      running |= active;
+    }
+    g.running[b] = running;
+    any |= running;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(AlsdDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  __syncthreads();
+  activity(g);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(AlsdDeviceState g) { activity(g); }
+
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kThreads) alsd_joint_hidden_kernel(AlsdDeviceState g) {
+  const BeamArgs args = *g.args;
+  const std::int64_t n = g.slots * g.hidden_size;
+  TWeight* hidden = static_cast<TWeight*>(g.hidden);
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / g.hidden_size;
+    const std::int64_t j = i - s * g.hidden_size;
+    if (!g.row_active[s]) {
+      hidden[i] = from_float<TWeight>(0.0f);
+      continue;
+    }
+    const std::int64_t b = s / g.hyps.beam;
+    const std::int32_t frame = g.hyps.next_time[s];
+    const TEnc* enc = static_cast<const TEnc*>(args.enc);
+    const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
+    if (g.check_values && !is_finite_value(x)) atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
+    hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[s * g.hidden_size + j]));
+  }
+}
+
+// The log-sum-exp of the block's values, the same in every thread.
+__device__ LogSumExp block_lse(LogSumExp lse) {
+  __shared__ float maxes[kProposeThreads / 32];
+  __shared__ float sums[kProposeThreads / 32];
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    lse = lse_merge(
+        lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  if ((threadIdx.x & 31) == 0) {
+    maxes[warp] = lse.max;
+    sums[warp] = lse.sum;
+  }
+  __syncthreads();
+  LogSumExp all = lse_identity();
+  for (int w = 0; w < kProposeThreads / 32; ++w) all = lse_merge(all, LogSumExp{maxes[w], sums[w]});
+  __syncthreads();
+  return all;
+}
+
+__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(AlsdDeviceState g) {
+  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+    const std::int64_t b = s / g.hyps.beam;
+    if (!g.row_active[s]) {  // block-uniform
+      if (threadIdx.x == 0) alsd_idle_proposals(g.running[b] != 0, g.hyps.scores[s], g.proposals[s]);
+      continue;
+    }
+    float* logp = g.logits + s * g.outputs;
+    LogSumExp lse = lse_identity();
+    for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
+      const float x = logp[o] + g.bias[o];
+      logp[o] = x;
+      lse = lse_add(lse, x);
+    }
+    lse = block_lse(lse);
+    const float norm = lse.max + logf(lse.sum);
+    for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) logp[o] -= norm;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
+      if (logp_duration != nullptr) {
+        for (std::int32_t d = 0; d < g.num_durations; ++d) logp_duration[d] += g.bias[g.token_columns + d];
+        log_softmax_in_place(logp_duration, g.num_durations);
+      }
+      const AlsdRow row{logp,        logp_duration,   g.blank,   static_cast<std::int32_t>(g.token_columns),
+                        g.durations, g.num_durations, &g.fusion, s};
+      if (g.hyps.on_frame[s] >= g.max_symbols) {
+        alsd_force_blank(g.rule, row, g.proposals[s]);
+      } else {
+        alsd_propose(g.rule, row, g.hyps.beam, g.proposals[s]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) alsd_select_kernel(AlsdDeviceState g) {
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) {
+      alsd_select(g.hyps, b, g.proposals, g.take_from, g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
+// One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
+__global__ void __launch_bounds__(kThreads) alsd_take_kernel(AlsdDeviceState g) {
+  const std::int64_t width = g.state_size + g.hidden_size;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    const std::int64_t from = g.take_from[s];
+    if (e < g.state_size) {
+      g.next_state[s * g.state_size + e] = g.state[from * g.state_size + e];
+    } else {
+      const std::int64_t j = e - g.state_size;
+      g.next_dec[s * g.hidden_size + j] = g.dec[from * g.hidden_size + j];
+    }
+    if (e != 0) continue;
+    const std::int32_t label = g.take_label[s];
+    const bool token = label >= 0 && label != g.blank;
+    g.step_mask[s] = token ? 1 : 0;
+    g.step_label[s] = token ? label : g.blank;
+    if (g.fusion.lm.state != nullptr) {
+      fusion_take(g.fusion.lm, g.fusion.vocab, g.next_lm_state, g.next_lm_total, s, from, token ? label : -1);
+    }
+    if (g.fusion.boost.state != nullptr) {
+      fusion_take(g.fusion.boost, g.fusion.vocab, g.next_boost_state, g.next_boost_total, s, from, token ? label : -1);
+    }
+  }
+}
+
+// The next_* buffers become current (a kernel rather than copies, so the loop body holds only kernel nodes).
+__global__ void __launch_bounds__(kThreads) alsd_commit_kernel(AlsdDeviceState g) {
+  const std::int64_t width = g.state_size + g.hidden_size;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    if (e < g.state_size) {
+      g.state[s * g.state_size + e] = g.next_state[s * g.state_size + e];
+    } else {
+      const std::int64_t j = e - g.state_size;
+      g.dec[s * g.hidden_size + j] = g.next_dec[s * g.hidden_size + j];
+    }
+    if (e != 0) continue;
+    if (g.fusion.lm.state != nullptr) {
+      g.fusion.lm.state[s] = g.next_lm_state[s];
+      g.fusion.lm.total[s] = g.next_lm_total[s];
+    }
+    if (g.fusion.boost.state != nullptr) {
+      g.fusion.boost.state[s] = g.next_boost_state[s];
+      g.fusion.boost.total[s] = g.next_boost_total[s];
+    }
+  }
+}
+
+// --- CTC beam search ---
+
+constexpr int kCtcFrameThreads = 64;
+
+// Which slots query the fused models on frame t, and whether any utterance has frame t; one block.
+__device__ void ctc_frame_mask(const CtcBeamDeviceState& g, std::int32_t t) {
+  const std::int32_t batch = g.args->batch;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    const bool on = b < batch && t < g.lengths[b];
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.query_mask[s] = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
+    }
+    any |= on ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_frame = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) ctc_beam_begin_kernel(CtcBeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  if (threadIdx.x == 0) *g.frame = 0;
+  __syncthreads();
+  ctc_frame_mask(g, 0);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) ctc_beam_next_frame_kernel(CtcBeamDeviceState g) {
+  const std::int32_t t = *g.frame + 1;
+  __syncthreads();  // every thread has read t before it changes
+  if (threadIdx.x == 0) *g.frame = t;
+  ctc_frame_mask(g, t);
+}
+
+template <class T>
+__device__ float load_logprob(const CtcBeamDeviceState& g, const CtcBeamArgs& args, std::int64_t b, std::int32_t t,
+                              std::int32_t v) {
+  return to_float(static_cast<const T*>(args.logprobs)[b * args.stride_b + t * args.stride_t + v * args.stride_v]);
+}
+
+// Each thread keeps the K best of its share of the (slot, column) pairs; thread 0 merges the lists (a total order,
+// so the merge keeps exactly the K best of all pairs) and ends the frame.
+template <class T>
+__global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBeamDeviceState g) {
+  extern __shared__ unsigned char shared[];
+  const CtcBeamArgs args = *g.args;
+  const std::int32_t t = *g.frame;
+  const std::int32_t K = g.hyps.beam;
+  const std::int32_t C = g.columns;
+  float* list_scores = reinterpret_cast<float*>(shared);
+  std::int32_t* list_ids = reinterpret_cast<std::int32_t*>(list_scores + kCtcFrameThreads * K);
+  std::int32_t* list_counts = list_ids + kCtcFrameThreads * K;
+  for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
+    if (b >= args.batch || t >= g.lengths[b]) continue;  // block-uniform
+    if (g.check_values) {
+      for (std::int32_t v = threadIdx.x; v < C; v += blockDim.x) {
+        const float x = load_logprob<T>(g, args, b, t, v);
+        if (is_invalid_logprob(x)) atomicMin(g.bad_value, pack_bad_value(b, t, v, x != x));
+      }
+    }
+    float* my_scores = list_scores + threadIdx.x * K;
+    std::int32_t* my_ids = list_ids + threadIdx.x * K;
+    std::int32_t count = 0;
+    for (std::int32_t i = threadIdx.x; i < K * C; i += blockDim.x) {
+      const std::int32_t k = i / C;
+      const std::int32_t v = i - k * C;
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const float score = g.hyps.scores[s];
+      if (score == -__builtin_huge_valf()) continue;
+      const float extension =
+          ctc_beam_extension(g.rule, g.states.fusion, s, g.hyps.last_label[s], v, load_logprob<T>(g, args, b, t, v));
+      topk_insert(my_scores, my_ids, K, count, score + extension, i);
+    }
+    list_counts[threadIdx.x] = count;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float best[kMaxBeam];
+      std::int32_t ids[kMaxBeam];
+      std::int32_t kept = 0;
+      for (int j = 0; j < kCtcFrameThreads; ++j) {
+        for (std::int32_t e = 0; e < list_counts[j]; ++e) {
+          topk_insert(best, ids, K, kept, list_scores[j * K + e], list_ids[j * K + e]);
+        }
+      }
+      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states);
+    }
+    __syncthreads();
+  }
+}
+
+template <class TEnc>
+void launch_hidden_for(const AlsdDeviceState& g, cudaStream_t stream) {
+  const int blocks = blocks_for(g.slots * g.hidden_size, kThreads);
+  switch (g.weight_dtype) {
+    case DType::f16:
+      alsd_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    case DType::bf16:
+      alsd_joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    default:
+      alsd_joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
+  }
+}
+
+}  // namespace
+
+void launch_alsd_begin(const AlsdDeviceState& g, cudaStream_t stream) {
+  alsd_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_begin_kernel");
+}
+
+void launch_alsd_activity(const AlsdDeviceState& g, cudaStream_t stream) {
+  alsd_activity_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_activity_kernel");
+}
+
+void launch_alsd_joint_hidden(const AlsdDeviceState& g, cudaStream_t stream) {
+  switch (g.enc_dtype) {
+    case DType::f16:
+      launch_hidden_for<half_t>(g, stream);
+      break;
+    case DType::bf16:
+      launch_hidden_for<bfloat16_t>(g, stream);
+      break;
+    default:
+      launch_hidden_for<float>(g, stream);
+  }
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_joint_hidden_kernel");
+}
+
+void launch_alsd_propose(const AlsdDeviceState& g, cudaStream_t stream) {
+  const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
+  alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
+}
+
+void launch_alsd_select(const AlsdDeviceState& g, cudaStream_t stream) {
+  alsd_select_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_select_kernel");
+}
+
+void launch_alsd_take(const AlsdDeviceState& g, cudaStream_t stream) {
+  alsd_take_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_take_kernel");
+}
+
+void launch_alsd_commit(const AlsdDeviceState& g, cudaStream_t stream) {
+  alsd_commit_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_commit_kernel");
+}
+
+void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  ctc_beam_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_begin_kernel");
+}
+
+void launch_ctc_beam_frame(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  const int blocks = static_cast<int>(g.max_batch < 65535 ? g.max_batch : 65535);
+  const std::size_t shared =
+      static_cast<std::size_t>(kCtcFrameThreads) * (static_cast<std::size_t>(g.hyps.beam) * 8 + 4);
+  switch (g.dtype) {
+    case DType::f16:
+      ctc_beam_frame_kernel<half_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      break;
+    case DType::bf16:
+      ctc_beam_frame_kernel<bfloat16_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      break;
+    default:
+      ctc_beam_frame_kernel<float><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+  }
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_frame_kernel");
+}
+
+void launch_ctc_beam_next_frame(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  ctc_beam_next_frame_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_next_frame_kernel");
+}
+
+void preload_beam_kernels() {
+  cudaFuncAttributes a{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_propose_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_select_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_take_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_commit_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_next_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,138 @@
+#pragma once
+// Internal: the kernels of batched beam search on CUDA — ALSD++ for transducers and CTC beam search. Everything a
+// kernel needs is in AlsdDeviceState (fixed device pointers, captured into graphs once) plus the per-call BeamArgs
+// block in device memory (rewritten before each replay). The per-hypothesis and per-utterance rules are the shared step
+// functions of include/asrdec/detail/alsd_step.hpp and beam_hyps_step.hpp, so the CPU and CUDA executors make the same
+// choices.
+//
+// One step of the decode loop, over the B·K hypothesis slots of the largest batch:
+//   joint hidden (live slots on a frame of their utterance) → GEMM → LM/boosting queries of those slots →
+//   launch_alsd_propose (log-softmax and the K best extensions per slot) → launch_alsd_select (K best per
+//   utterance, recombination) → launch_alsd_take and launch_alsd_commit (each new slot gathers its parent's
+//   states) → predictor step of the slots that took a token → launch_alsd_activity (which slots step next, and
+//   the loop flag).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/core/dtype.hpp"
+#include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/alsd_step.hpp"
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/detail/ctc_beam_step.hpp"
+#include "asrdec/detail/fusion_step.hpp"
+
+namespace asrdec::detail {
+
+struct BeamArgs {
+  const void* enc;
+  std::int64_t stride_b;
+  std::int64_t stride_t;
+  std::int64_t stride_j;
+  std::int32_t batch;
+};
+
+struct AlsdDeviceState {
+  const BeamArgs* args;
+  const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
+  BeamHypsRef hyps;             ///< max_batch × K slots
+  std::int64_t max_batch;
+  std::int64_t slots;  ///< max_batch * K
+  // Per-slot states; the take kernel writes the next_* buffers, which are then copied over the current ones.
+  float* state;             ///< [slots, state_size] predictor state
+  float* next_state;        ///< [slots, state_size]
+  float* dec;               ///< [slots, J] predictor output
+  float* next_dec;          ///< [slots, J]
+  std::int64_t state_size;  ///< floats of predictor state per slot
+  FusionRef fusion;         ///< per-slot queries [slots, V], states and totals [slots]; !active() without fusion
+  std::int32_t* next_lm_state;
+  float* next_lm_total;
+  std::int32_t* next_boost_state;
+  float* next_boost_total;
+  std::int32_t* step_label;  ///< [slots] the label each slot's predictor steps with
+  std::int32_t* step_mask;   ///< [slots] 1 for slots that took a token
+  std::int64_t* take_from;   ///< [slots] alsd_select's output
+  std::int32_t* take_label;  ///< [slots]
+  // Activity.
+  std::int32_t* row_active;   ///< [slots] alsd_row_active
+  std::int32_t* running;      ///< [max_batch] the utterance has an active slot
+  std::int32_t* any_running;  ///< loop flag
+  // Joint.
+  void* hidden;                   ///< [slots, J] act(enc + dec) in the weight dtype
+  float* logits;                  ///< [slots, outputs] without bias; the propose kernel turns them into log-softmax
+  const float* bias;              ///< [outputs]
+  const std::int32_t* durations;  ///< TDT [num_durations]
+  std::int32_t num_durations;     ///< 0 for RNN-T
+  std::int64_t hidden_size;       ///< J
+  std::int64_t outputs;           ///< V + 1 + D
+  std::int64_t token_columns;     ///< V + 1
+  std::int32_t blank;
+  AlsdProposals* proposals;  ///< [slots]
+  BeamFusionRule rule;
+  std::int32_t max_symbols;
+  JointActivation activation;
+  DType enc_dtype;
+  DType weight_dtype;
+  std::int32_t check_values;
+  unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
+};
+
+/** Clears every utterance's beam, then launch_alsd_activity's work (the loop is entered with the flag set). */
+void launch_alsd_begin(const AlsdDeviceState& g, cudaStream_t stream);
+/** row_active, running and the loop flag from the current beams. */
+void launch_alsd_activity(const AlsdDeviceState& g, cudaStream_t stream);
+/** act(enc[b, frame of slot] + dec[slot]) for the active slots, zeros for the others; NaN/inf in enc_proj is
+ *  recorded in bad_value. */
+void launch_alsd_joint_hidden(const AlsdDeviceState& g, cudaStream_t stream);
+/** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
+ *  alsd_force_blank); idle slots get alsd_idle_proposals. */
+void launch_alsd_propose(const AlsdDeviceState& g, cudaStream_t stream);
+/** alsd_select for every running utterance; the slots of the others keep their states. */
+void launch_alsd_select(const AlsdDeviceState& g, cudaStream_t stream);
+/** Every slot takes over its parent's predictor, LM and boosting states (into the next_* buffers) and gets its
+ *  step label and mask. */
+void launch_alsd_take(const AlsdDeviceState& g, cudaStream_t stream);
+/** The next_* buffers become the current ones; the caller then steps the predictor. */
+void launch_alsd_commit(const AlsdDeviceState& g, cudaStream_t stream);
+
+// CTC beam search, frame-synchronous: "while some utterance has frame t { LM/boosting queries of its live slots →
+// launch_ctc_beam_frame → launch_ctc_beam_next_frame }". The per-utterance rules are ctc_beam_extension and
+// ctc_beam_keep (detail/ctc_beam_step.hpp).
+
+struct CtcBeamArgs {
+  const void* logprobs;  ///< [B, T, C] in `dtype`
+  std::int64_t stride_b;
+  std::int64_t stride_t;
+  std::int64_t stride_v;
+  std::int32_t batch;
+};
+
+struct CtcBeamDeviceState {
+  const CtcBeamArgs* args;
+  const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
+  BeamHypsRef hyps;             ///< max_batch × K slots, kind ctc
+  std::int64_t max_batch;
+  std::int64_t slots;
+  std::int32_t columns;  ///< C = V + 1
+  CtcBeamStates states;  ///< per-slot fused states and queries
+  CtcBeamRule rule;
+  float threshold;
+  std::int32_t* frame;       ///< t, the frame being decoded
+  std::int32_t* query_mask;  ///< [slots] live slots of utterances with frame t
+  std::int32_t* any_frame;   ///< loop flag: some utterance has frame t
+  DType dtype;
+  std::int32_t check_values;
+  unsigned long long* bad_value;  ///< first NaN/+inf read, packed (b, t, v, kind)
+};
+
+/** Clears every beam, t = 0, the query mask and the loop flag. */
+void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream);
+/** One block per utterance with frame t: the K best proposals of its K·C (slot, column) pairs, then ctc_beam_keep. */
+void launch_ctc_beam_frame(const CtcBeamDeviceState& g, cudaStream_t stream);
+/** t += 1, then the query mask and the loop flag for the new frame. */
+void launch_ctc_beam_next_frame(const CtcBeamDeviceState& g, cudaStream_t stream);
+
+void preload_beam_kernels();
+
+}  // namespace asrdec::detail
