@@ -45,10 +45,7 @@ class AesCpu final : public TransducerBeamBackend {
 
     states_.start(B, K);
     for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
-    const auto row_of = [&](std::int64_t s) {
-      return AlsdRow{logp_.data() + s * V1, nullptr, blank, static_cast<std::int32_t>(V1), nullptr, 0,
-                     &states_.fusion(),     s};
-    };
+    const AesFrame frame{logp_.data(), static_cast<std::int32_t>(V1), blank, &states_.fusion()};
 
     for (std::int32_t t = 0; t < p.frames; ++t) {
       bool any_active = false;
@@ -65,38 +62,29 @@ class AesCpu final : public TransducerBeamBackend {
 
       // Prefix search: every hypothesis gains the paths through its one-token-shorter prefix on this frame.
       for (std::int64_t b = 0; b < B; ++b) {
-        if (!active_[b]) continue;
-        const auto token_score = [&](std::int32_t j, std::int32_t label) {
-          const AlsdRow row = row_of(beam_slot(h, b, j));
-          return alsd_label_score(rule_, row, label, beam_token_offset(rule_, row.logp[blank]));
-        };
-        for (std::int32_t k = 0; k < K; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
-        for (std::int32_t k = 0; k < K; ++k) beam_commit_prefix_search(h, b, k);
+        if (active_[b]) aes_prefix_search(rule_, h, b, t, frame);
       }
 
       for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {
         for (std::int64_t b = 0; b < B; ++b) {
-          if (!active_[b] || !any_expanding(h, b)) {
+          if (!active_[b] || !aes_any_expanding(h, b, expanding_.data())) {
             for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
             continue;
           }
-          expand(h, b, K, C);
+          aes_expand(rule_, h, b, C, config_.aes_expansion_gamma, frame, proposals_.data(), expanding_.data(),
+                     take_from_.data(), take_label_.data());
+          for (std::int32_t i = 0; i < K; ++i) {
+            const std::int64_t s = beam_slot(h, b, i);
+            states_.take(s, take_from_[s], take_label_[s]);
+          }
         }
         states_.advance(B * K);
         if (!evaluate(p, t, B * K, /*query=*/step + 1 < config_.aes_num_steps)) break;
       }
 
-      // Hypotheses still expanding after num_steps leave the frame with a blank; the others add a no-op entry, as
-      // the slots of an utterance write their back-pointer entries in lockstep.
+      // Hypotheses still expanding after num_steps leave the frame with a blank.
       for (std::int64_t b = 0; b < B; ++b) {
-        if (!active_[b] || !any_expanding(h, b)) continue;
-        for (std::int32_t k = 0; k < K; ++k) {
-          const std::int64_t s = beam_slot(h, b, k);
-          const bool leaves = expanding_[s] != 0;
-          const float score = leaves ? h.scores[s] + beam_blank_score(rule_, logp_[s * V1 + blank]) : h.scores[s];
-          beam_stage_result(h, b, k, k, leaves ? blank : -1, score, 0);
-        }
-        for (std::int32_t k = 0; k < K; ++k) beam_commit_result(h, b, k);
+        if (active_[b]) aes_end_frame(rule_, h, b, expanding_.data(), frame);
       }
     }
 
@@ -104,13 +92,6 @@ class AesCpu final : public TransducerBeamBackend {
   }
 
  private:
-  bool any_expanding(const BeamHypsRef& h, std::int64_t b) const {
-    for (std::int32_t k = 0; k < h.beam; ++k) {
-      if (expanding_[beam_slot(h, b, k)]) return true;
-    }
-    return false;
-  }
-
   // Log-probabilities on frame t (and, with `query`, LM/boosting queries) of every expanding slot of [0, slots).
   // Returns whether any slot is expanding.
   bool evaluate(const GreedyProblem& p, std::int32_t t, std::int64_t slots, bool query) {
@@ -138,49 +119,6 @@ class AesCpu final : public TransducerBeamBackend {
     return true;
   }
 
-  // One expansion step of utterance b: proposals, duplicates dropped, the K best kept, states taken over.
-  void expand(const BeamHypsRef& h, std::int64_t b, std::int32_t K, std::int32_t C) {
-    const std::int64_t V1 = model_.vocab_size() + 1;
-    const std::int32_t blank = model_.blank_id();
-    float best[kMaxBeam];
-    std::int32_t ids[kMaxBeam];
-    std::int32_t kept = 0;
-    for (std::int32_t k = 0; k < K; ++k) {
-      const std::int64_t s = beam_slot(h, b, k);
-      AesProposals& proposals = proposals_[static_cast<std::size_t>(s)];
-      proposals.count = 0;
-      if (h.scores[s] == kNegInf) continue;
-      if (!expanding_[s]) {
-        aes_keep(proposals);
-      } else {
-        const AlsdRow row{logp_.data() + s * V1, nullptr, blank, static_cast<std::int32_t>(V1), nullptr, 0,
-                          &states_.fusion(),     s};
-        aes_propose(rule_, row, h.scores[s], C, config_.aes_expansion_gamma, proposals);
-        for (std::int32_t j = 0; j < proposals.count; ++j) {
-          const std::int32_t label = proposals.label[j];
-          if (label != blank && proposals.score[j] != kNegInf && aes_already_in_beam(h, b, k, label))
-            proposals.score[j] = kNegInf;
-        }
-      }
-      for (std::int32_t j = 0; j < proposals.count; ++j)
-        topk_insert(best, ids, K, kept, h.scores[s] + proposals.score[j], k * C + j);
-    }
-    std::int32_t parents[kMaxBeam], labels[kMaxBeam];
-    for (std::int32_t i = 0; i < K; ++i) {
-      const bool live = i < kept && best[i] != kNegInf;
-      parents[i] = live ? ids[i] / C : 0;
-      labels[i] = live ? proposals_[static_cast<std::size_t>(beam_slot(h, b, parents[i]))].label[ids[i] % C] : -1;
-      beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : kNegInf, 0);
-    }
-    for (std::int32_t i = 0; i < K; ++i) {
-      beam_commit_result(h, b, i);
-      const std::int64_t s = beam_slot(h, b, i);
-      states_.take(s, beam_slot(h, b, parents[i]), labels[i]);
-      // A hypothesis goes on expanding after a token (its own label: NeMo's mask ignores the reorder).
-      expanding_[s] = labels[i] >= 0 && labels[i] != blank ? 1 : 0;
-    }
-  }
-
   void reserve(std::int64_t batch) {
     const std::int64_t slots = std::max<std::int64_t>(batch, 1) * config_.beam;
     states_.reserve(slots);
@@ -189,6 +127,8 @@ class AesCpu final : public TransducerBeamBackend {
     expanding_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(slots));
     logp_ = HostBuffer<float>(static_cast<std::size_t>(slots * (model_.vocab_size() + 1)));
     proposals_.resize(static_cast<std::size_t>(slots));
+    take_from_.resize(static_cast<std::size_t>(slots));
+    take_label_.resize(static_cast<std::size_t>(slots));
   }
 
   TransducerModel model_;
@@ -200,6 +140,8 @@ class AesCpu final : public TransducerBeamBackend {
   HostBuffer<std::int32_t> active_, expanding_;
   HostBuffer<float> logp_;  // [slots, V+1] log-softmax of each slot on the current frame
   std::vector<AesProposals> proposals_;
+  std::vector<std::int64_t> take_from_;  // per slot: where its next state comes from (aes_expand)
+  std::vector<std::int32_t> take_label_;
   std::vector<JointRow> rows_;
   std::vector<std::int64_t> row_slots_;
   std::vector<const float*> row_decs_;

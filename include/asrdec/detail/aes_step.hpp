@@ -114,4 +114,111 @@ ASRDEC_HD_INLINE void beam_commit_prefix_search(const BeamHypsRef& h, std::int64
   beam_commit_recombination(h, b, k);
 }
 
+/** What one utterance's AES++ frame reads: the log-softmax of every slot evaluated on the frame ([slots, V+1],
+ *  rows of slots not evaluated are never read) and the fused queries of those slots. */
+struct AesFrame {
+  const float* logp;
+  std::int32_t tokens;  ///< V + 1
+  std::int32_t blank;
+  const FusionRef* fusion;
+
+  ASRDEC_HD_INLINE AlsdRow row(std::int64_t s) const {
+    return AlsdRow{logp + s * tokens, nullptr, blank, tokens, nullptr, 0, fusion, s};
+  }
+};
+
+/** Slot j's fused score of `label` on the frame (prefix search's token_score). */
+struct AesTokenScore {
+  const BeamFusionRule& rule;
+  const AesFrame& frame;
+  const BeamHypsRef& h;
+  std::int64_t b;
+
+  ASRDEC_HD_INLINE float operator()(std::int32_t j, std::int32_t label) const {
+    const AlsdRow row = frame.row(beam_slot(h, b, j));
+    return alsd_label_score(rule, row, label, beam_token_offset(rule, row.logp[frame.blank]));
+  }
+};
+
+/** Prefix search of utterance b on frame t (both phases). */
+ASRDEC_HD_INLINE void aes_prefix_search(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                        std::int32_t t, const AesFrame& frame) {
+  const AesTokenScore token_score{rule, frame, h, b};
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_prefix_search(h, b, k);
+}
+
+/** Whether some slot of utterance b is still expanding on the frame. */
+ASRDEC_HD_INLINE bool aes_any_expanding(const BeamHypsRef& h, std::int64_t b, const std::int32_t* expanding) {
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    if (expanding[beam_slot(h, b, k)]) return true;
+  }
+  return false;
+}
+
+/** One expansion step of utterance b: every expanding slot proposes (aes_propose, proposals that would recreate a
+ *  hypothesis already in the beam dropped), the others keep their score (aes_keep), the K best of all proposals
+ *  become the new beam. For each new slot s, from[s] is the slot its state comes from and label[s] what it took in
+ *  (a token moves the predictor, LM and boosting states on); `expanding` follows: a slot goes on expanding after a
+ *  token. `proposals` (indexed by slot) is scratch. */
+ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                 std::int32_t per_hypothesis, float gamma, const AesFrame& frame,
+                                 AesProposals* proposals, std::int32_t* expanding, std::int64_t* from,
+                                 std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  const std::int32_t C = per_hypothesis;
+  float best[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t kept = 0;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    AesProposals& p = proposals[s];
+    p.count = 0;
+    if (h.scores[s] == -__builtin_huge_valf()) continue;
+    if (!expanding[s]) {
+      aes_keep(p);
+    } else {
+      aes_propose(rule, frame.row(s), h.scores[s], C, gamma, p);
+      for (std::int32_t j = 0; j < p.count; ++j) {
+        if (p.label[j] != frame.blank && p.score[j] != -__builtin_huge_valf() &&
+            aes_already_in_beam(h, b, k, p.label[j])) {
+          p.score[j] = -__builtin_huge_valf();
+        }
+      }
+    }
+    for (std::int32_t j = 0; j < p.count; ++j) topk_insert(best, ids, K, kept, h.scores[s] + p.score[j], k * C + j);
+  }
+  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
+  for (std::int32_t i = 0; i < K; ++i) {
+    const bool live = i < kept && best[i] != -__builtin_huge_valf();
+    parents[i] = live ? ids[i] / C : 0;
+    labels[i] = live ? proposals[beam_slot(h, b, parents[i])].label[ids[i] % C] : -1;
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), 0);
+  }
+  for (std::int32_t i = 0; i < K; ++i) {
+    beam_commit_result(h, b, i);
+    const std::int64_t s = beam_slot(h, b, i);
+    from[s] = beam_slot(h, b, parents[i]);
+    label[s] = labels[i];
+    // A hypothesis goes on expanding after a token (its own label: NeMo's mask ignores the reorder).
+    expanding[s] = labels[i] >= 0 && labels[i] != frame.blank ? 1 : 0;
+  }
+}
+
+/** The end of utterance b's frame: hypotheses still expanding after num_steps leave it with a blank (scored with
+ *  their last evaluation); the others add a no-op entry, as the slots of an utterance write their back-pointer
+ *  entries in lockstep. Nothing is written when no slot is expanding. */
+ASRDEC_HD_INLINE void aes_end_frame(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                    const std::int32_t* expanding, const AesFrame& frame) {
+  if (!aes_any_expanding(h, b, expanding)) return;
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    const bool leaves = expanding[s] != 0;
+    const float score =
+        leaves ? h.scores[s] + beam_blank_score(rule, frame.logp[s * frame.tokens + frame.blank]) : h.scores[s];
+    beam_stage_result(h, b, k, k, leaves ? frame.blank : -1, score, 0);
+  }
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_result(h, b, k);
+}
+
 }  // namespace asrdec::detail
