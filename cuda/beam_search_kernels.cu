@@ -20,7 +20,7 @@ int blocks_for(std::int64_t n, int threads) {
 }
 
 // Which slots are evaluated next and whether the loop goes on; one block, so the flag is written once.
-__device__ void activity(const AlsdDeviceState& g) {
+__device__ void activity(const BeamDeviceState& g) {
   const std::int32_t batch = g.args->batch;
   const std::int32_t K = g.hyps.beam;
   int any = 0;
@@ -39,16 +39,16 @@ __device__ void activity(const AlsdDeviceState& g) {
   if (threadIdx.x == 0) *g.any_running = any;
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(AlsdDeviceState g) {
+__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceState g) {
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
   __syncthreads();
   activity(g);
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(AlsdDeviceState g) { activity(g); }
+__global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(BeamDeviceState g) { activity(g); }
 
 template <class TEnc, class TWeight>
-__global__ void __launch_bounds__(kThreads) alsd_joint_hidden_kernel(AlsdDeviceState g) {
+__global__ void __launch_bounds__(kThreads) beam_joint_hidden_kernel(BeamDeviceState g) {
   const BeamArgs args = *g.args;
   const std::int64_t n = g.slots * g.hidden_size;
   TWeight* hidden = static_cast<TWeight*>(g.hidden);
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) alsd_joint_hidden_kernel(AlsdDeviceS
       continue;
     }
     const std::int64_t b = s / g.hyps.beam;
-    const std::int32_t frame = g.hyps.next_time[s];
+    const std::int32_t frame = g.frame != nullptr ? *g.frame : g.hyps.next_time[s];
     const TEnc* enc = static_cast<const TEnc*>(args.enc);
     const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
     if (g.check_values && !is_finite_value(x)) atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
@@ -89,24 +89,36 @@ __device__ LogSumExp block_lse(LogSumExp lse) {
   return all;
 }
 
-__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(AlsdDeviceState g) {
+// Slot s's token columns become their log-softmax (bias added), in place; the whole block takes part.
+__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t s) {
+  float* logp = g.logits + s * g.outputs;
+  LogSumExp lse = lse_identity();
+  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
+    const float x = logp[o] + g.bias[o];
+    logp[o] = x;
+    lse = lse_add(lse, x);
+  }
+  lse = block_lse(lse);
+  const float norm = lse.max + logf(lse.sum);
+  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) logp[o] -= norm;
+  __syncthreads();
+  return logp;
+}
+
+__global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamDeviceState g) {
+  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+    if (g.row_active[s]) row_log_softmax(g, s);  // block-uniform
+  }
+}
+
+__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g) {
   for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
     const std::int64_t b = s / g.hyps.beam;
     if (!g.row_active[s]) {  // block-uniform
       if (threadIdx.x == 0) alsd_idle_proposals(g.running[b] != 0, g.hyps.scores[s], g.proposals[s]);
       continue;
     }
-    float* logp = g.logits + s * g.outputs;
-    LogSumExp lse = lse_identity();
-    for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
-      const float x = logp[o] + g.bias[o];
-      logp[o] = x;
-      lse = lse_add(lse, x);
-    }
-    lse = block_lse(lse);
-    const float norm = lse.max + logf(lse.sum);
-    for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) logp[o] -= norm;
-    __syncthreads();
+    float* logp = row_log_softmax(g, s);
     if (threadIdx.x == 0) {
       float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
       if (logp_duration != nullptr) {
@@ -125,7 +137,7 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(AlsdDevic
   }
 }
 
-__global__ void __launch_bounds__(kThreads) alsd_select_kernel(AlsdDeviceState g) {
+__global__ void __launch_bounds__(kThreads) alsd_select_kernel(BeamDeviceState g) {
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if (g.running[b]) {
@@ -141,7 +153,7 @@ __global__ void __launch_bounds__(kThreads) alsd_select_kernel(AlsdDeviceState g
 }
 
 // One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
-__global__ void __launch_bounds__(kThreads) alsd_take_kernel(AlsdDeviceState g) {
+__global__ void __launch_bounds__(kThreads) beam_take_kernel(BeamDeviceState g) {
   const std::int64_t width = g.state_size + g.hidden_size;
   const std::int64_t n = g.slots * width;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -170,7 +182,7 @@ __global__ void __launch_bounds__(kThreads) alsd_take_kernel(AlsdDeviceState g) 
 }
 
 // The next_* buffers become current (a kernel rather than copies, so the loop body holds only kernel nodes).
-__global__ void __launch_bounds__(kThreads) alsd_commit_kernel(AlsdDeviceState g) {
+__global__ void __launch_bounds__(kThreads) beam_commit_kernel(BeamDeviceState g) {
   const std::int64_t width = g.state_size + g.hidden_size;
   const std::int64_t n = g.slots * width;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -192,6 +204,101 @@ __global__ void __launch_bounds__(kThreads) alsd_commit_kernel(AlsdDeviceState g
       g.fusion.boost.state[s] = g.next_boost_state[s];
       g.fusion.boost.total[s] = g.next_boost_total[s];
     }
+  }
+}
+
+// --- AES++ ---
+
+// The utterances that have frame t, their live slots expanding and evaluated, and the outer loop flag; one block.
+__device__ void aes_frame_masks(const BeamDeviceState& g, std::int32_t t) {
+  const std::int32_t batch = g.args->batch;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    const bool on = b < batch && t < g.lengths[b];
+    g.running[b] = on ? 1 : 0;
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const std::int32_t expanding = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
+      g.expanding[s] = expanding;
+      g.row_active[s] = expanding;
+    }
+    any |= on ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__device__ AesFrame aes_frame(const BeamDeviceState& g) {
+  return AesFrame{g.logits, static_cast<std::int32_t>(g.outputs), g.blank, &g.fusion};
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_begin_kernel(BeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  if (threadIdx.x == 0) *g.frame = 0;
+  __syncthreads();
+  aes_frame_masks(g, 0);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_next_frame_kernel(BeamDeviceState g) {
+  const std::int32_t t = *g.frame + 1;
+  __syncthreads();  // every thread has read t before it changes
+  if (threadIdx.x == 0) *g.frame = t;
+  aes_frame_masks(g, t);
+}
+
+// One block: prefix search of every utterance that has the frame (a thread each), then the inner loop's start.
+__global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDeviceState g) {
+  const std::int32_t t = *g.frame;
+  const AesFrame frame = aes_frame(g);
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    if (!g.running[b]) continue;
+    aes_prefix_search(g.rule, g.hyps, b, t, frame);
+    any |= aes_any_expanding(g.hyps, b, g.expanding) ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) {
+    *g.step = 0;
+    *g.any_expanding = any;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g) {
+  const AesFrame frame = aes_frame(g);
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b] && aes_any_expanding(g.hyps, b, g.expanding)) {
+      aes_expand(g.rule, g.hyps, b, g.aes_per_hypothesis, g.aes_gamma, frame, g.aes_proposals, g.expanding, g.take_from,
+                 g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_mark_rows_kernel(BeamDeviceState g) {
+  int any = 0;
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    g.row_active[s] = g.expanding[s];
+    any |= g.expanding[s] != 0 ? 1 : 0;
+  }
+  const std::int32_t step = *g.step + 1;
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) {
+    *g.step = step;
+    *g.any_expanding = any && step < g.aes_steps ? 1 : 0;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) aes_end_frame_kernel(BeamDeviceState g) {
+  const AesFrame frame = aes_frame(g);
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) aes_end_frame(g.rule, g.hyps, b, g.expanding, frame);
   }
 }
 
@@ -286,33 +393,33 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
 }
 
 template <class TEnc>
-void launch_hidden_for(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_hidden_for(const BeamDeviceState& g, cudaStream_t stream) {
   const int blocks = blocks_for(g.slots * g.hidden_size, kThreads);
   switch (g.weight_dtype) {
     case DType::f16:
-      alsd_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
+      beam_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
       break;
     case DType::bf16:
-      alsd_joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
+      beam_joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
       break;
     default:
-      alsd_joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
+      beam_joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
   }
 }
 
 }  // namespace
 
-void launch_alsd_begin(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream) {
   alsd_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_begin_kernel");
 }
 
-void launch_alsd_activity(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream) {
   alsd_activity_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_activity_kernel");
 }
 
-void launch_alsd_joint_hidden(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream) {
   switch (g.enc_dtype) {
     case DType::f16:
       launch_hidden_for<half_t>(g, stream);
@@ -323,28 +430,64 @@ void launch_alsd_joint_hidden(const AlsdDeviceState& g, cudaStream_t stream) {
     default:
       launch_hidden_for<float>(g, stream);
   }
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_joint_hidden_kernel");
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_joint_hidden_kernel");
 }
 
-void launch_alsd_propose(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
   const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
   alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
 }
 
-void launch_alsd_select(const AlsdDeviceState& g, cudaStream_t stream) {
+void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream) {
   alsd_select_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_select_kernel");
 }
 
-void launch_alsd_take(const AlsdDeviceState& g, cudaStream_t stream) {
-  alsd_take_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_take_kernel");
+void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream) {
+  beam_take_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_take_kernel");
 }
 
-void launch_alsd_commit(const AlsdDeviceState& g, cudaStream_t stream) {
-  alsd_commit_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_commit_kernel");
+void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream) {
+  beam_commit_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_commit_kernel");
+}
+
+void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_begin_kernel");
+}
+
+void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream) {
+  const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
+  beam_log_softmax_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_log_softmax_kernel");
+}
+
+void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_prefix_search_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_prefix_search_kernel");
+}
+
+void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_expand_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
+}
+
+void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_mark_rows_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_mark_rows_kernel");
+}
+
+void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_end_frame_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_end_frame_kernel");
+}
+
+void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_next_frame_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_next_frame_kernel");
 }
 
 void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream) {
@@ -380,22 +523,29 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_select_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_take_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_commit_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_take_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_commit_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_log_softmax_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_next_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_prefix_search_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_expand_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_mark_rows_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_end_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_next_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<float>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<half_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<float, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<half_t, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, bfloat16_t>));
 }
 
 }  // namespace asrdec::detail

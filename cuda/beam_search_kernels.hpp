@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the kernels of batched beam search on CUDA — ALSD++ for transducers and CTC beam search. Everything a
-// kernel needs is in AlsdDeviceState (fixed device pointers, captured into graphs once) plus the per-call BeamArgs
+// kernel needs is in BeamDeviceState (fixed device pointers, captured into graphs once) plus the per-call BeamArgs
 // block in device memory (rewritten before each replay). The per-hypothesis and per-utterance rules are the shared step
 // functions of include/asrdec/detail/alsd_step.hpp and beam_hyps_step.hpp, so the CPU and CUDA executors make the same
 // choices.
@@ -8,7 +8,7 @@
 // One step of the decode loop, over the B·K hypothesis slots of the largest batch:
 //   joint hidden (live slots on a frame of their utterance) → GEMM → LM/boosting queries of those slots →
 //   launch_alsd_propose (log-softmax and the K best extensions per slot) → launch_alsd_select (K best per
-//   utterance, recombination) → launch_alsd_take and launch_alsd_commit (each new slot gathers its parent's
+//   utterance, recombination) → launch_beam_take and launch_beam_commit (each new slot gathers its parent's
 //   states) → predictor step of the slots that took a token → launch_alsd_activity (which slots step next, and
 //   the loop flag).
 
@@ -18,6 +18,7 @@
 
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/aes_step.hpp"
 #include "asrdec/detail/alsd_step.hpp"
 #include "asrdec/detail/beam_hyps_step.hpp"
 #include "asrdec/detail/ctc_beam_step.hpp"
@@ -33,7 +34,7 @@ struct BeamArgs {
   std::int32_t batch;
 };
 
-struct AlsdDeviceState {
+struct BeamDeviceState {
   const BeamArgs* args;
   const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
   BeamHypsRef hyps;             ///< max_batch × K slots
@@ -76,25 +77,54 @@ struct AlsdDeviceState {
   DType weight_dtype;
   std::int32_t check_values;
   unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
+  // AES++ (frame-synchronous; `running` then marks the utterances that have the frame).
+  std::int32_t* frame;          ///< t; nullptr for ALSD++, whose slots sit on their own frames (hyps.next_time)
+  std::int32_t* expanding;      ///< [slots] still expanding on the frame
+  std::int32_t* step;           ///< expansion steps made on the frame
+  std::int32_t* any_expanding;  ///< inner loop flag
+  AesProposals* aes_proposals;  ///< [slots]
+  std::int32_t aes_steps;
+  std::int32_t aes_per_hypothesis;  ///< K + beta
+  float aes_gamma;
 };
 
+// AES++: "while some utterance has frame t { evaluate the expanding slots; prefix search; while a slot expands and
+// steps are left { aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate }; aes_end_frame;
+// next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused queries
+// of the rows in row_active.
+
+/** Clears every beam; t = 0 and the frame's masks (launch_aes_next_frame without the increment). */
+void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream);
+/** Log-softmax of the token columns (bias added) of every slot in row_active, in place in `logits`. */
+void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_prefix_search for every utterance that has the frame; then step = 0 and the inner loop flag. */
+void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_expand for every utterance that has the frame and an expanding slot; the slots of the others keep. */
+void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream);
+/** row_active = expanding; step += 1; the inner loop flag (steps left and a slot expanding). */
+void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_end_frame for every utterance that has the frame. */
+void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream);
+/** t += 1; running (the utterances that have frame t), expanding = row_active = their live slots; the outer flag. */
+void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream);
+
 /** Clears every utterance's beam, then launch_alsd_activity's work (the loop is entered with the flag set). */
-void launch_alsd_begin(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream);
 /** row_active, running and the loop flag from the current beams. */
-void launch_alsd_activity(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
 /** act(enc[b, frame of slot] + dec[slot]) for the active slots, zeros for the others; NaN/inf in enc_proj is
  *  recorded in bad_value. */
-void launch_alsd_joint_hidden(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
  *  alsd_force_blank); idle slots get alsd_idle_proposals. */
-void launch_alsd_propose(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream);
 /** alsd_select for every running utterance; the slots of the others keep their states. */
-void launch_alsd_select(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream);
 /** Every slot takes over its parent's predictor, LM and boosting states (into the next_* buffers) and gets its
  *  step label and mask. */
-void launch_alsd_take(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream);
 /** The next_* buffers become the current ones; the caller then steps the predictor. */
-void launch_alsd_commit(const AlsdDeviceState& g, cudaStream_t stream);
+void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream);
 
 // CTC beam search, frame-synchronous: "while some utterance has frame t { LM/boosting queries of its live slots →
 // launch_ctc_beam_frame → launch_ctc_beam_next_frame }". The per-utterance rules are ctc_beam_extension and

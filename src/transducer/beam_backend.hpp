@@ -27,8 +27,9 @@ BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);
 void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config);
 
 #if ASRDEC_WITH_CUDA
-std::unique_ptr<TransducerBeamBackend> make_alsd_cuda(const TransducerModel& model, const TransducerBeamConfig& config,
-                                                      BatchLimits limits);
+std::unique_ptr<TransducerBeamBackend> make_transducer_beam_cuda(const TransducerModel& model,
+                                                                 const TransducerBeamConfig& config,
+                                                                 BatchLimits limits);
 #endif
 std::unique_ptr<TransducerBeamBackend> make_alsd_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
                                                      BatchLimits limits);

@@ -126,17 +126,17 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
   config.validate();
   limits.validate();
   detail::check_beam_model(model, config);
-  ASRDEC_EXPECTS(model.device().is_cpu() || config.algorithm == TransducerBeamAlgorithm::alsd, Unsupported,
+  ASRDEC_EXPECTS(model.device().is_cpu() || config.algorithm != TransducerBeamAlgorithm::wind, Unsupported,
                  to_string(config.algorithm), " beam search runs on the CPU only for now; the model is on ",
-                 model.device().to_string(), " (alsd++ runs on CUDA)");
+                 model.device().to_string(), " (alsd++ and aes++ run on CUDA)");
+#if ASRDEC_WITH_CUDA
+  if (model.device().is_cuda()) {
+    impl_->backend = detail::make_transducer_beam_cuda(model, config, limits);
+    return;
+  }
+#endif
   switch (config.algorithm) {
     case TransducerBeamAlgorithm::alsd:
-#if ASRDEC_WITH_CUDA
-      if (model.device().is_cuda()) {
-        impl_->backend = detail::make_alsd_cuda(model, config, limits);
-        break;
-      }
-#endif
       impl_->backend = detail::make_alsd_cpu(model, config, limits);
       break;
     case TransducerBeamAlgorithm::aes:

@@ -1,6 +1,9 @@
-// The CUDA executor of ALSD++ (beam_decoder.hpp). The decode is a StreamProgram — a begin step, then
-// "while any hypothesis is on a frame of its utterance { one ALSD++ step }" — run by a GraphExecutor: with
-// conditional graphs the whole decode is one graph launch. Every buffer is sized for the limits' largest batch ×
+// The CUDA executor of ALSD++ and AES++ (beam_decoder.hpp). The decode is a StreamProgram run by a GraphExecutor
+// (with conditional graphs the whole decode is one graph launch):
+// - ALSD++: a begin step, then "while any hypothesis is on a frame of its utterance { one ALSD++ step }";
+// - AES++: a begin step, then "while some utterance has frame t { evaluate; prefix search; while a hypothesis
+//   expands and steps are left { one expansion step }; end of frame }" (nested conditional loops). Every buffer is
+//   sized for the limits' largest batch ×
 // beam × frames, so the loop allocates nothing; a larger call grows them first and captures the graphs again.
 // The step kernels (cuda/beam_search_kernels.cu) apply the same shared rules as the CPU executor.
 
@@ -25,16 +28,16 @@
 namespace asrdec::detail {
 namespace {
 
-class AlsdCuda final : public TransducerBeamBackend {
+class TransducerBeamCuda final : public TransducerBeamBackend {
  public:
-  AlsdCuda(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
+  TransducerBeamCuda(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
       : model_(model),
         config_(config),
         limits_(limits),
         device_(model.device()),
         stream_(device_),
         args_(1, device_),
-        flag_(1, device_),
+        flags_(4, device_),
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
     preload_beam_kernels();
@@ -108,12 +111,16 @@ class AlsdCuda final : public TransducerBeamBackend {
     allocate();
   }
 
-  // Entries per hypothesis slot: every step writes one, and a frame takes at most max_symbols tokens and a blank.
+  bool aes() const { return config_.algorithm == TransducerBeamAlgorithm::aes; }
+
+  // Entries per hypothesis slot: every step writes one; a frame takes at most max_symbols tokens and a blank
+  // (ALSD++), or num_steps expansion steps and the end-of-frame entry (AES++).
   std::int32_t capacity(std::int64_t max_frames) const {
-    const std::int64_t capacity =
-        std::max<std::int64_t>(1, max_frames * (static_cast<std::int64_t>(config_.max_symbols_per_frame) + 1));
+    const std::int64_t per_frame = aes() ? config_.aes_num_steps : config_.max_symbols_per_frame;
+    const std::int64_t capacity = std::max<std::int64_t>(1, max_frames * (per_frame + 1));
     ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", max_frames,
-                     ") for beam search with max_symbols_per_frame ", config_.max_symbols_per_frame);
+                     ") for ", to_string(config_.algorithm), " beam search with ",
+                     aes() ? "aes_num_steps " : "max_symbols_per_frame ", per_frame);
     return static_cast<std::int32_t>(capacity);
   }
 
@@ -142,7 +149,9 @@ class AlsdCuda final : public TransducerBeamBackend {
       *buffer = DeviceBuffer<std::int32_t>(n, device_);
     }
     take_from_ = DeviceBuffer<std::int64_t>(n, device_);
-    proposals_ = DeviceBuffer<AlsdProposals>(n, device_);
+    proposals_ = DeviceBuffer<AlsdProposals>(aes() ? 1 : n, device_);
+    aes_proposals_ = DeviceBuffer<AesProposals>(aes() ? n : 1, device_);
+    expanding_ = DeviceBuffer<std::int32_t>(n, device_);
     hidden_ = DeviceBuffer<std::byte>(n * J * dtype_size(model_.joint().weight_dtype()), device_);
     logits_ = DeviceBuffer<float>(n * O, device_);
     const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
@@ -183,8 +192,8 @@ class AlsdCuda final : public TransducerBeamBackend {
     usable_ = true;
   }
 
-  AlsdDeviceState device_state(DType enc_dtype) {
-    AlsdDeviceState g{};
+  BeamDeviceState device_state(DType enc_dtype) {
+    BeamDeviceState g{};
     g.args = args_.data();
     g.lengths = lengths_.data();
     g.hyps = hyps_.ref();
@@ -214,7 +223,17 @@ class AlsdCuda final : public TransducerBeamBackend {
     g.take_label = take_label_.data();
     g.row_active = row_active_.data();
     g.running = running_.data();
-    g.any_running = flag_.data();
+    g.any_running = flags_.data();
+    if (aes()) {
+      g.frame = flags_.data() + 1;
+      g.step = flags_.data() + 2;
+      g.any_expanding = flags_.data() + 3;
+      g.expanding = expanding_.data();
+      g.aes_proposals = aes_proposals_.data();
+      g.aes_steps = config_.aes_num_steps;
+      g.aes_per_hypothesis = config_.beam + config_.aes_expansion_beta;
+      g.aes_gamma = config_.aes_expansion_gamma;
+    }
     g.hidden = hidden_.data();
     g.logits = logits_.data();
     g.bias = model_.joint().impl().device_bias.data();
@@ -235,9 +254,9 @@ class AlsdCuda final : public TransducerBeamBackend {
     return g;
   }
 
-  // One ALSD++ step; ends with the loop flag written.
-  void step(const AlsdDeviceState& g, cudaStream_t stream) {
-    launch_alsd_joint_hidden(g, stream);
+  // Joint and fused queries of the slots in row_active: logits (without bias) for all slots, queries for those.
+  void joint_and_queries(const BeamDeviceState& g, cudaStream_t stream) {
+    launch_beam_joint_hidden(g, stream);
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
                                g.hidden, g.hidden_size, g.slots, g.logits, g.outputs, stream);
     if (config_.lm != nullptr) {
@@ -249,23 +268,62 @@ class AlsdCuda final : public TransducerBeamBackend {
                            const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
                            multiprocessors_, stream, g.row_active);
     }
-    launch_alsd_propose(g, stream);
-    launch_alsd_select(g, stream);
-    launch_alsd_take(g, stream);
-    launch_alsd_commit(g, stream);
+  }
+
+  // Every slot takes over the states of take_from with take_label, and the predictor steps the tokens.
+  void take_over(const BeamDeviceState& g, cudaStream_t stream) {
+    launch_beam_take(g, stream);
+    launch_beam_commit(g, stream);
     session_->step(g.step_label, g.step_mask, g.state, g.dec, g.slots, stream);
-    launch_alsd_activity(g, stream);
+  }
+
+  StreamProgram alsd_program(const BeamDeviceState g) {
+    StreamProgram body;
+    body.then([this, g](StreamHandle s) {
+      joint_and_queries(g, s);
+      launch_alsd_propose(g, s);
+      launch_alsd_select(g, s);
+      take_over(g, s);
+      launch_alsd_activity(g, s);
+    });
+    StreamProgram program;
+    program.then([g](StreamHandle s) { launch_alsd_begin(g, s); }).loop_while(g.any_running, body);
+    return program;
+  }
+
+  StreamProgram aes_program(const BeamDeviceState g) {
+    const auto evaluate = [this, g](StreamHandle s) {
+      joint_and_queries(g, s);
+      launch_beam_log_softmax(g, s);
+    };
+    StreamProgram steps;
+    steps.then([this, g, evaluate](StreamHandle s) {
+      launch_aes_expand(g, s);
+      take_over(g, s);
+      launch_aes_mark_rows(g, s);
+      evaluate(s);  // also after the last step: the end of the frame scores the blank of those still expanding
+    });
+    StreamProgram frames;
+    frames
+        .then([g, evaluate](StreamHandle s) {
+          evaluate(s);
+          launch_aes_prefix_search(g, s);
+        })
+        .loop_while(g.any_expanding, steps)
+        .then([g](StreamHandle s) {
+          launch_aes_end_frame(g, s);
+          launch_aes_next_frame(g, s);
+        });
+    StreamProgram program;
+    program.then([g](StreamHandle s) { launch_aes_begin(g, s); }).loop_while(g.any_running, frames);
+    return program;
   }
 
   GraphExecutor& executor(DType enc_dtype) {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
-      const AlsdDeviceState g = device_state(enc_dtype);
-      StreamProgram body;
-      body.then([this, g](StreamHandle s) { step(g, s); });
-      StreamProgram program;
-      program.then([g](StreamHandle s) { launch_alsd_begin(g, s); }).loop_while(g.any_running, body);
-      slot.emplace(device_, mode_, program);
+      const BeamDeviceState g = device_state(enc_dtype);
+      slot.emplace(device_, mode_, aes() ? aes_program(g) : alsd_program(g));
     }
     return *slot;
   }
@@ -321,7 +379,7 @@ class AlsdCuda final : public TransducerBeamBackend {
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
   DeviceBuffer<BeamArgs> args_;
-  DeviceBuffer<std::int32_t> flag_;
+  DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_, lengths_, running_;
   BatchedBeamHyps<MemoryKind::device> hyps_;
@@ -331,6 +389,8 @@ class AlsdCuda final : public TransducerBeamBackend {
   DeviceBuffer<std::int32_t> blanks_, ones_;  // [slots] constants for the start symbol
   DeviceBuffer<std::int64_t> take_from_;
   DeviceBuffer<AlsdProposals> proposals_;
+  DeviceBuffer<AesProposals> aes_proposals_;
+  DeviceBuffer<std::int32_t> expanding_;
   DeviceBuffer<std::byte> hidden_;
   DeviceBuffer<float> logits_;
   DeviceBuffer<std::int32_t> lm_state_, next_lm_state_, bos_states_, lm_next_;
@@ -344,9 +404,10 @@ class AlsdCuda final : public TransducerBeamBackend {
 
 }  // namespace
 
-std::unique_ptr<TransducerBeamBackend> make_alsd_cuda(const TransducerModel& model, const TransducerBeamConfig& config,
-                                                      BatchLimits limits) {
-  return std::make_unique<AlsdCuda>(model, config, limits);
+std::unique_ptr<TransducerBeamBackend> make_transducer_beam_cuda(const TransducerModel& model,
+                                                                 const TransducerBeamConfig& config,
+                                                                 BatchLimits limits) {
+  return std::make_unique<TransducerBeamCuda>(model, config, limits);
 }
 
 }  // namespace asrdec::detail

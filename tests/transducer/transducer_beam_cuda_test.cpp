@@ -1,7 +1,7 @@
-// ALSD++ on CUDA: the batched GPU executor against the per-utterance oracle (the same one the CPU executor is
-// checked against) on random RNN-T/TDT models, in every graph mode, with and without fusion in every pruning ×
-// blank-scoring mode; one decoder reused across calls of different shapes (graph replay, buffer growth); bad
-// input. Skips where no CUDA device is usable.
+// ALSD++ and AES++ on CUDA: the batched GPU executor against the per-utterance oracles (the same ones the CPU
+// executors are checked against) on random RNN-T/TDT models (AES++: RNN-T), in every graph mode, with and without
+// fusion in every pruning × blank-scoring mode; one decoder reused across calls of different shapes (graph replay,
+// buffer growth); bad input. Skips where no CUDA device is usable.
 
 #include <gtest/gtest.h>
 
@@ -32,17 +32,19 @@ DeviceEncoded on_device(const testing::RandomEncoded& e, Device device) {
   return out;
 }
 
-TEST(TransducerBeamCUDA, AlsdEqualsTheOracleInEveryGraphMode) {
+TEST(TransducerBeamCUDA, AlsdAndAesEqualTheOraclesInEveryGraphMode) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const Device cuda = Device::cuda(0);
   const GraphMode modes[] = {GraphMode::conditional, GraphMode::per_step, GraphMode::eager};
-  std::int64_t utterances = 0, fused = 0, replays = 0;
-  for (int i = 0; i < 120; ++i) {
+  std::int64_t utterances = 0, fused = 0, replays = 0, aes = 0;
+  for (int i = 0; i < 160; ++i) {
     testing::RandomTransducerSpec spec = beam_spec(rng);
     const bool with_fusion = i % 2 == 1;
+    const bool use_aes = i % 4 >= 2;
+    if (use_aes) spec.tdt = false;
     if (with_fusion) spec.blank = -1;  // fusion needs blank = V
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const TransducerModel cpu_model = random.build(Device::cpu());
@@ -51,13 +53,19 @@ TEST(TransducerBeamCUDA, AlsdEqualsTheOracleInEveryGraphMode) {
     config.beam = std::uniform_int_distribution<std::int32_t>(1, 8)(rng);
     config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
     config.length_normalized = rng() % 2 == 0;
-    config.graph_mode = modes[(i / 2) % 3];
+    config.graph_mode = modes[(i / 4) % 3];
+    if (use_aes) {
+      config.algorithm = TransducerBeamAlgorithm::aes;
+      config.aes_num_steps = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+      config.aes_expansion_beta = std::uniform_int_distribution<std::int32_t>(0, 3)(rng);
+      config.aes_expansion_gamma = std::uniform_real_distribution<float>(0.5f, 5.0f)(rng);
+    }
     TransducerBeamConfig oracle_config = config;
     testing::FusionKeep keep;
     const testing::RandomEncoded first = testing::random_encoded(rng, spec, 8, 16);
     if (with_fusion) {
       const auto plain = transducer_beam_reference(cpu_model, first.enc(), first.lens(), config);
-      testing::add_random_fusion(rng, spec, i / 2, plain, config, keep, cuda);
+      testing::add_random_fusion(rng, spec, i / 4, plain, config, keep, cuda);
       oracle_config = config;
       oracle_config.lm = config.lm != nullptr ? keep.lm : nullptr;
       oracle_config.boost = config.boost != nullptr ? keep.boost : nullptr;
@@ -82,8 +90,9 @@ TEST(TransducerBeamCUDA, AlsdEqualsTheOracleInEveryGraphMode) {
     }
   }
   EXPECT_GE(utterances, 500);
-  std::printf("%lld utterances (%lld with fusion), %lld second calls\n", static_cast<long long>(utterances),
-              static_cast<long long>(fused), static_cast<long long>(replays));
+  EXPECT_GE(aes, 200);
+  std::printf("%lld utterances (%lld AES++, %lld with fusion), %lld second calls\n", static_cast<long long>(utterances),
+              static_cast<long long>(aes), static_cast<long long>(fused), static_cast<long long>(replays));
 }
 
 TEST(TransducerBeamCUDA, AlsdBeamOneIsGreedy) {
