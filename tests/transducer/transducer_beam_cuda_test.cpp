@@ -83,9 +83,12 @@ TEST(TransducerBeamCUDA, AlsdAndAesEqualTheOraclesInEveryGraphMode) {
       if (call == 1 && config.boost != nullptr && config.boost->num_lists() > 1) e = first;  // lists fix the batch
       const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), oracle_config);
       const DeviceEncoded d = on_device(e, cuda);
-      expect_same_beams(decoder.decode_nbest(d.view, e.lens()), want, "alsd++ on CUDA, call " + std::to_string(call));
+      const Stream user_stream(cuda);  // the second call runs on a stream of the caller's
+      expect_same_beams(decoder.decode_nbest(d.view, e.lens(), call == 1 ? user_stream.handle() : nullptr), want,
+                        std::string(to_string(config.algorithm)) + " on CUDA, call " + std::to_string(call));
       if (::testing::Test::HasFailure()) return;
       utterances += e.batch;
+      aes += use_aes ? e.batch : 0;
       replays += call;
     }
   }
@@ -119,42 +122,47 @@ TEST(TransducerBeamCUDA, AlsdBeamOneIsGreedy) {
   }
 }
 
-TEST(TransducerBeamCUDA, AlsdRejectsBadInput) {
+TEST(TransducerBeamCUDA, AlsdAndAesRejectBadInput) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(11);
   testing::RandomTransducerSpec spec = beam_spec(rng);
   spec.tdt = false;  // every frame is read
   spec.blank = -1;
   const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-  TransducerBeamDecoder decoder(random.build(Device::cuda(0)), TransducerBeamConfig{});
-  testing::RandomEncoded e;
-  e.batch = 2;
-  e.frames = 4;
-  e.hidden = spec.joint;
-  e.values.assign(static_cast<std::size_t>(e.batch * e.frames * e.hidden), 0.25f);
-  e.lengths = {4, 3};
-  e.values[static_cast<std::size_t>(e.frames * e.hidden + 2 * e.hidden + 1)] = std::nanf("");
-  {
-    const DeviceEncoded d = on_device(e, Device::cuda(0));
-    ASRDEC_EXPECT_THROW_MSG(decoder.decode(d.view, e.lens()), InvalidArgument, "enc_proj[1, 2, 1] is NaN");
-  }
-  // A NaN on a frame past the utterance's length is never read.
-  e.lengths = {4, 2};
-  {
-    const DeviceEncoded d = on_device(e, Device::cuda(0));
-    EXPECT_EQ(decoder.decode(d.view, e.lens()).size(), 2u);
-    e.lengths = {4, 5};
-    ASRDEC_EXPECT_THROW_MSG(decoder.decode(d.view, e.lens()), InvalidArgument, "lengths");
-  }
-  // Host memory for a CUDA model, an empty batch, zero-length utterances.
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode(e.enc(), e.lens()), InvalidArgument, "enc_proj");
-  e.lengths = {0, 0};
-  {
-    const DeviceEncoded d = on_device(e, Device::cuda(0));
-    const auto empty = decoder.decode(d.view, e.lens());
-    ASSERT_EQ(empty.size(), 2u);
-    EXPECT_TRUE(empty[0].tokens.empty());
-    EXPECT_EQ(empty[0].score, 0.0f);
+  for (const TransducerBeamAlgorithm algorithm : {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes}) {
+    SCOPED_TRACE(to_string(algorithm));
+    TransducerBeamConfig config;
+    config.algorithm = algorithm;
+    TransducerBeamDecoder decoder(random.build(Device::cuda(0)), config);
+    testing::RandomEncoded e;
+    e.batch = 2;
+    e.frames = 4;
+    e.hidden = spec.joint;
+    e.values.assign(static_cast<std::size_t>(e.batch * e.frames * e.hidden), 0.25f);
+    e.lengths = {4, 3};
+    e.values[static_cast<std::size_t>(e.frames * e.hidden + 2 * e.hidden + 1)] = std::nanf("");
+    {
+      const DeviceEncoded d = on_device(e, Device::cuda(0));
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode(d.view, e.lens()), InvalidArgument, "enc_proj[1, 2, 1] is NaN");
+    }
+    // A NaN on a frame past the utterance's length is never read.
+    e.lengths = {4, 2};
+    {
+      const DeviceEncoded d = on_device(e, Device::cuda(0));
+      EXPECT_EQ(decoder.decode(d.view, e.lens()).size(), 2u);
+      e.lengths = {4, 5};
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode(d.view, e.lens()), InvalidArgument, "lengths");
+    }
+    // Host memory for a CUDA model, an empty batch, zero-length utterances.
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(e.enc(), e.lens()), InvalidArgument, "enc_proj");
+    e.lengths = {0, 0};
+    {
+      const DeviceEncoded d = on_device(e, Device::cuda(0));
+      const auto empty = decoder.decode(d.view, e.lens());
+      ASSERT_EQ(empty.size(), 2u);
+      EXPECT_TRUE(empty[0].tokens.empty());
+      EXPECT_EQ(empty[0].score, 0.0f);
+    }
   }
 }
 
