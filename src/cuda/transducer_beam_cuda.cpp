@@ -16,6 +16,7 @@
 #include "asrdec/core/graph.hpp"
 #include "asrdec/detail/bad_value.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "cuda/beam_hyps_copy.hpp"
 #include "cuda/beam_search_kernels.hpp"
 #include "cuda/check.hpp"
 #include "cuda/gemm.hpp"
@@ -337,29 +338,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
     };
     unsigned long long bad = 0;
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
-    copy_back(h.steps, d.steps, n);
-    copy_back(h.scores, d.scores, n);
-    copy_back(h.tokens, d.tokens, n);
-    copy_back(h.last_label, d.last_label, n);
-    copy_back(h.overflow, d.overflow, static_cast<std::size_t>(batch));
+    copy_back(&bad, bad_value_.data(), 1);
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    copy_beams_to_host(d, h, batch, stream);
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw InvalidArgument(concat("enc_proj[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "infinite",
                                    "; encoder projections must be finite"));
-    }
-    const std::int32_t width = *std::max_element(h.steps, h.steps + n);
-    if (width > 0) {
-      const std::size_t pitch = static_cast<std::size_t>(d.capacity) * 4;
-      for (auto [target, source] : {std::pair{h.labels, d.labels}, std::pair{h.parents, d.parents},
-                                    std::pair{h.timestamps, d.timestamps}, std::pair{h.durations, d.durations}}) {
-        ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(target, pitch, source, pitch, static_cast<std::size_t>(width) * 4, n,
-                                            cudaMemcpyDeviceToHost, stream));
-      }
-      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
     BeamHypsRef view = h;
     view.batch = batch;
