@@ -1,15 +1,14 @@
 // The CPU executor of WIND beam search (beam_decoder.hpp). Each utterance keeps a pool of hypotheses on different
 // frames (at most K per frame, so at most K·(W+1) hypotheses between the frame being expanded and the end of its
 // window, plus the K·K new ones of a step: the pool has K·(W+K) slots). Each step, every utterance expands the
-// hypotheses on its earliest unfinished frame, through the shared step functions (detail/wind_beam_step.hpp,
-// detail/aes_step.hpp for prefix search, detail/beam_hyps_step.hpp).
+// hypotheses on its earliest unfinished frame through the step functions it shares with the CUDA executor
+// (detail/wind_beam_step.hpp: wind_group, wind_propose, wind_step).
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
-#include "asrdec/detail/aes_step.hpp"
 #include "asrdec/detail/wind_beam_step.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "transducer/beam_backend.hpp"
@@ -17,8 +16,6 @@
 
 namespace asrdec::detail {
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 class WindBeamCpu final : public TransducerBeamBackend {
  public:
@@ -56,23 +53,17 @@ class WindBeamCpu final : public TransducerBeamBackend {
       bool any = false;
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
-        std::int32_t t = length;
-        for (std::int32_t k = 0; k < P; ++k) {
-          const std::int64_t s = beam_slot(h, b, k);
-          if (h.scores[s] != kNegInf) t = std::min(t, h.next_time[s]);
-        }
-        frame_[b] = t;
-        group_size_[b] = 0;
-        if (t >= length) continue;
+        const std::int32_t count = wind_group(h, b, length, K, frame_[b], group_.data() + b * K);
+        ASRDEC_EXPECTS(count <= K, Error, "internal error: ", count, " hypotheses on frame ", frame_[b],
+                       ", more than the beam ", K);
+        group_size_[b] = count;
+        if (count == 0) continue;
         any = true;
-        window_[b] = std::min(W, length - t);
-        for (std::int32_t k = 0; k < P; ++k) {
-          const std::int64_t s = beam_slot(h, b, k);
-          if (h.scores[s] == kNegInf || h.next_time[s] != t) continue;
-          ASRDEC_EXPECTS(group_size_[b] < K, Error, "internal error: more than ", K, " hypotheses on frame ", t);
-          group_[b * K + group_size_[b]++] = k;
+        window_[b] = std::min(W, length - frame_[b]);
+        for (std::int32_t g = 0; g < count; ++g) {
+          const std::int64_t s = beam_slot(h, b, group_[b * K + g]);
           for (std::int32_t j = 0; j < window_[b]; ++j) {
-            rows_.push_back(JointRow{b, t + j});
+            rows_.push_back(JointRow{b, frame_[b] + j});
             row_decs_.push_back(states_.dec(s));
           }
           states_.query(s);
@@ -85,7 +76,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
       std::int64_t row = 0;
       for (std::int64_t b = 0; b < B; ++b) {
         for (std::int32_t g = 0; g < group_size_[b]; ++g) {
-          float* logp = window_logp(b, g);
+          float* logp = logp_.data() + ((b * K + g) * W) * V1;
           std::copy_n(logits_.data() + row * V1, window_[b] * V1, logp);
           for (std::int32_t j = 0; j < window_[b]; ++j)
             log_softmax_in_place(logp + j * V1, static_cast<std::int32_t>(V1));
@@ -95,8 +86,21 @@ class WindBeamCpu final : public TransducerBeamBackend {
       for (std::int64_t b = 0; b < B; ++b) {
         if (group_size_[b] == 0) {
           for (std::int32_t k = 0; k < P; ++k) states_.keep(beam_slot(h, b, k));
-        } else {
-          step(h, b);
+          continue;
+        }
+        const WindWindows windows = windows_of(b);
+        const std::int32_t* group = group_.data() + b * K;
+        for (std::int32_t g = 0; g < group_size_[b]; ++g) {
+          const std::int64_t s = beam_slot(h, b, group[g]);
+          wind_propose(rule_, wind_member_row(windows, h, s, g, window_[b], config_.max_symbols_per_frame), K,
+                       proposals_[static_cast<std::size_t>(g)]);
+        }
+        const bool fits = wind_step(rule_, h, b, frame_[b], group, group_size_[b], windows, proposals_.data(), K,
+                                    candidates_.data(), take_from_.data(), take_label_.data());
+        ASRDEC_EXPECTS(fits, Error, "internal error: WIND beam pool overflow");
+        for (std::int32_t i = 0; i < P; ++i) {
+          const std::int64_t s = beam_slot(h, b, i);
+          states_.take(s, take_from_[s], take_label_[s]);
         }
       }
       states_.advance(B * P);
@@ -106,67 +110,11 @@ class WindBeamCpu final : public TransducerBeamBackend {
   }
 
  private:
-  float* window_logp(std::int64_t b, std::int32_t g) {
-    return logp_.data() + (b * config_.beam + g) * config_.wind_window * (model_.vocab_size() + 1);
-  }
-
-  // The group of utterance b: prefix search, proposals; then the pool is rebuilt from the other hypotheses and the
-  // proposals, equal hypotheses merge, and each frame keeps its K best.
-  void step(const BeamHypsRef& h, std::int64_t b) {
-    const std::int32_t K = config_.beam;
-    const std::int32_t P = pool_;
-    const std::int32_t t = frame_[b];
-    const std::int32_t blank = model_.blank_id();
-    const auto V1 = static_cast<std::int32_t>(model_.vocab_size() + 1);
-    const auto group_rank = [&](std::int32_t k) {
-      for (std::int32_t g = 0; g < group_size_[b]; ++g) {
-        if (group_[b * K + g] == k) return g;
-      }
-      return -1;
-    };
-    const auto token_score = [&](std::int32_t j, std::int32_t label) {
-      const float* logp = window_logp(b, group_rank(j));
-      const AlsdRow row{logp, nullptr, blank, V1, nullptr, 0, &states_.fusion(), beam_slot(h, b, j)};
-      return alsd_label_score(rule_, row, label, beam_token_offset(rule_, logp[blank]));
-    };
-    for (std::int32_t k = 0; k < P; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
-    for (std::int32_t k = 0; k < P; ++k) beam_commit_prefix_search(h, b, k);
-
-    // The new pool: first the hypotheses outside the group (unchanged), then the group's proposals.
-    std::int32_t count = 0;
-    for (std::int32_t k = 0; k < P; ++k) {
-      const std::int64_t s = beam_slot(h, b, k);
-      if (h.scores[s] == kNegInf || h.next_time[s] == t) continue;
-      candidates_[count++] = Candidate{k, -1, 0, h.scores[s]};
-    }
-    for (std::int32_t g = 0; g < group_size_[b]; ++g) {
-      const std::int32_t k = group_[b * K + g];
-      const std::int64_t s = beam_slot(h, b, k);
-      const WindowRow row{window_logp(b, g), window_[b], blank, V1, h.on_frame[s] < config_.max_symbols_per_frame,
-                          &states_.fusion(), s};
-      AlsdProposals proposals;
-      wind_propose(rule_, row, K, proposals);
-      for (std::int32_t r = 0; r < proposals.count; ++r) {
-        const float score = h.scores[s] + proposals.score[r];
-        if (score == kNegInf) continue;
-        ASRDEC_EXPECTS(count < P, Error, "internal error: WIND beam pool overflow");
-        candidates_[count++] = Candidate{k, proposals.label[r], proposals.jump[r], score};
-      }
-    }
-    for (std::int32_t i = 0; i < P; ++i) {
-      const Candidate c = i < count ? candidates_[i] : Candidate{0, -1, 0, kNegInf};
-      beam_stage_result(h, b, i, c.parent, c.label, c.score, c.jump);
-    }
-    for (std::int32_t i = 0; i < P; ++i) beam_commit_result(h, b, i);
-    for (std::int32_t i = 0; i < P; ++i) beam_stage_recombination(h, b, i);
-    for (std::int32_t i = 0; i < P; ++i) beam_commit_recombination(h, b, i);
-    for (std::int32_t i = 0; i < P; ++i) wind_stage_frame_cap(h, b, i, K);
-    for (std::int32_t i = 0; i < P; ++i) wind_commit_frame_cap(h, b, i);
-    for (std::int32_t i = 0; i < P; ++i) {
-      const std::int64_t s = beam_slot(h, b, i);
-      const Candidate c = i < count ? candidates_[i] : Candidate{0, -1, 0, kNegInf};
-      states_.take(s, beam_slot(h, b, c.parent), h.scores[s] != kNegInf ? c.label : -1);
-    }
+  // Utterance b's group windows in logp_ ([B, K, W, V+1]).
+  WindWindows windows_of(std::int64_t b) const {
+    const std::int64_t V1 = model_.vocab_size() + 1;
+    return WindWindows{logp_.data() + b * config_.beam * config_.wind_window * V1, config_.wind_window,
+                       model_.blank_id(), static_cast<std::int32_t>(V1), &states_.fusion()};
   }
 
   void reserve(std::int64_t batch) {
@@ -182,14 +130,10 @@ class WindBeamCpu final : public TransducerBeamBackend {
         HostBuffer<float>(n * static_cast<std::size_t>(config_.beam) * static_cast<std::size_t>(config_.wind_window) *
                           static_cast<std::size_t>(model_.vocab_size() + 1));
     candidates_.resize(static_cast<std::size_t>(pool_));
+    proposals_.resize(static_cast<std::size_t>(config_.beam));
+    take_from_ = HostBuffer<std::int64_t>(n * static_cast<std::size_t>(pool_));
+    take_label_ = HostBuffer<std::int32_t>(n * static_cast<std::size_t>(pool_));
   }
-
-  struct Candidate {
-    std::int32_t parent;  // slot in the pool
-    std::int32_t label;   // -1: the hypothesis as it is
-    std::int32_t jump;
-    float score;
-  };
 
   TransducerModel model_;
   TransducerBeamConfig config_;
@@ -200,8 +144,11 @@ class WindBeamCpu final : public TransducerBeamBackend {
   BatchedBeamHyps<MemoryKind::host> hyps_;
   std::int64_t reserved_ = 0;
   HostBuffer<std::int32_t> frame_, window_, group_size_, group_;  // per utterance; group_: [B, K] pool slots
-  HostBuffer<float> logp_;  // [B, K, W, V+1] window log-probabilities of each group member
-  std::vector<Candidate> candidates_;
+  HostBuffer<float> logp_;                 // [B, K, W, V+1] window log-probabilities of each group member
+  std::vector<WindCandidate> candidates_;  // [P] scratch of wind_step
+  std::vector<AlsdProposals> proposals_;   // [K] of the group being stepped
+  HostBuffer<std::int64_t> take_from_;     // [B, P] where each new slot's state comes from
+  HostBuffer<std::int32_t> take_label_;    // [B, P] and the label it took
   std::vector<JointRow> rows_;
   std::vector<const float*> row_decs_;
   std::vector<float> logits_;
