@@ -5,8 +5,8 @@
 // included), so the copies back are in both sides of the ratio.
 //
 // CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
-// 1..32, and AES++ (RNN-T) at beam 4. CPU: a small grid (a beam step evaluates the joint for B·K hypotheses over
-// V = 1025 outputs); WIND beam runs on the CPU only.
+// 1..32, and AES++ and WIND beam (RNN-T) at beam 4. CPU: a small grid (a beam step evaluates the joint for B·K
+// hypotheses over V = 1025 outputs).
 
 #include "common/bench_support.hpp"
 #include "common/transducer_models.hpp"
@@ -107,7 +107,10 @@ void register_all() {
       for (std::int32_t beam : {0, 1, 2, 4, 6, 8, 12}) {
         cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::alsd, true});
       }
-      if (kind == "rnnt") cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::aes, true});
+      if (kind == "rnnt") {
+        cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::aes, true});
+        cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::wind, true});
+      }
       for (const Case& c : cases) {
         auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
         b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);

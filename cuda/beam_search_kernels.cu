@@ -47,21 +47,43 @@ __global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceSta
 
 __global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(BeamDeviceState g) { activity(g); }
 
+// Which slot (s), utterance (b) and frame joint row r evaluates; false for a row nothing reads this step. ALSD++ and
+// AES++: row r is slot r on its frame (AES++: the common frame). WIND: row (b·K + g)·W + j is group member g's
+// window position j.
+__device__ bool joint_row(const BeamDeviceState& g, std::int64_t r, std::int64_t& s, std::int64_t& b,
+                          std::int32_t& frame) {
+  if (g.wind_window > 0) {
+    const std::int64_t member = r / g.wind_window;
+    const auto j = static_cast<std::int32_t>(r - member * g.wind_window);
+    b = member / g.beam;
+    const auto rank = static_cast<std::int32_t>(member - b * g.beam);
+    if (!g.running[b] || rank >= g.group_size[b] || j >= g.wind_width[b]) return false;
+    s = beam_slot(g.hyps, b, g.group[member]);
+    frame = g.wind_frame[b] + j;
+    return true;
+  }
+  s = r;
+  if (!g.row_active[s]) return false;
+  b = s / g.hyps.beam;
+  frame = g.frame != nullptr ? *g.frame : g.hyps.next_time[s];
+  return true;
+}
+
 template <class TEnc, class TWeight>
 __global__ void __launch_bounds__(kThreads) beam_joint_hidden_kernel(BeamDeviceState g) {
   const BeamArgs args = *g.args;
-  const std::int64_t n = g.slots * g.hidden_size;
+  const std::int64_t n = g.joint_rows * g.hidden_size;
   TWeight* hidden = static_cast<TWeight*>(g.hidden);
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t s = i / g.hidden_size;
-    const std::int64_t j = i - s * g.hidden_size;
-    if (!g.row_active[s]) {
+    const std::int64_t r = i / g.hidden_size;
+    const std::int64_t j = i - r * g.hidden_size;
+    std::int64_t s = 0, b = 0;
+    std::int32_t frame = 0;
+    if (!joint_row(g, r, s, b, frame)) {
       hidden[i] = from_float<TWeight>(0.0f);
       continue;
     }
-    const std::int64_t b = s / g.hyps.beam;
-    const std::int32_t frame = g.frame != nullptr ? *g.frame : g.hyps.next_time[s];
     const TEnc* enc = static_cast<const TEnc*>(args.enc);
     const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
     if (g.check_values && !is_finite_value(x)) atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
@@ -89,9 +111,9 @@ __device__ LogSumExp block_lse(LogSumExp lse) {
   return all;
 }
 
-// Slot s's token columns become their log-softmax (bias added), in place; the whole block takes part.
-__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t s) {
-  float* logp = g.logits + s * g.outputs;
+// Joint row r's token columns become their log-softmax (bias added), in place; the whole block takes part.
+__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
+  float* logp = g.logits + r * g.outputs;
   LogSumExp lse = lse_identity();
   for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
     const float x = logp[o] + g.bias[o];
@@ -302,6 +324,78 @@ __global__ void __launch_bounds__(kThreads) aes_end_frame_kernel(BeamDeviceState
   }
 }
 
+// --- WIND beam search ---
+
+// Every utterance's group, window and activity, and the loop flag; one block, a thread per utterance.
+__device__ void wind_groups(const BeamDeviceState& g) {
+  const std::int32_t batch = g.args->batch;
+  const std::int32_t K = g.beam;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) g.row_active[beam_slot(g.hyps, b, k)] = 0;
+    std::int32_t* group = g.group + b * K;
+    std::int32_t frame = 0;
+    // The frame cap keeps a group within K slots (the CPU executor checks it).
+    const std::int32_t count = b < batch ? min(wind_group(g.hyps, b, g.lengths[b], K, frame, group), K) : 0;
+    for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
+    g.group_size[b] = count;
+    g.wind_frame[b] = frame;
+    g.wind_width[b] = count > 0 ? min(g.wind_window, g.lengths[b] - frame) : 0;
+    g.running[b] = count > 0 ? 1 : 0;
+    any |= count > 0 ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) wind_begin_kernel(BeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  __syncthreads();
+  wind_groups(g);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) wind_groups_kernel(BeamDeviceState g) { wind_groups(g); }
+
+// Utterance b's window log-probabilities (RNN-T: a joint row is exactly the V+1 token columns).
+__device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
+  return WindWindows{g.logits + b * g.beam * g.wind_window * g.outputs, g.wind_window, g.blank,
+                     static_cast<std::int32_t>(g.token_columns), &g.fusion};
+}
+
+__global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDeviceState g) {
+  const std::int64_t members = g.max_batch * g.beam;
+  for (std::int64_t m = blockIdx.x; m < members; m += gridDim.x) {
+    const std::int64_t b = m / g.beam;
+    const auto rank = static_cast<std::int32_t>(m - b * g.beam);
+    if (!g.running[b] || rank >= g.group_size[b]) continue;  // block-uniform
+    const std::int32_t width = g.wind_width[b];
+    for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind_window + j);
+    if (threadIdx.x == 0) {
+      const std::int64_t s = beam_slot(g.hyps, b, g.group[m]);
+      wind_propose(g.rule, wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols), g.beam,
+                   g.proposals[m]);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) {
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) {
+      // The pool's size leaves room for every proposal (the CPU executor checks wind_step's result).
+      wind_step(g.rule, g.hyps, b, g.wind_frame[b], g.group + b * g.beam, g.group_size[b], wind_windows(g, b),
+                g.proposals + b * g.beam, g.beam, g.wind_candidates + b * g.hyps.beam, g.take_from, g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
 // --- CTC beam search ---
 
 constexpr int kCtcFrameThreads = 64;
@@ -394,7 +488,7 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
 
 template <class TEnc>
 void launch_hidden_for(const BeamDeviceState& g, cudaStream_t stream) {
-  const int blocks = blocks_for(g.slots * g.hidden_size, kThreads);
+  const int blocks = blocks_for(g.joint_rows * g.hidden_size, kThreads);
   switch (g.weight_dtype) {
     case DType::f16:
       beam_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
@@ -490,6 +584,27 @@ void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_next_frame_kernel");
 }
 
+void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_begin_kernel");
+}
+
+void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_groups_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_groups_kernel");
+}
+
+void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
+  const std::int64_t members = g.max_batch * g.beam;
+  wind_propose_kernel<<<static_cast<int>(members < 65535 ? members : 65535), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_propose_kernel");
+}
+
+void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_step_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
+}
+
 void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream) {
   ctc_beam_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_begin_kernel");
@@ -532,6 +647,10 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_expand_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_mark_rows_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_end_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_groups_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_propose_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_step_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_next_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<float>));

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: the kernels of batched beam search on CUDA — ALSD++ for transducers and CTC beam search. Everything a
+// Internal: the kernels of batched beam search on CUDA — ALSD++, AES++ and WIND beam search for transducers, and CTC
+// beam search. Everything a
 // kernel needs is in BeamDeviceState (fixed device pointers, captured into graphs once) plus the per-call BeamArgs
 // block in device memory (rewritten before each replay). The per-hypothesis and per-utterance rules are the shared step
 // functions of include/asrdec/detail/alsd_step.hpp and beam_hyps_step.hpp, so the CPU and CUDA executors make the same
@@ -23,6 +24,7 @@
 #include "asrdec/detail/beam_hyps_step.hpp"
 #include "asrdec/detail/ctc_beam_step.hpp"
 #include "asrdec/detail/fusion_step.hpp"
+#include "asrdec/detail/wind_beam_step.hpp"
 
 namespace asrdec::detail {
 
@@ -37,9 +39,10 @@ struct BeamArgs {
 struct BeamDeviceState {
   const BeamArgs* args;
   const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
-  BeamHypsRef hyps;             ///< max_batch × K slots
+  BeamHypsRef hyps;             ///< max_batch × K slots (WIND: max_batch × pool)
   std::int64_t max_batch;
-  std::int64_t slots;  ///< max_batch * K
+  std::int64_t slots;  ///< max_batch * hyps.beam
+  std::int32_t beam;   ///< K (WIND: the pool holds more slots than the beam)
   // Per-slot states; the take kernel writes the next_* buffers, which are then copied over the current ones.
   float* state;             ///< [slots, state_size] predictor state
   float* next_state;        ///< [slots, state_size]
@@ -60,8 +63,9 @@ struct BeamDeviceState {
   std::int32_t* running;      ///< [max_batch] the utterance has an active slot
   std::int32_t* any_running;  ///< loop flag
   // Joint.
-  void* hidden;                   ///< [slots, J] act(enc + dec) in the weight dtype
-  float* logits;                  ///< [slots, outputs] without bias; the propose kernel turns them into log-softmax
+  std::int64_t joint_rows;        ///< rows of hidden and logits: slots (WIND: max_batch · K · window)
+  void* hidden;                   ///< [joint_rows, J] act(enc + dec) in the weight dtype
+  float* logits;                  ///< [joint_rows, outputs] without bias; the propose kernels make them log-softmax
   const float* bias;              ///< [outputs]
   const std::int32_t* durations;  ///< TDT [num_durations]
   std::int32_t num_durations;     ///< 0 for RNN-T
@@ -69,7 +73,7 @@ struct BeamDeviceState {
   std::int64_t outputs;           ///< V + 1 + D
   std::int64_t token_columns;     ///< V + 1
   std::int32_t blank;
-  AlsdProposals* proposals;  ///< [slots]
+  AlsdProposals* proposals;  ///< [slots] (WIND: [max_batch, K], by group rank)
   BeamFusionRule rule;
   std::int32_t max_symbols;
   JointActivation activation;
@@ -86,7 +90,27 @@ struct BeamDeviceState {
   std::int32_t aes_steps;
   std::int32_t aes_per_hypothesis;  ///< K + beta
   float aes_gamma;
+  // WIND beam search (RNN-T, so outputs == token_columns): each utterance's group is the live slots on its earliest
+  // unfinished frame; member g's window row j is joint row (b·K + g)·window + j.
+  std::int32_t wind_window;        ///< W; 0 for ALSD++ and AES++
+  std::int32_t* wind_frame;        ///< [max_batch] the group's frame
+  std::int32_t* wind_width;        ///< [max_batch] frames in its window (≤ W)
+  std::int32_t* group_size;        ///< [max_batch]
+  std::int32_t* group;             ///< [max_batch, K] pool slots of the group, in slot order
+  WindCandidate* wind_candidates;  ///< [slots] wind_step's scratch
 };
+
+// WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused
+// queries of the group slots → launch_wind_propose → launch_wind_step → take, commit, predictor step → groups }".
+
+/** Clears every beam (slot 0 on frame 0), then launch_wind_groups's work. */
+void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream);
+/** Each utterance's group (wind_group), window width, row_active (the group's slots), running and the loop flag. */
+void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream);
+/** One block per group member: log-softmax (bias added) of its window rows, then wind_propose. */
+void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
+/** wind_step for every utterance with a group; the slots of the others keep their states. */
+void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream);
 
 // AES++: "while some utterance has frame t { evaluate the expanding slots; prefix search; while a slot expands and
 // steps are left { aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate }; aes_end_frame;
@@ -112,8 +136,8 @@ void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream);
 void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream);
 /** row_active, running and the loop flag from the current beams. */
 void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
-/** act(enc[b, frame of slot] + dec[slot]) for the active slots, zeros for the others; NaN/inf in enc_proj is
- *  recorded in bad_value. */
+/** act(enc[b, frame of slot] + dec[slot]) for the active slots (WIND: for the window rows of each group member),
+ *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
  *  alsd_force_blank); idle slots get alsd_idle_proposals. */

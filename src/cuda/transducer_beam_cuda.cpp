@@ -1,11 +1,12 @@
-// The CUDA executor of ALSD++ and AES++ (beam_decoder.hpp). The decode is a StreamProgram run by a GraphExecutor
-// (with conditional graphs the whole decode is one graph launch):
+// The CUDA executor of ALSD++, AES++ and WIND beam search (beam_decoder.hpp). The decode is a StreamProgram run by a
+// GraphExecutor (with conditional graphs the whole decode is one graph launch):
 // - ALSD++: a begin step, then "while any hypothesis is on a frame of its utterance { one ALSD++ step }";
 // - AES++: a begin step, then "while some utterance has frame t { evaluate; prefix search; while a hypothesis
-//   expands and steps are left { one expansion step }; end of frame }" (nested conditional loops). Every buffer is
-//   sized for the limits' largest batch ×
-// beam × frames, so the loop allocates nothing; a larger call grows them first and captures the graphs again.
-// The step kernels (cuda/beam_search_kernels.cu) apply the same shared rules as the CPU executor.
+//   expands and steps are left { one expansion step }; end of frame }" (nested conditional loops);
+// - WIND: a begin step, then "while some utterance has a group { evaluate the group's windows; propose; step }".
+// Every buffer is sized for the limits' largest batch × pool × frames (the pool is the beam, or WIND's K·(W+K)
+// slots), so the loop allocates nothing; a larger call grows them first and captures the graphs again. The step
+// kernels (cuda/beam_search_kernels.cu) apply the same shared rules as the CPU executors.
 
 #include <algorithm>
 #include <array>
@@ -35,6 +36,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       : model_(model),
         config_(config),
         limits_(limits),
+        pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
         device_(model.device()),
         stream_(device_),
         args_(1, device_),
@@ -68,7 +70,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
 
     // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
     // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
-    const std::int64_t slots = limits_.max_batch * config_.beam;
+    const std::int64_t slots = limits_.max_batch * pool_;
     const auto n = static_cast<std::size_t>(slots);
     BeamArgs args{};
     args.enc = p.enc_proj.data();
@@ -87,7 +89,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     }
     if (config_.boost != nullptr) {
       for (std::int64_t s = 0; s < slots; ++s) {
-        const std::int64_t b = s / config_.beam;
+        const std::int64_t b = s / pool_;
         boost_roots_[static_cast<std::size_t>(s)] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
       }
       copy_bytes_async(boost_state_.data(), device_, boost_roots_.data(), Device::cpu(), n * 4, stream);
@@ -113,9 +115,16 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   }
 
   bool aes() const { return config_.algorithm == TransducerBeamAlgorithm::aes; }
+  bool wind() const { return config_.algorithm == TransducerBeamAlgorithm::wind; }
+
+  // Rows of the joint per step: a slot each, or WIND's window rows of each utterance's (at most K) group members.
+  std::int64_t joint_rows() const {
+    return limits_.max_batch * (wind() ? std::int64_t{config_.beam} * config_.wind_window : pool_);
+  }
 
   // Entries per hypothesis slot: every step writes one; a frame takes at most max_symbols tokens and a blank
-  // (ALSD++), or num_steps expansion steps and the end-of-frame entry (AES++).
+  // (ALSD++; WIND: a step per first output, whose frame holds at most max_symbols tokens), or num_steps expansion
+  // steps and the end-of-frame entry (AES++).
   std::int32_t capacity(std::int64_t max_frames) const {
     const std::int64_t per_frame = aes() ? config_.aes_num_steps : config_.max_symbols_per_frame;
     const std::int64_t capacity = std::max<std::int64_t>(1, max_frames * (per_frame + 1));
@@ -130,16 +139,18 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     for (auto& slot : executors_) slot.reset();
     const std::int64_t B = limits_.max_batch;
     const std::int32_t K = config_.beam;
-    const std::int64_t slots = B * K;
+    const std::int64_t slots = B * pool_;
     const auto n = static_cast<std::size_t>(slots);
+    const auto rows = static_cast<std::size_t>(joint_rows());
     const auto S = static_cast<std::size_t>(model_.predictor().state_size());
     const auto J = static_cast<std::size_t>(model_.joint_hidden());
     const auto O = static_cast<std::size_t>(model_.joint().output_size());
     const auto V = static_cast<std::size_t>(model_.vocab_size());
-    const BeamKind kind = model_.type() == TransducerType::tdt ? BeamKind::tdt : BeamKind::rnnt;
+    const BeamKind kind =
+        wind() ? BeamKind::windowed : (model_.type() == TransducerType::tdt ? BeamKind::tdt : BeamKind::rnnt);
     const std::int32_t entries = capacity(limits_.max_frames);
-    hyps_.reserve(B, K, entries, kind, model_.blank_id(), device_);
-    host_hyps_.reserve(B, K, entries, kind, model_.blank_id(), Device::cpu());
+    hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), device_);
+    host_hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), Device::cpu());
     session_ = model_.predictor().start_session(slots);
     gemm_ = std::make_unique<Gemm>(device_);
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
@@ -150,11 +161,16 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       *buffer = DeviceBuffer<std::int32_t>(n, device_);
     }
     take_from_ = DeviceBuffer<std::int64_t>(n, device_);
-    proposals_ = DeviceBuffer<AlsdProposals>(aes() ? 1 : n, device_);
+    proposals_ = DeviceBuffer<AlsdProposals>(aes() ? 1 : (wind() ? static_cast<std::size_t>(B * K) : n), device_);
+    for (auto* buffer : {&wind_frame_, &wind_width_, &group_size_}) {
+      *buffer = DeviceBuffer<std::int32_t>(wind() ? static_cast<std::size_t>(B) : 1, device_);
+    }
+    group_ = DeviceBuffer<std::int32_t>(wind() ? static_cast<std::size_t>(B * K) : 1, device_);
+    wind_candidates_ = DeviceBuffer<WindCandidate>(wind() ? n : 1, device_);
     aes_proposals_ = DeviceBuffer<AesProposals>(aes() ? n : 1, device_);
     expanding_ = DeviceBuffer<std::int32_t>(n, device_);
-    hidden_ = DeviceBuffer<std::byte>(n * J * dtype_size(model_.joint().weight_dtype()), device_);
-    logits_ = DeviceBuffer<float>(n * O, device_);
+    hidden_ = DeviceBuffer<std::byte>(rows * J * dtype_size(model_.joint().weight_dtype()), device_);
+    logits_ = DeviceBuffer<float>(rows * O, device_);
     const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
     const std::size_t boost_slots = config_.boost != nullptr ? n : 1;
     for (auto* buffer : {&lm_state_, &next_lm_state_, &bos_states_})
@@ -186,7 +202,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     fill_bytes_async(state_.data(), device_, 0, state_.bytes(), stream.handle());
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(),
                                model_.joint().output_size(), model_.joint_hidden(), hidden_.data(),
-                               model_.joint_hidden(), slots, logits_.data(), model_.joint().output_size(),
+                               model_.joint_hidden(), joint_rows(), logits_.data(), model_.joint().output_size(),
                                stream.handle());
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream.handle());
     stream.synchronize();
@@ -199,7 +215,9 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.lengths = lengths_.data();
     g.hyps = hyps_.ref();
     g.max_batch = limits_.max_batch;
-    g.slots = limits_.max_batch * config_.beam;
+    g.slots = limits_.max_batch * pool_;
+    g.beam = config_.beam;
+    g.joint_rows = joint_rows();
     g.state = state_.data();
     g.next_state = next_state_.data();
     g.dec = dec_.data();
@@ -235,6 +253,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       g.aes_per_hypothesis = config_.beam + config_.aes_expansion_beta;
       g.aes_gamma = config_.aes_expansion_gamma;
     }
+    if (wind()) {
+      g.wind_window = config_.wind_window;
+      g.wind_frame = wind_frame_.data();
+      g.wind_width = wind_width_.data();
+      g.group_size = group_size_.data();
+      g.group = group_.data();
+      g.wind_candidates = wind_candidates_.data();
+    }
     g.hidden = hidden_.data();
     g.logits = logits_.data();
     g.bias = model_.joint().impl().device_bias.data();
@@ -255,11 +281,12 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     return g;
   }
 
-  // Joint and fused queries of the slots in row_active: logits (without bias) for all slots, queries for those.
+  // Joint and fused queries of the slots in row_active: logits (without bias) for every joint row (zeros where
+  // the row is idle), queries for those slots.
   void joint_and_queries(const BeamDeviceState& g, cudaStream_t stream) {
     launch_beam_joint_hidden(g, stream);
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
-                               g.hidden, g.hidden_size, g.slots, g.logits, g.outputs, stream);
+                               g.hidden, g.hidden_size, g.joint_rows, g.logits, g.outputs, stream);
     if (config_.lm != nullptr) {
       launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.slots, const_cast<float*>(g.fusion.lm.scores),
                            const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, g.row_active);
@@ -320,11 +347,25 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     return program;
   }
 
+  StreamProgram wind_program(const BeamDeviceState g) {
+    StreamProgram body;
+    body.then([this, g](StreamHandle s) {
+      joint_and_queries(g, s);
+      launch_wind_propose(g, s);
+      launch_wind_step(g, s);
+      take_over(g, s);
+      launch_wind_groups(g, s);
+    });
+    StreamProgram program;
+    program.then([g](StreamHandle s) { launch_wind_begin(g, s); }).loop_while(g.any_running, body);
+    return program;
+  }
+
   GraphExecutor& executor(DType enc_dtype) {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
       const BeamDeviceState g = device_state(enc_dtype);
-      slot.emplace(device_, mode_, aes() ? aes_program(g) : alsd_program(g));
+      slot.emplace(device_, mode_, aes() ? aes_program(g) : (wind() ? wind_program(g) : alsd_program(g)));
     }
     return *slot;
   }
@@ -333,7 +374,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::vector<std::vector<Hypothesis>> collect(std::int64_t batch, cudaStream_t stream) {
     const BeamHypsRef d = hyps_.ref();
     const BeamHypsRef h = host_hyps_.ref();
-    const auto n = static_cast<std::size_t>(batch * config_.beam);
+    const auto n = static_cast<std::size_t>(batch * pool_);
     const auto copy_back = [&](auto* target, const auto* source, std::size_t count) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
     };
@@ -357,6 +398,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   TransducerModel model_;
   TransducerBeamConfig config_;
   BatchLimits limits_;
+  std::int32_t pool_;  // hypothesis slots per utterance
   Device device_;
   Stream stream_;
   GraphMode mode_ = GraphMode::eager;
@@ -377,6 +419,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   DeviceBuffer<AlsdProposals> proposals_;
   DeviceBuffer<AesProposals> aes_proposals_;
   DeviceBuffer<std::int32_t> expanding_;
+  DeviceBuffer<std::int32_t> wind_frame_, wind_width_, group_size_, group_;
+  DeviceBuffer<WindCandidate> wind_candidates_;
   DeviceBuffer<std::byte> hidden_;
   DeviceBuffer<float> logits_;
   DeviceBuffer<std::int32_t> lm_state_, next_lm_state_, bos_states_, lm_next_;

@@ -126,9 +126,6 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
   config.validate();
   limits.validate();
   detail::check_beam_model(model, config);
-  ASRDEC_EXPECTS(model.device().is_cpu() || config.algorithm != TransducerBeamAlgorithm::wind, Unsupported,
-                 to_string(config.algorithm), " beam search runs on the CPU only for now; the model is on ",
-                 model.device().to_string(), " (alsd++ and aes++ run on CUDA)");
 #if ASRDEC_WITH_CUDA
   if (model.device().is_cuda()) {
     impl_->backend = detail::make_transducer_beam_cuda(model, config, limits);

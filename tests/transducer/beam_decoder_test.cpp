@@ -166,16 +166,5 @@ TEST(TransducerBeam, BadInputIsRejected) {
   EXPECT_TRUE(decoder.decode(no_utterances, no_lengths).empty());
 }
 
-TEST(TransducerBeam, CUDAModelsRaiseUnsupportedForWind) {
-  ASRDEC_SKIP_WITHOUT_CUDA();
-  std::mt19937_64 rng(3);
-  testing::RandomTransducerSpec spec = beam_spec(rng);
-  spec.tdt = false;
-  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-  TransducerBeamConfig config;
-  config.algorithm = TransducerBeamAlgorithm::wind;
-  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(random.build(Device::cuda(0)), config), Unsupported, "CPU only");
-}
-
 }  // namespace
 }  // namespace asrdec

@@ -1,5 +1,6 @@
-// ALSD++ and AES++ on CUDA: the batched GPU executor against the per-utterance oracles (the same ones the CPU
-// executors are checked against) on random RNN-T/TDT models (AES++: RNN-T), in every graph mode, with and without
+// ALSD++, AES++ and WIND beam search on CUDA: the batched GPU executor against the per-utterance oracles (the same
+// ones the CPU executors are checked against) on random RNN-T/TDT models (AES++, WIND: RNN-T), in every graph mode,
+// with and without
 // fusion in every pruning × blank-scoring mode; one decoder reused across calls of different shapes (graph replay,
 // buffer growth); bad input. Skips where no CUDA device is usable.
 
@@ -32,19 +33,21 @@ DeviceEncoded on_device(const testing::RandomEncoded& e, Device device) {
   return out;
 }
 
-TEST(TransducerBeamCUDA, AlsdAndAesEqualTheOraclesInEveryGraphMode) {
+TEST(TransducerBeamCUDA, AlsdAesAndWindEqualTheOraclesInEveryGraphMode) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const Device cuda = Device::cuda(0);
   const GraphMode modes[] = {GraphMode::conditional, GraphMode::per_step, GraphMode::eager};
-  std::int64_t utterances = 0, fused = 0, replays = 0, aes = 0;
-  for (int i = 0; i < 160; ++i) {
+  std::int64_t utterances = 0, fused = 0, replays = 0, aes = 0, wind = 0;
+  for (int i = 0; i < 240; ++i) {
     testing::RandomTransducerSpec spec = beam_spec(rng);
     const bool with_fusion = i % 2 == 1;
-    const bool use_aes = i % 4 >= 2;
-    if (use_aes) spec.tdt = false;
+    const int algorithm = (i / 2) % 3;  // alsd++, aes++, wind-beam
+    const bool use_aes = algorithm == 1;
+    const bool use_wind = algorithm == 2;
+    if (use_aes || use_wind) spec.tdt = false;
     if (with_fusion) spec.blank = -1;  // fusion needs blank = V
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const TransducerModel cpu_model = random.build(Device::cpu());
@@ -53,19 +56,23 @@ TEST(TransducerBeamCUDA, AlsdAndAesEqualTheOraclesInEveryGraphMode) {
     config.beam = std::uniform_int_distribution<std::int32_t>(1, 8)(rng);
     config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
     config.length_normalized = rng() % 2 == 0;
-    config.graph_mode = modes[(i / 4) % 3];
+    config.graph_mode = modes[(i / 6) % 3];
     if (use_aes) {
       config.algorithm = TransducerBeamAlgorithm::aes;
       config.aes_num_steps = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
       config.aes_expansion_beta = std::uniform_int_distribution<std::int32_t>(0, 3)(rng);
       config.aes_expansion_gamma = std::uniform_real_distribution<float>(0.5f, 5.0f)(rng);
     }
+    if (use_wind) {
+      config.algorithm = TransducerBeamAlgorithm::wind;
+      config.wind_window = std::uniform_int_distribution<std::int32_t>(1, 6)(rng);
+    }
     TransducerBeamConfig oracle_config = config;
     testing::FusionKeep keep;
     const testing::RandomEncoded first = testing::random_encoded(rng, spec, 8, 16);
     if (with_fusion) {
       const auto plain = transducer_beam_reference(cpu_model, first.enc(), first.lens(), config);
-      testing::add_random_fusion(rng, spec, i / 4, plain, config, keep, cuda);
+      testing::add_random_fusion(rng, spec, i / 6, plain, config, keep, cuda);
       oracle_config = config;
       oracle_config.lm = config.lm != nullptr ? keep.lm : nullptr;
       oracle_config.boost = config.boost != nullptr ? keep.boost : nullptr;
@@ -89,28 +96,37 @@ TEST(TransducerBeamCUDA, AlsdAndAesEqualTheOraclesInEveryGraphMode) {
       if (::testing::Test::HasFailure()) return;
       utterances += e.batch;
       aes += use_aes ? e.batch : 0;
+      wind += use_wind ? e.batch : 0;
       replays += call;
     }
   }
-  EXPECT_GE(utterances, 500);
-  EXPECT_GE(aes, 200);
-  std::printf("%lld utterances (%lld AES++, %lld with fusion), %lld second calls\n", static_cast<long long>(utterances),
-              static_cast<long long>(aes), static_cast<long long>(fused), static_cast<long long>(replays));
+  EXPECT_GE(utterances, 750);
+  EXPECT_GE(aes, 250);
+  EXPECT_GE(wind, 250);
+  std::printf("%lld utterances (%lld AES++, %lld WIND, %lld with fusion), %lld second calls\n",
+              static_cast<long long>(utterances), static_cast<long long>(aes), static_cast<long long>(wind),
+              static_cast<long long>(fused), static_cast<long long>(replays));
 }
 
-TEST(TransducerBeamCUDA, AlsdBeamOneIsGreedy) {
+// Beam 1 is greedy decoding for ALSD++, and for WIND with a window of one frame.
+TEST(TransducerBeamCUDA, BeamOneIsGreedy) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 40; ++i) {
-    const testing::RandomTransducerSpec spec = beam_spec(rng);
+  for (int i = 0; i < 60; ++i) {
+    testing::RandomTransducerSpec spec = beam_spec(rng);
+    TransducerBeamConfig config;
+    if (i % 3 == 2) {
+      spec.tdt = false;
+      config.algorithm = TransducerBeamAlgorithm::wind;
+      config.wind_window = 1;
+    }
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
-    TransducerBeamConfig config;
     config.beam = 1;
     config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
     const auto greedy =
         transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens(), config.max_symbols_per_frame);
     TransducerBeamDecoder decoder(random.build(Device::cuda(0)), config);
@@ -122,14 +138,15 @@ TEST(TransducerBeamCUDA, AlsdBeamOneIsGreedy) {
   }
 }
 
-TEST(TransducerBeamCUDA, AlsdAndAesRejectBadInput) {
+TEST(TransducerBeamCUDA, EveryAlgorithmRejectsBadInput) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(11);
   testing::RandomTransducerSpec spec = beam_spec(rng);
   spec.tdt = false;  // every frame is read
   spec.blank = -1;
   const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-  for (const TransducerBeamAlgorithm algorithm : {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes}) {
+  for (const TransducerBeamAlgorithm algorithm :
+       {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
     SCOPED_TRACE(to_string(algorithm));
     TransducerBeamConfig config;
     config.algorithm = algorithm;

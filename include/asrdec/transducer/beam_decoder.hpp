@@ -57,12 +57,12 @@
  * lm_score − boost_score (the acoustic part, blank-scoring terms included). token_scores and token_confidences
  * are left empty.
  *
- * Executors: every algorithm runs on the CPU. ALSD++ and AES++ also run on CUDA: the same step rules
- * (detail/alsd_step.hpp, detail/aes_step.hpp) in kernels over the B·K hypothesis slots, the decode loops inside
- * CUDA graphs (graph_mode: conditional = the whole decode is one graph launch; per_step and eager as for greedy
- * decoding), no allocation in the loop (buffers sized for the limits' batch × beam × frames, grown outside the
- * loop when a call exceeds them). A CUDA decode returns after synchronising its stream. WIND beam search raises
- * Unsupported for a CUDA model.
+ * Executors: every algorithm runs on the CPU and on CUDA, with the same step rules (detail/alsd_step.hpp,
+ * detail/aes_step.hpp, detail/wind_beam_step.hpp) in CPU loops and in kernels over the hypothesis slots (B·K; WIND:
+ * B·K·(W+K)). On CUDA the decode loops run inside CUDA graphs (graph_mode: conditional = the whole decode is one
+ * graph launch; per_step and eager as for greedy decoding), with no allocation in the loop (buffers sized for the
+ * limits' batch × slots × frames, grown outside the loop when a call exceeds them). A CUDA decode returns after
+ * synchronising its stream.
  *
  * Thread safety: a decoder has one owner at a time; the model, LM and tree may be shared.
  */
@@ -143,7 +143,7 @@ struct TransducerBeamConfig {
 class TransducerBeamDecoder {
  public:
   /** Throws InvalidArgument for a bad config or limits, or fusion models that do not fit the model (device,
-   *  vocabulary, blank not last); Unsupported for WIND beam search with a CUDA model. */
+   *  vocabulary, blank not last). */
   TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config = {}, BatchLimits limits = {});
   ~TransducerBeamDecoder();
   TransducerBeamDecoder(TransducerBeamDecoder&&) noexcept;
