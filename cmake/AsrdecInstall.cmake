@@ -19,6 +19,7 @@ configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/asrdecConfig.cmake.in
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/asrdecConfigVersion.cmake"
                                  COMPATIBILITY SameMinorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/asrdecConfig.cmake" "${PROJECT_BINARY_DIR}/asrdecConfigVersion.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/FindOpenFst.cmake"
         DESTINATION "${ASRDEC_INSTALL_CMAKEDIR}")
 if(ASRDEC_BUILD_TOOLS)
   install(TARGETS asrdec_cli RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")

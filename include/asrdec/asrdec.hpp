@@ -28,3 +28,6 @@
 #include "asrdec/transducer/greedy_decoder.hpp"
 #include "asrdec/transducer/predictor.hpp"
 #include "asrdec/transducer/transducer_model.hpp"
+#include "asrdec/wfst/graph_builder.hpp"
+#include "asrdec/wfst/wfst_decoder.hpp"
+#include "asrdec/wfst/wfst_graph.hpp"

@@ -205,4 +205,62 @@ for line in lines:
     assert 1 <= len(scores) <= 2 and scores == sorted(scores, reverse=True), line
     assert line["nbest"][0]["tokens"] == line["tokens"], line
 PY
+# graph build: the reference words spelled with the sample BPE model and the test word 3-gram give a TLG, the
+# words table and the lexicon used; a lexicon piece that is not a token is refused with its file and line.
+tr ' ' '\n' <"$data/ctc/refs.txt" | sort -u >"$work/ref_words.txt"
+"$asrdec" graph build --tokens "$data/tokens.txt" --words "$work/ref_words.txt" --bpe "$data/bpe.model" \
+  --arpa "$data/../../tests/data/arpa/kjv_words_3gram.arpa.gz" --topology compact -o "$work/TLG.fst" \
+  --words-out "$work/words.txt" --lexicon-out "$work/lexicon.txt" >"$work/graph.txt" 2>&1 \
+  || { cat "$work/graph.txt"; fail "graph build"; }
+grep -q "^TLG: [0-9]* states, [0-9]* arcs" "$work/graph.txt" || { cat "$work/graph.txt"; fail "graph build summary"; }
+[ -s "$work/TLG.fst" ] || fail "graph build wrote no graph"
+head -1 "$work/words.txt" | grep -qx "<eps> 0" || fail "words table starts with <eps> 0"
+tail -1 "$work/words.txt" | grep -q "^</s> " || fail "words table ends with </s>"
+[ "$(wc -l <"$work/lexicon.txt")" = "$(grep -c . "$work/ref_words.txt")" ] || fail "--lexicon-out"
+printf 'the \xe2\x96\x81the\nzz \xe2\x96\x81zz\n' >"$work/bad_lexicon.txt"
+if "$asrdec" graph build --tokens "$data/tokens.txt" --lexicon "$work/bad_lexicon.txt" \
+  --arpa "$data/wfst/words_3gram.arpa.gz" -o "$work/bad.fst" --words-out "$work/bad_words.txt" 2>"$work/err13.txt"; then
+  fail "graph build accepted a piece that is not a token"
+fi
+grep -q "bad_lexicon.txt:2: piece '▁zz' of word 'zz' is not a token" "$work/err13.txt" \
+  || { cat "$work/err13.txt"; fail "graph build bad piece message"; }
+# decode ctc-wfst through that TLG: JSON fields, chunked decoding equal to whole utterances, word boosting, errors.
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json >"$work/wfst.jsonl" 2>"$work/wfst_err.txt" \
+  || { cat "$work/wfst_err.txt"; fail "decode ctc-wfst"; }
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json --chunk 7 --batch-size 5 >"$work/wfst_chunked.jsonl" \
+  2>/dev/null || fail "decode ctc-wfst --chunk"
+cmp -s "$work/wfst.jsonl" "$work/wfst_chunked.jsonl" || fail "ctc-wfst chunked output differs from whole utterances"
+printf 'israel 4.0\n' >"$work/boost_words.txt"
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json --boost "$work/boost_words.txt" \
+  >"$work/wfst_boost.jsonl" 2>/dev/null || fail "decode ctc-wfst --boost"
+python3 - "$work/wfst.jsonl" "$work/wfst_boost.jsonl" <<'PY' || fail "ctc-wfst JSON"
+import json, sys
+plain = [json.loads(l) for l in open(sys.argv[1])]
+boosted = [json.loads(l) for l in open(sys.argv[2])]
+assert len(plain) == 40 and len(boosted) == 40
+for line in plain:
+    for key in ("words", "word_ids", "word_start_frames", "word_end_frames", "cost", "graph_cost", "acoustic_cost"):
+        assert key in line, key
+    n = len(line["word_ids"])
+    assert len(line["words"].split()) == n and len(line["word_start_frames"]) == n == len(line["word_end_frames"])
+    assert all(s <= e for s, e in zip(line["word_start_frames"], line["word_end_frames"]))
+    assert abs(line["graph_cost"] + line["acoustic_cost"] - line["cost"]) < 1e-2 * max(1, abs(line["cost"]))
+count = lambda lines: sum(l["words"].split().count("israel") for l in lines)
+assert count(boosted) >= count(plain), (count(boosted), count(plain))
+PY
+printf 'notaword 1.0\n' >"$work/bad_boost.txt"
+if "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+  --boost "$work/bad_boost.txt" 2>"$work/err14.txt" >/dev/null; then
+  fail "ctc-wfst accepted an unknown boosted word"
+fi
+grep -q "bad_boost.txt:1: word 'notaword' is not in the word table" "$work/err14.txt" \
+  || { cat "$work/err14.txt"; fail "ctc-wfst bad boost message"; }
+if "$asrdec" decode ctc-wfst --graph "$data/tokens.txt" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+  2>"$work/err15.txt" >/dev/null; then
+  fail "ctc-wfst accepted a graph that is not an FST"
+fi
+grep -q "not an OpenFst binary file" "$work/err15.txt" || { cat "$work/err15.txt"; fail "ctc-wfst bad graph message"; }
 echo "cli_test: all checks passed"

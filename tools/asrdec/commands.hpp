@@ -12,8 +12,12 @@ void add_info_command(CLI::App& app);
 void add_decode_ctc_greedy_command(CLI::App& decode);
 /** `asrdec decode ctc-beam`. */
 void add_decode_ctc_beam_command(CLI::App& decode);
+/** `asrdec decode ctc-wfst`. */
+void add_decode_ctc_wfst_command(CLI::App& decode);
 /** `asrdec lm score` and `asrdec lm convert`. */
 void add_lm_commands(CLI::App& app);
+/** `asrdec graph build`. */
+void add_graph_commands(CLI::App& app);
 /** Splits on ASCII space and tab only (as KenLM does: token-level symbols may be other whitespace). */
 std::vector<std::string> split_words_ascii(const std::string& line);
 /** `asrdec decode rnnt` and `asrdec decode tdt`. */

@@ -15,8 +15,10 @@ int main(int argc, char** argv) {
   decode->require_subcommand(1);
   asrdec::cli::add_decode_ctc_greedy_command(*decode);
   asrdec::cli::add_decode_ctc_beam_command(*decode);
+  asrdec::cli::add_decode_ctc_wfst_command(*decode);
   asrdec::cli::add_decode_transducer_commands(*decode);
   asrdec::cli::add_lm_commands(app);
+  asrdec::cli::add_graph_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

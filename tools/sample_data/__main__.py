@@ -21,6 +21,9 @@ def main(argv=None):
                         help="number of test utterances (default 40)")
     parser.add_argument("--lm", action="store_true",
                         help="also build the sample LM into OUT/lm (needs IRSTLM)")
+    parser.add_argument("--wfst", action="store_true",
+                        help="also build the WFST lexicon and word LM into "
+                             "OUT/wfst (needs IRSTLM)")
     parser.add_argument("--test-lms", metavar="DIR",
                         help="build the LMs the tests load into DIR (needs IRSTLM)")
     parser.add_argument("--bench-models", metavar="DIR",
@@ -33,7 +36,8 @@ def main(argv=None):
     from . import bench, generate
     if args.out:
         for line in generate.build_sample_data(args.out, args.seed,
-                                               args.utterances, args.lm):
+                                               args.utterances, args.lm,
+                                               args.wfst):
             print(line, flush=True)
     if args.test_lms:
         for line in generate.build_test_lms(args.test_lms, args.seed,

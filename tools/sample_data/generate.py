@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from . import bpe, corpus, ctc, errors, greedy, lm, metrics, writers
+from . import bpe, corpus, ctc, errors, greedy, lm, metrics, wfst, writers
 from . import transducer_model as tm
 from . import transducer_sim as ts
 
@@ -191,7 +191,7 @@ def build_test_lms(out, seed, n_utts):
     return lm.build_test_lms(out, text["train"])
 
 
-def build_sample_data(out, seed, n_utts, with_lm=False):
+def build_sample_data(out, seed, n_utts, with_lm=False, with_wfst=False):
     t0 = time.time()
     os.makedirs(out, exist_ok=True)
     text = corpus.load_corpus(n_utts, keyed_rng(seed, "corpus"))
@@ -232,6 +232,10 @@ def build_sample_data(out, seed, n_utts, with_lm=False):
         t = time.time()
         lines += lm.build_sample_lm(out, text["train"], sp)
         timings.append(("lm", time.time() - t))
+    if with_wfst:
+        t = time.time()
+        lines += wfst.build_sample_wfst(out, text["train"], refs, sp)
+        timings.append(("wfst", time.time() - t))
     total = sum(writers.file_sizes(out).values())
     lines.append("total size of %s: %s" % (out, _mb(total)))
     lines.append("time: " + ", ".join("%s %.1f s" % kv for kv in timings) +

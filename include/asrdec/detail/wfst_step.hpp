@@ -1,0 +1,44 @@
+#pragma once
+// The per-token rules of WFST beam search, shared by the CPU executor and the CUDA kernels so both keep the same
+// tokens: the cost of taking an arc, which of two ways into a state wins (recombination), and the max_active cut
+// by a cost histogram.
+
+#include <cstdint>
+
+#include "asrdec/detail/hd.hpp"
+
+namespace asrdec::detail {
+
+/** Bins of the max_active cost histogram over [best, cutoff). */
+constexpr std::int32_t kWfstHistogramBins = 255;
+
+/** The acoustic cost of consuming a frame's column with log-probability `logp`. */
+ASRDEC_HD_INLINE float wfst_acoustic_cost(float acoustic_scale, float logp) { return -acoustic_scale * logp; }
+
+/** Recombination: a way into a state with total `cost` through arc `arc` (-1: the start) beats the state's current
+ *  one when it is cheaper, or as cheap through a lower arc id. Arc ids identify the predecessor (an arc has one
+ *  source state, which holds one token per frame), so the winner never depends on the order ways are tried. */
+ASRDEC_HD_INLINE bool wfst_better(float cost, std::int64_t arc, float best_cost, std::int64_t best_arc) {
+  return cost < best_cost || (cost == best_cost && arc < best_arc);
+}
+
+/** The histogram bin of a token cost in [best, best + range) (range > 0): 0 … kWfstHistogramBins − 1. */
+ASRDEC_HD_INLINE std::int32_t wfst_cost_bin(float cost, float best, float range) {
+  const float position = (cost - best) / range * static_cast<float>(kWfstHistogramBins);
+  if (!(position > 0.0f)) return 0;
+  const auto bin = static_cast<std::int32_t>(position);
+  return bin < kWfstHistogramBins ? bin : kWfstHistogramBins - 1;
+}
+
+/** max_active: given the token count per bin, the last bin to keep — the first at which the running count reaches
+ *  max_active (so at least max_active tokens stay, the whole of that bin included). */
+ASRDEC_HD_INLINE std::int32_t wfst_last_kept_bin(const std::int64_t* counts, std::int64_t max_active) {
+  std::int64_t seen = 0;
+  for (std::int32_t bin = 0; bin < kWfstHistogramBins; ++bin) {
+    seen += counts[bin];
+    if (seen >= max_active) return bin;
+  }
+  return kWfstHistogramBins - 1;
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,136 @@
+#pragma once
+/**
+ * @file
+ * WFST beam search over CTC log-probabilities: the best path through a decoding graph (WfstGraph, typically TLG)
+ * and the frames, token-passing with Viterbi recombination per graph state, as Kaldi-style decoders do.
+ *
+ * Per utterance, the cost of a path is Σ arc weights + Σ_frames −acoustic_scale · logp[t][ilabel − 1] (+ the final
+ * weight of its last state). Before the first frame the start state's ε-closure is taken; then, on each frame t:
+ *   1. every active token of frame t − 1 takes every emitting arc of its state; each state keeps its best way in
+ *      (lowest cost, then lowest arc id: detail/wfst_step.hpp);
+ *   2. cutoff = (best of step 1) + beam; tokens at or above it are dropped;
+ *   3. ε-closure of the survivors, keeping only ways in below the cutoff (the result does not depend on the order
+ *      arcs are tried);
+ *   4. active tokens (expanded on the next frame): those below min(cutoff, best of the frame + beam); when more
+ *      than max_active, a 255-bin cost histogram over [best, cutoff) keeps whole bins up to the first at which
+ *      max_active tokens are reached.
+ * A frame with more than max_tokens_per_frame tokens is decoded again with half the beam (up to 8 times: the beam
+ * tightens under queue pressure); if it still does not fit, the cheapest max_tokens_per_frame tokens are kept and
+ * the utterance's `overflow` flag is set. Decoding always goes on.
+ *
+ * At the end of an utterance the best token is the one with the lowest cost + final weight among those on final
+ * states when use_final_probs is set and some token is on one (`reached_final`); otherwise the lowest cost, final
+ * weights ignored. With a beam and max_active large enough to prune nothing, the result is the exact best path
+ * (tests check it against OpenFst's ShortestPath of the composition of the frames with the graph).
+ *
+ * Results: word ids (the output labels along the best path), each word's first and last frame (the frames of the
+ * first and last non-blank emitting arc from its output arc up to the next word's; a word whose arcs emit no
+ * non-blank token gets the frame of its output arc twice), cost = graph_cost + acoustic_cost, where graph_cost
+ * sums the path's arc weights (boosts included) and final weight, and acoustic_cost is the rest.
+ *
+ * Word boosting (per utterance): a word id → score list; every arc whose output label is a boosted word costs
+ * `score` less (on-the-fly composition with a one-state boosting acceptor). Rule of thumb: keep scores ≤ beam / 2,
+ * or boosted paths crowd out the rest of the beam.
+ *
+ * Streaming: decode_chunks() takes chunks of several streams at once (a stream id per batch row, first- and
+ * last-chunk flags). A stream's state (its tokens and back-pointers) is kept between calls, so chunked decoding
+ * gives exactly the whole-utterance result; calls on chunks that are not last return partial hypotheses (the best
+ * path so far, final weights ignored).
+ *
+ * Bad input raises InvalidArgument: shapes and dtypes as for CtcGreedyDecoder, lengths outside [0, T], a graph whose
+ * input labels need more columns than the logits have, NaN or +inf log-probabilities in frames that are read,
+ * boosting lists with unknown word ids or non-finite scores, chunks of unknown streams.
+ *
+ * Executors: the CPU executor decodes the streams one after another on the calling thread.
+ *
+ * Thread safety: a decoder has one owner at a time; graphs may be shared.
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "asrdec/core/device.hpp"
+#include "asrdec/core/tensor.hpp"
+#include "asrdec/wfst/wfst_graph.hpp"
+
+namespace asrdec {
+
+struct WfstDecoderConfig {
+  /** Search beam (cost units): tokens more than this above a frame's best are dropped. */
+  float beam = 17.0f;
+  /** Soft cap of tokens expanded per frame (see the file comment). */
+  std::int64_t max_active = 10000;
+  /** Hard cap of tokens per frame (see the file comment). */
+  std::int64_t max_tokens_per_frame = 1000000;
+  /** Multiplies the log-probabilities (their weight against the graph's costs). */
+  float acoustic_scale = 1.0f;
+  /** Prefer paths ending in final states, with their final weights. */
+  bool use_final_probs = true;
+  /** Model column of the blank (for word frames only); -1 (default) means the last column. */
+  std::int32_t blank_id = -1;
+  /** Reject NaN and +inf log-probabilities in the frames that are read. */
+  bool check_values = true;
+
+  /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
+   *  a non-finite or negative acoustic scale, or blank_id < -1. */
+  void validate() const;
+  std::string to_string() const;
+};
+
+/** Word id → boost (cost subtracted on every arc that outputs the word). */
+using WordBoosts = std::vector<std::pair<std::int32_t, float>>;
+
+struct WfstResult {
+  std::vector<std::int32_t> words;
+  std::vector<std::int32_t> word_start_frames;
+  std::vector<std::int32_t> word_end_frames;
+  float cost = 0.0f;           ///< graph_cost + acoustic_cost (+∞ when no path survived)
+  float graph_cost = 0.0f;     ///< arc weights (boosts included) and the final weight along the path
+  float acoustic_cost = 0.0f;  ///< cost − graph_cost: −acoustic_scale · Σ logp along the path, to float rounding
+  bool reached_final = false;  ///< the path ends in a final state whose weight is included
+  bool overflow = false;       ///< some frame exceeded max_tokens_per_frame even with a tightened beam
+  std::int32_t frames = 0;     ///< frames decoded
+};
+
+/** One row of a decode_chunks() call. */
+struct WfstChunk {
+  std::int64_t stream = 0;  ///< the caller's id for the stream
+  bool first = false;       ///< starts the stream (an existing stream with this id is discarded)
+  bool last = false;        ///< ends it: the result is final and the stream is forgotten
+};
+
+class WfstDecoder {
+ public:
+  /** Throws InvalidArgument for a bad config, Unsupported for a device without an executor. */
+  WfstDecoder(WfstGraph graph, WfstDecoderConfig config = {}, Device device = Device::cpu());
+  ~WfstDecoder();
+  WfstDecoder(WfstDecoder&&) noexcept;
+  WfstDecoder& operator=(WfstDecoder&&) noexcept;
+
+  /** Whole utterances: logprobs [B, T, C] (f32, f16 or bf16, any strides, on the decoder's device), lengths [B]
+   *  (int32/int64, host). `boosts`, if not empty, has one list per utterance. */
+  std::vector<WfstResult> decode(const TensorView& logprobs, const TensorView& lengths,
+                                 const std::vector<WordBoosts>& boosts = {});
+
+  /** Chunks of streams: row b of logprobs (lengths[b] frames, possibly 0) continues stream chunks[b].stream.
+   *  `boosts`, if not empty, has one list per row and is used by first chunks. A stream id appears at most once
+   *  per call. */
+  std::vector<WfstResult> decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
+                                        const TensorView& lengths, const std::vector<WordBoosts>& boosts = {});
+
+  /** Streams started and not yet ended. */
+  std::int64_t open_streams() const noexcept;
+
+  const WfstGraph& graph() const noexcept;
+  const WfstDecoderConfig& config() const noexcept;
+  Device device() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asrdec

@@ -1,0 +1,67 @@
+#pragma once
+/**
+ * @file
+ * A decoding graph for WFST beam search over CTC outputs (typically TLG = T ∘ det(L ∘ G), built by `asrdec graph
+ * build`), in the compressed-sparse-row form the decoders search.
+ *
+ * Label convention: an input label i ≥ 1 consumes one frame and scores model column i − 1 (blank is an ordinary
+ * emitting label); input label 0 is ε and consumes nothing. Output labels are word ids (0: none). Weights are
+ * tropical costs (−log), as OpenFst's StdArc.
+ *
+ * Per state the arcs are split: emitting arcs first, then ε arcs, each group in the order of the source file.
+ * Arc ids (0 … num_arcs − 1) index that order; ties between equal-cost paths are broken by them (docs/wfst.md).
+ *
+ * Loading rejects, with InvalidArgument naming the file: unreadable or non-OpenFst files, arc types other than the
+ * standard (tropical, float) one, graphs without a start state, NaN or −∞ weights, and ε-cycles whose total cost is
+ * ≤ 0 (the ε-closure of a frame could improve forever, or trace back in a circle).
+ */
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asrdec {
+
+/** The arrays of a graph in host memory (read-only). */
+struct WfstGraphArrays {
+  std::int32_t num_states = 0;
+  std::int32_t start = 0;
+  std::vector<std::int64_t> emitting_begin;  ///< [num_states + 1]: arcs of state s are emitting_begin[s] …
+  std::vector<std::int64_t> epsilon_begin;   ///< [num_states + 1]: … epsilon_begin[s] − 1 are emitting, then
+                                             ///< epsilon_begin[s] … emitting_begin[s + 1] − 1 are ε
+  std::vector<std::int32_t> ilabel;          ///< [num_arcs]
+  std::vector<std::int32_t> olabel;          ///< [num_arcs]
+  std::vector<float> weight;                 ///< [num_arcs]
+  std::vector<std::int32_t> next_state;      ///< [num_arcs]
+  std::vector<float> final_weight;           ///< [num_states]; +∞: not final
+};
+
+class WfstGraph {
+ public:
+  /** Reads an OpenFst binary file (vector or const FST, standard arc). Throws InvalidArgument as described above. */
+  static WfstGraph load(const std::string& path);
+
+  std::int32_t num_states() const noexcept;
+  std::int64_t num_arcs() const noexcept;
+  std::int64_t num_emitting_arcs() const noexcept;
+  std::int32_t start_state() const noexcept;
+  /** The largest input label (0 when there are no emitting arcs): the logits need at least this many columns. */
+  std::int32_t max_input_label() const noexcept;
+  /** The largest output label (word id). */
+  std::int32_t max_output_label() const noexcept;
+  /** Where the graph came from (a path, or a description for graphs built in memory). */
+  const std::string& source() const noexcept;
+
+  const WfstGraphArrays& arrays() const noexcept;
+
+  /** Builds from arrays already in CSR form (validated as for load). */
+  static WfstGraph from_arrays(WfstGraphArrays arrays, std::string source);
+
+ private:
+  struct Impl;
+  explicit WfstGraph(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace asrdec

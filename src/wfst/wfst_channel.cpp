@@ -1,0 +1,261 @@
+// The CPU frame step of WFST beam search (wfst_decoder.hpp): emitting arcs, cutoff, ε-closure, active tokens by beam
+// and max_active histogram, and the traceback of the best path.
+
+#include "wfst/wfst_channel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/wfst_step.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int kBeamTightenings = 8;
+
+}  // namespace
+
+WfstSearcher::WfstSearcher(const WfstGraph& graph, const WfstDecoderConfig& config)
+    : graph_(&graph), g_(&graph.arrays()), config_(config) {
+  slot_.assign(static_cast<std::size_t>(g_->num_states), -1);
+  queued_.assign(static_cast<std::size_t>(g_->num_states), 0);
+}
+
+void WfstSearcher::clear_frame() {
+  for (const FrameToken& t : list_) slot_[static_cast<std::size_t>(t.state)] = -1;
+  list_.clear();
+}
+
+void WfstSearcher::relax(std::int32_t state, const FrameToken& way) {
+  std::int32_t& slot = slot_[static_cast<std::size_t>(state)];
+  if (slot < 0) {
+    slot = static_cast<std::int32_t>(list_.size());
+    list_.push_back(way);
+    list_.back().state = state;
+  } else {
+    FrameToken& current = list_[static_cast<std::size_t>(slot)];
+    if (!wfst_better(way.cost, way.arc, current.cost, current.arc)) return;
+    current = way;
+    current.state = state;
+  }
+  if (!queued_[static_cast<std::size_t>(state)]) {
+    queued_[static_cast<std::size_t>(state)] = 1;
+    queue_.push_back(slot);
+  }
+}
+
+// ε-closure of the frame list below `cutoff` (label-correcting: a state goes back on the queue whenever its way in
+// improves; ε-cycles cost > 0, checked at load, so it ends).
+void WfstSearcher::closure(float cutoff) {
+  for (std::size_t head = 0; head < queue_.size(); ++head) {
+    const std::int32_t i = queue_[head];
+    const FrameToken from = list_[static_cast<std::size_t>(i)];
+    queued_[static_cast<std::size_t>(from.state)] = 0;
+    for (std::int64_t a = g_->epsilon_begin[from.state]; a < g_->emitting_begin[from.state + 1]; ++a) {
+      const float w = g_->weight[a] - boost(*boosts_of_, g_->olabel[a]);
+      const float cost = from.cost + w;
+      if (!(cost < cutoff)) continue;
+      relax(g_->next_state[a], FrameToken{0, cost, i, a, true});
+    }
+  }
+  queue_.clear();
+}
+
+void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
+  channel = WfstChannel{};
+  if (!boosts.empty()) {
+    channel.boost_by_word.assign(static_cast<std::size_t>(graph_->max_output_label()) + 1, 0.0f);
+    for (const auto& [word, score] : boosts) {
+      ASRDEC_CHECK_ARG(word >= 1 && word <= graph_->max_output_label(), "word boosting: word id ", word,
+                       " is not an output label of the graph (1 … ", graph_->max_output_label(), ")");
+      ASRDEC_CHECK_ARG(std::isfinite(score), "word boosting: the score of word ", word, " is ", score);
+      channel.boost_by_word[static_cast<std::size_t>(word)] += score;
+    }
+  }
+  boosts_of_ = &channel;
+  clear_frame();
+  queue_.clear();
+  relax(g_->start, FrameToken{0, 0.0f, -1, -1, false});
+  cutoff_ = config_.beam;
+  closure(cutoff_);
+  commit(channel, config_.beam, false);
+}
+
+bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float beam) {
+  clear_frame();
+  queue_.clear();
+  // 1. Emitting arcs of the active tokens; a running bound drops ways that cannot pass the final cutoff.
+  float best = kInf;
+  for (const std::int64_t index : channel.active) {
+    const WfstToken& from = channel.history[static_cast<std::size_t>(index)];
+    for (std::int64_t a = g_->emitting_begin[from.state]; a < g_->epsilon_begin[from.state]; ++a) {
+      const float acoustic = wfst_acoustic_cost(config_.acoustic_scale, logp[g_->ilabel[a] - 1]);
+      const float w = g_->weight[a] - boost(channel, g_->olabel[a]);
+      const float cost = from.cost + w + acoustic;
+      if (!(cost < best + beam)) continue;
+      best = std::min(best, cost);
+      relax(g_->next_state[a], FrameToken{0, cost, index, a, false});
+    }
+  }
+  // 2. The cutoff from the best way in; the list keeps only what is below it.
+  const float cutoff = best + beam;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < list_.size(); ++i) {
+    const FrameToken t = list_[i];
+    if (t.cost < cutoff) {
+      list_[kept] = t;
+      slot_[static_cast<std::size_t>(t.state)] = static_cast<std::int32_t>(kept);
+      ++kept;
+    } else {
+      slot_[static_cast<std::size_t>(t.state)] = -1;
+      queued_[static_cast<std::size_t>(t.state)] = 0;
+    }
+  }
+  list_.resize(kept);
+  queue_.clear();
+  for (std::size_t i = 0; i < list_.size(); ++i) {
+    queued_[static_cast<std::size_t>(list_[i].state)] = 1;
+    queue_.push_back(static_cast<std::int32_t>(i));
+  }
+  // 3. ε-closure below the cutoff.
+  cutoff_ = cutoff;
+  closure(cutoff);
+  return static_cast<std::int64_t>(list_.size()) <= config_.max_tokens_per_frame;
+}
+
+void WfstSearcher::advance(WfstChannel& channel, const float* logp) {
+  boosts_of_ = &channel;
+  float beam = config_.beam;
+  bool fits = expand(channel, logp, beam);
+  for (int i = 0; i < kBeamTightenings && !fits; ++i) {
+    beam *= 0.5f;
+    fits = expand(channel, logp, beam);
+  }
+  channel.frames += 1;
+  commit(channel, beam, !fits);
+}
+
+// 4. Active tokens; the frame's tokens go to the history.
+void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
+  const std::size_t n = list_.size();
+  float best = kInf;
+  for (const FrameToken& t : list_) best = std::min(best, t.cost);
+  const float cut = std::min(cutoff_, best + beam);
+  order_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (list_[i].cost < cut) order_.push_back(static_cast<std::int32_t>(i));
+  }
+  const auto cheaper = [this](std::int32_t x, std::int32_t y) {
+    const FrameToken& a = list_[static_cast<std::size_t>(x)];
+    const FrameToken& b = list_[static_cast<std::size_t>(y)];
+    return a.cost < b.cost || (a.cost == b.cost && a.state < b.state);
+  };
+  if (overflow && static_cast<std::int64_t>(order_.size()) > config_.max_tokens_per_frame) {
+    const auto keep = static_cast<std::ptrdiff_t>(config_.max_tokens_per_frame);
+    std::nth_element(order_.begin(), order_.begin() + keep, order_.end(), cheaper);
+    order_.resize(static_cast<std::size_t>(keep));
+    std::sort(order_.begin(), order_.end());
+  }
+  if (static_cast<std::int64_t>(order_.size()) > config_.max_active) {
+    std::int64_t counts[kWfstHistogramBins] = {};
+    const float range = cut - best;
+    for (const std::int32_t i : order_) ++counts[wfst_cost_bin(list_[static_cast<std::size_t>(i)].cost, best, range)];
+    const std::int32_t last = wfst_last_kept_bin(counts, config_.max_active);
+    std::size_t kept = 0;
+    for (const std::int32_t i : order_) {
+      if (wfst_cost_bin(list_[static_cast<std::size_t>(i)].cost, best, range) <= last) order_[kept++] = i;
+    }
+    order_.resize(kept);
+  }
+  // History: every token of the frame (a frame's tokens keep their order, so local back-pointers just shift).
+  const auto base = static_cast<std::int64_t>(channel.history.size());
+  for (const FrameToken& t : list_) {
+    channel.history.push_back(WfstToken{t.state, channel.frames, t.local ? base + t.prev : t.prev, t.arc, t.cost});
+  }
+  channel.last_frame_begin = base;
+  channel.active.clear();
+  for (const std::int32_t i : order_) channel.active.push_back(base + i);
+  channel.overflow = channel.overflow || overflow;
+  clear_frame();
+}
+
+WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int32_t blank_label) const {
+  WfstResult r;
+  r.frames = channel.frames;
+  r.overflow = channel.overflow;
+  std::int64_t best = -1;
+  float best_total = kInf;
+  std::int32_t best_state = 0;
+  const auto consider = [&](std::int64_t i, float total) {
+    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+    if (total < best_total || (total == best_total && best >= 0 && t.state < best_state)) {
+      best = i;
+      best_total = total;
+      best_state = t.state;
+    }
+  };
+  const auto end = static_cast<std::int64_t>(channel.history.size());
+  if (final && config_.use_final_probs) {
+    for (std::int64_t i = channel.last_frame_begin; i < end; ++i) {
+      const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+      const float f = g_->final_weight[static_cast<std::size_t>(t.state)];
+      if (f < kInf) consider(i, t.cost + f);
+    }
+    r.reached_final = best >= 0;
+  }
+  if (best < 0) {
+    if (final || channel.active.empty()) {
+      for (std::int64_t i = channel.last_frame_begin; i < end; ++i) {
+        consider(i, channel.history[static_cast<std::size_t>(i)].cost);
+      }
+    } else {
+      for (const std::int64_t i : channel.active) consider(i, channel.history[static_cast<std::size_t>(i)].cost);
+    }
+  }
+  if (best < 0) {
+    r.cost = r.graph_cost = r.acoustic_cost = kInf;
+    return r;
+  }
+  const WfstToken& last = channel.history[static_cast<std::size_t>(best)];
+  r.cost = best_total;
+  r.graph_cost = r.reached_final ? g_->final_weight[static_cast<std::size_t>(last.state)] : 0.0f;
+
+  std::vector<std::int64_t> path;
+  for (std::int64_t i = best; i >= 0; i = channel.history[static_cast<std::size_t>(i)].prev) path.push_back(i);
+  std::reverse(path.begin(), path.end());
+  const std::int32_t last_frame = std::max(channel.frames - 1, 0);
+  std::int32_t start = -1, stop = -1, arc_frame = 0;
+  const auto close_word = [&]() {
+    if (r.words.empty()) return;
+    r.word_start_frames.push_back(start >= 0 ? start : arc_frame);
+    r.word_end_frames.push_back(start >= 0 ? stop : arc_frame);
+  };
+  for (const std::int64_t i : path) {
+    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+    if (t.arc < 0) continue;
+    const std::int32_t ilabel = g_->ilabel[static_cast<std::size_t>(t.arc)];
+    const std::int32_t olabel = g_->olabel[static_cast<std::size_t>(t.arc)];
+    r.graph_cost += g_->weight[static_cast<std::size_t>(t.arc)] - boost(channel, olabel);
+    // An emitting arc consumed frame t.frame − 1; an ε-arc lies before the next frame.
+    const std::int32_t frame = ilabel != 0 ? t.frame - 1 : std::min(t.frame, last_frame);
+    if (olabel != 0) {
+      close_word();
+      r.words.push_back(olabel);
+      start = stop = -1;
+      arc_frame = frame;
+    }
+    if (ilabel != 0 && ilabel != blank_label && !r.words.empty()) {
+      if (start < 0) start = frame;
+      stop = frame;
+    }
+  }
+  close_word();
+  // The graph part is summed along the path; the acoustic part is the rest (the search keeps one cost per token).
+  r.acoustic_cost = r.cost - r.graph_cost;
+  return r;
+}
+
+}  // namespace asrdec::detail

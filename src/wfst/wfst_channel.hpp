@@ -1,0 +1,74 @@
+#pragma once
+// Internal: one stream of WFST beam search on the CPU — the tokens it keeps between frames (and between chunks),
+// and the frame step of wfst_decoder.hpp. The searcher's scratch (a slot per graph state) is shared by the
+// channels of one decoder, which run one at a time.
+
+#include <cstdint>
+#include <vector>
+
+#include "asrdec/wfst/wfst_decoder.hpp"
+
+namespace asrdec::detail {
+
+/** A token kept for traceback: the best way into `state` after `frame` frames. */
+struct WfstToken {
+  std::int32_t state;
+  std::int32_t frame;  ///< frames consumed (0: before the first frame)
+  std::int64_t prev;   ///< index of the predecessor in the channel's history; -1 for the start
+  std::int64_t arc;    ///< the arc taken from the predecessor; -1 for the start
+  float cost;
+};
+
+struct WfstChannel {
+  std::vector<WfstToken> history;     ///< every frame's tokens (those below its cutoff), frame after frame
+  std::int64_t last_frame_begin = 0;  ///< where the last frame's tokens start in history
+  std::vector<std::int64_t> active;   ///< history indices of the tokens the next frame expands
+  std::vector<float> boost_by_word;   ///< [max word id + 1], empty without boosting
+  std::int32_t frames = 0;
+  bool overflow = false;
+};
+
+class WfstSearcher {
+ public:
+  WfstSearcher(const WfstGraph& graph, const WfstDecoderConfig& config);
+
+  /** A new channel: the start state's ε-closure (before any frame), with `boosts` (validated). */
+  void start(WfstChannel& channel, const WordBoosts& boosts);
+  /** One frame: `logp` holds the frame's log-probabilities (at least max_input_label columns). */
+  void advance(WfstChannel& channel, const float* logp);
+  /** The best path so far: final (use_final_probs applies) or partial (the best active token). `blank_label`: the
+   *  blank's input label, for word frames. */
+  WfstResult result(const WfstChannel& channel, bool final, std::int32_t blank_label) const;
+
+ private:
+  struct FrameToken {
+    std::int32_t state;
+    float cost;
+    std::int64_t prev;  ///< history index (emitting), or index in the frame list (ε, when local)
+    std::int64_t arc;
+    bool local;
+  };
+
+  // Frame step with a given beam; false when the frame outgrew max_tokens_per_frame (the list is then kept as is).
+  bool expand(const WfstChannel& channel, const float* logp, float beam);
+  void relax(std::int32_t state, const FrameToken& way);
+  void closure(float cutoff);
+  void commit(WfstChannel& channel, float beam, bool overflow);
+  float boost(const WfstChannel& channel, std::int32_t word) const {
+    return channel.boost_by_word.empty() ? 0.0f : channel.boost_by_word[static_cast<std::size_t>(word)];
+  }
+  void clear_frame();
+
+  const WfstGraph* graph_;
+  const WfstGraphArrays* g_;
+  WfstDecoderConfig config_;
+  std::vector<std::int32_t> slot_;  // [states] index in list_, or -1
+  std::vector<FrameToken> list_;    // the frame being built
+  std::vector<std::int32_t> queue_;
+  std::vector<char> queued_;
+  float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
+  std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_
+  const WfstChannel* boosts_of_ = nullptr;  // whose boosts relax() applies
+};
+
+}  // namespace asrdec::detail

@@ -1,0 +1,131 @@
+// WfstDecoder: validation of configs, inputs and stream chunks, and the CPU executor (one WfstSearcher, channels run
+// one after another).
+
+#include "asrdec/wfst/wfst_decoder.hpp"
+
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "asrdec/core/error.hpp"
+#include "ctc/ctc_beam_input.hpp"
+#include "ctc/ctc_greedy_backend.hpp"
+#include "wfst/wfst_channel.hpp"
+
+namespace asrdec {
+
+using detail::concat;
+
+void WfstDecoderConfig::validate() const {
+  ASRDEC_CHECK_ARG(std::isfinite(beam) && beam > 0.0f, "WfstDecoderConfig.beam must be positive and finite, got ",
+                   beam);
+  ASRDEC_CHECK_ARG(max_active >= 1, "WfstDecoderConfig.max_active must be at least 1, got ", max_active);
+  ASRDEC_CHECK_ARG(max_tokens_per_frame >= 1, "WfstDecoderConfig.max_tokens_per_frame must be at least 1, got ",
+                   max_tokens_per_frame);
+  ASRDEC_CHECK_ARG(std::isfinite(acoustic_scale) && acoustic_scale >= 0.0f,
+                   "WfstDecoderConfig.acoustic_scale must be finite and not negative, got ", acoustic_scale);
+  ASRDEC_CHECK_ARG(blank_id >= -1, "WfstDecoderConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
+}
+
+std::string WfstDecoderConfig::to_string() const {
+  return concat("WfstDecoderConfig{beam=", beam, ", max_active=", max_active,
+                ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
+                ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
+                ", check_values=", check_values ? "true" : "false", "}");
+}
+
+struct WfstDecoder::Impl {
+  WfstGraph graph;
+  WfstDecoderConfig config;
+  Device device;
+  detail::WfstSearcher searcher;
+  std::unordered_map<std::int64_t, detail::WfstChannel> streams;
+  std::vector<float> frame;  // one frame's log-probabilities as floats
+
+  Impl(WfstGraph g, const WfstDecoderConfig& c, Device d)
+      : graph(std::move(g)), config(c), device(d), searcher(graph, config) {}
+
+  detail::CtcGreedyProblem problem(const TensorView& logprobs, const TensorView& lengths) const {
+    CtcGreedyConfig rules;
+    rules.blank_id = config.blank_id;
+    detail::CtcGreedyProblem p = detail::make_ctc_greedy_problem(logprobs, lengths, device, rules);
+    ASRDEC_CHECK_ARG(p.lengths_on_host, "lengths: WFST decoding needs them in host memory, got ",
+                     lengths.device().to_string());
+    ASRDEC_CHECK_ARG(graph.max_input_label() <= p.columns, "the graph's input label ", graph.max_input_label(),
+                     " scores model column ", graph.max_input_label() - 1, ", but logprobs have ", p.columns,
+                     " columns (", graph.source(), ")");
+    return p;
+  }
+
+  // Frames [0, length) of row b, through the channel.
+  void run(detail::WfstChannel& channel, const detail::CtcGreedyProblem& p, std::int64_t b) {
+    frame.resize(static_cast<std::size_t>(p.columns));
+    const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+    for (std::int32_t t = 0; t < length; ++t) {
+      detail::read_frame(p, b, t, config.check_values, frame.data());
+      searcher.advance(channel, frame.data());
+    }
+  }
+};
+
+WfstDecoder::WfstDecoder(WfstGraph graph, WfstDecoderConfig config, Device device) {
+  config.validate();
+  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "WFST decoding runs on the CPU for now; got ", device.to_string());
+  impl_ = std::make_unique<Impl>(std::move(graph), config, device);
+}
+
+WfstDecoder::~WfstDecoder() = default;
+WfstDecoder::WfstDecoder(WfstDecoder&&) noexcept = default;
+WfstDecoder& WfstDecoder::operator=(WfstDecoder&&) noexcept = default;
+
+std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
+                                            const std::vector<WordBoosts>& boosts) {
+  const detail::CtcGreedyProblem p = impl_->problem(logprobs, lengths);
+  ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
+                   "word boosting: expected one list per utterance (", p.batch, "), got ", boosts.size());
+  std::vector<WfstResult> results;
+  results.reserve(static_cast<std::size_t>(p.batch));
+  const WordBoosts none;
+  detail::WfstChannel channel;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    impl_->searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
+    impl_->run(channel, p, b);
+    results.push_back(impl_->searcher.result(channel, true, p.blank + 1));
+  }
+  return results;
+}
+
+std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
+                                                   const TensorView& lengths, const std::vector<WordBoosts>& boosts) {
+  const detail::CtcGreedyProblem p = impl_->problem(logprobs, lengths);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(chunks.size()) == p.batch, "decode_chunks: ", chunks.size(),
+                   " chunk descriptions for a batch of ", p.batch);
+  ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
+                   "word boosting: expected one list per row (", p.batch, "), got ", boosts.size());
+  std::unordered_set<std::int64_t> seen;
+  for (const WfstChunk& chunk : chunks) {
+    ASRDEC_CHECK_ARG(seen.insert(chunk.stream).second, "decode_chunks: stream ", chunk.stream,
+                     " appears more than once in one call");
+    ASRDEC_CHECK_ARG(chunk.first || impl_->streams.count(chunk.stream) == 1, "decode_chunks: stream ", chunk.stream,
+                     " was not started (its first chunk needs first = true) or has already ended");
+  }
+  std::vector<WfstResult> results;
+  results.reserve(chunks.size());
+  const WordBoosts none;
+  for (std::size_t b = 0; b < chunks.size(); ++b) {
+    const WfstChunk& chunk = chunks[b];
+    detail::WfstChannel& channel = impl_->streams[chunk.stream];
+    if (chunk.first) impl_->searcher.start(channel, boosts.empty() ? none : boosts[b]);
+    impl_->run(channel, p, static_cast<std::int64_t>(b));
+    results.push_back(impl_->searcher.result(channel, chunk.last, p.blank + 1));
+    if (chunk.last) impl_->streams.erase(chunk.stream);
+  }
+  return results;
+}
+
+std::int64_t WfstDecoder::open_streams() const noexcept { return static_cast<std::int64_t>(impl_->streams.size()); }
+const WfstGraph& WfstDecoder::graph() const noexcept { return impl_->graph; }
+const WfstDecoderConfig& WfstDecoder::config() const noexcept { return impl_->config; }
+Device WfstDecoder::device() const noexcept { return impl_->device; }
+
+}  // namespace asrdec

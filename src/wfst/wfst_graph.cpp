@@ -1,0 +1,202 @@
+// WfstGraph: loading an OpenFst file into CSR arrays, and the checks every graph passes before a decoder sees it.
+
+#include "asrdec/wfst/wfst_graph.hpp"
+
+#include <fst/fstlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "wfst/wfst_graph_openfst.hpp"
+
+namespace asrdec {
+namespace {
+
+using detail::concat;
+
+// A path cost with its length: ordered by cost, then by more arcs first, so that a Bellman–Ford pass finds cycles
+// of cost exactly 0 as "negative" ones (a zero-cost cycle adds (0, 1) arcs, which compares below (0, 0)).
+struct CycleCost {
+  double cost;
+  std::int64_t arcs;
+};
+
+bool less(const CycleCost& a, const CycleCost& b) { return a.cost < b.cost || (a.cost == b.cost && a.arcs > b.arcs); }
+
+// Throws if some cycle of ε-arcs has total cost ≤ 0. Strongly connected components of the ε-subgraph come from
+// OpenFst's SccVisitor; Bellman–Ford then runs inside each component that has a cycle.
+void check_epsilon_cycles(const WfstGraphArrays& g, const std::string& source) {
+  fst::StdVectorFst epsilon;
+  for (std::int32_t s = 0; s < g.num_states; ++s) epsilon.AddState();
+  epsilon.SetStart(g.start);
+  bool any = false;
+  for (std::int32_t s = 0; s < g.num_states; ++s) {
+    for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1]; ++a) {
+      epsilon.AddArc(s, fst::StdArc(0, 0, g.weight[a], g.next_state[a]));
+      any = true;
+    }
+  }
+  if (!any) return;
+  std::vector<fst::StdArc::StateId> scc;
+  std::vector<bool> access, coaccess;
+  std::uint64_t props = 0;
+  fst::SccVisitor<fst::StdArc> visitor(&scc, &access, &coaccess, &props);
+  // Visit from every state, not only the start: a cycle unreachable by ε from the start is reachable after a frame.
+  fst::DfsVisit(epsilon, &visitor, fst::AnyArcFilter<fst::StdArc>(), /*access_only=*/false);
+  const std::int64_t components = scc.empty() ? 0 : *std::max_element(scc.begin(), scc.end()) + 1;
+  std::vector<std::vector<std::int32_t>> members(static_cast<std::size_t>(components));
+  for (std::int32_t s = 0; s < g.num_states; ++s) members[static_cast<std::size_t>(scc[s])].push_back(s);
+  std::vector<CycleCost> distance(static_cast<std::size_t>(g.num_states), CycleCost{0.0, 0});
+  for (const auto& component : members) {
+    const auto id = scc[static_cast<std::size_t>(component.front())];
+    bool cyclic = component.size() > 1;
+    for (std::int32_t s : component) {
+      for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1] && !cyclic; ++a) {
+        cyclic = g.next_state[a] == s;
+      }
+    }
+    if (!cyclic) continue;
+    // Every member starts at distance 0 (a virtual source); a relaxation in round |component| proves a cycle.
+    for (std::int32_t s : component) distance[static_cast<std::size_t>(s)] = CycleCost{0.0, 0};
+    for (std::size_t round = 0; round <= component.size(); ++round) {
+      bool changed = false;
+      for (std::int32_t s : component) {
+        const CycleCost from = distance[static_cast<std::size_t>(s)];
+        for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1]; ++a) {
+          const std::int32_t to = g.next_state[a];
+          if (scc[static_cast<std::size_t>(to)] != id) continue;
+          const CycleCost via{from.cost + static_cast<double>(g.weight[a]), from.arcs + 1};
+          if (less(via, distance[static_cast<std::size_t>(to)])) {
+            distance[static_cast<std::size_t>(to)] = via;
+            changed = true;
+          }
+        }
+      }
+      if (!changed) break;
+      ASRDEC_CHECK_ARG(round < component.size(), source, ": the graph has a cycle of ε-arcs (through state ",
+                       component.front(), ") whose total cost is ≤ 0; the ε-closure of a frame would not end");
+    }
+  }
+}
+
+}  // namespace
+
+struct WfstGraph::Impl {
+  WfstGraphArrays arrays;
+  std::string source;
+  std::int32_t max_input_label = 0;
+  std::int32_t max_output_label = 0;
+};
+
+WfstGraph::WfstGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+WfstGraph WfstGraph::from_arrays(WfstGraphArrays a, std::string source) {
+  const auto states = static_cast<std::size_t>(std::max(a.num_states, 0));
+  ASRDEC_CHECK_ARG(a.num_states > 0, source, ": the graph has no states");
+  ASRDEC_CHECK_ARG(a.start >= 0 && a.start < a.num_states, source, ": start state ", a.start, " is not one of the ",
+                   a.num_states, " states");
+  ASRDEC_CHECK_ARG(
+      a.emitting_begin.size() == states + 1 && a.epsilon_begin.size() == states + 1 && a.final_weight.size() == states,
+      source, ": offset or final-weight arrays do not match ", states, " states");
+  const auto arcs = static_cast<std::size_t>(a.emitting_begin.back());
+  ASRDEC_CHECK_ARG(a.emitting_begin.front() == 0 && a.ilabel.size() == arcs && a.olabel.size() == arcs &&
+                       a.weight.size() == arcs && a.next_state.size() == arcs,
+                   source, ": arc arrays do not match the offsets");
+  auto impl = std::make_shared<Impl>();
+  for (std::int32_t s = 0; s < a.num_states; ++s) {
+    ASRDEC_CHECK_ARG(a.emitting_begin[s] <= a.epsilon_begin[s] && a.epsilon_begin[s] <= a.emitting_begin[s + 1], source,
+                     ": offsets of state ", s, " are out of order");
+    ASRDEC_CHECK_ARG(!std::isnan(a.final_weight[s]) && a.final_weight[s] != -std::numeric_limits<float>::infinity(),
+                     source, ": state ", s, " has final weight ", a.final_weight[s]);
+    for (std::int64_t i = a.emitting_begin[s]; i < a.emitting_begin[s + 1]; ++i) {
+      const bool emitting = i < a.epsilon_begin[s];
+      ASRDEC_CHECK_ARG(emitting ? a.ilabel[i] > 0 : a.ilabel[i] == 0, source, ": arc ", i, " of state ", s,
+                       " has input label ", a.ilabel[i], " in the ", emitting ? "emitting" : "ε", " group");
+      ASRDEC_CHECK_ARG(a.olabel[i] >= 0, source, ": arc ", i, " of state ", s, " has output label ", a.olabel[i]);
+      ASRDEC_CHECK_ARG(a.next_state[i] >= 0 && a.next_state[i] < a.num_states, source, ": arc ", i, " of state ", s,
+                       " goes to state ", a.next_state[i], ", not one of the ", a.num_states, " states");
+      ASRDEC_CHECK_ARG(!std::isnan(a.weight[i]) && a.weight[i] != -std::numeric_limits<float>::infinity(), source,
+                       ": arc ", i, " of state ", s, " has weight ", a.weight[i]);
+      impl->max_input_label = std::max(impl->max_input_label, a.ilabel[i]);
+      impl->max_output_label = std::max(impl->max_output_label, a.olabel[i]);
+    }
+  }
+  check_epsilon_cycles(a, source);
+  impl->arrays = std::move(a);
+  impl->source = std::move(source);
+  return WfstGraph(std::move(impl));
+}
+
+WfstGraph WfstGraph::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ASRDEC_CHECK_ARG(in.good(), "cannot open WFST graph '", path, "'");
+  fst::FstHeader header;
+  ASRDEC_CHECK_ARG(header.Read(in, path), path, ": not an OpenFst binary file (no FST header)");
+  ASRDEC_CHECK_ARG(header.ArcType() == fst::StdArc::Type(), path, ": arc type '", header.ArcType(),
+                   "' is not supported; the decoder needs the standard (tropical, float) arc");
+  in.seekg(0);
+  const std::unique_ptr<fst::StdFst> graph(fst::StdFst::Read(in, fst::FstReadOptions(path)));
+  ASRDEC_CHECK_ARG(graph != nullptr, path, ": OpenFst could not read the ", header.FstType(), " FST");
+  return detail::wfst_graph_from_fst(*graph, path);
+}
+
+std::int32_t WfstGraph::num_states() const noexcept { return impl_->arrays.num_states; }
+std::int64_t WfstGraph::num_arcs() const noexcept { return impl_->arrays.emitting_begin.back(); }
+std::int64_t WfstGraph::num_emitting_arcs() const noexcept {
+  std::int64_t count = 0;
+  const WfstGraphArrays& a = impl_->arrays;
+  for (std::int32_t s = 0; s < a.num_states; ++s) count += a.epsilon_begin[s] - a.emitting_begin[s];
+  return count;
+}
+std::int32_t WfstGraph::start_state() const noexcept { return impl_->arrays.start; }
+std::int32_t WfstGraph::max_input_label() const noexcept { return impl_->max_input_label; }
+std::int32_t WfstGraph::max_output_label() const noexcept { return impl_->max_output_label; }
+const std::string& WfstGraph::source() const noexcept { return impl_->source; }
+const WfstGraphArrays& WfstGraph::arrays() const noexcept { return impl_->arrays; }
+
+namespace detail {
+
+WfstGraphArrays wfst_arrays_from_fst(const fst::StdFst& graph, const std::string& source) {
+  ASRDEC_CHECK_ARG(graph.Start() != fst::kNoStateId, source, ": the graph has no start state");
+  std::int64_t states = 0;
+  for (fst::StateIterator<fst::StdFst> it(graph); !it.Done(); it.Next()) ++states;
+  ASRDEC_CHECK_ARG(states < std::numeric_limits<std::int32_t>::max(), source, ": ", states,
+                   " states do not fit 32-bit state ids");
+  WfstGraphArrays a;
+  a.num_states = static_cast<std::int32_t>(states);
+  a.start = static_cast<std::int32_t>(graph.Start());
+  a.emitting_begin.assign(static_cast<std::size_t>(states) + 1, 0);
+  a.epsilon_begin.assign(static_cast<std::size_t>(states) + 1, 0);
+  a.final_weight.assign(static_cast<std::size_t>(states), 0.0f);
+  for (std::int32_t s = 0; s < a.num_states; ++s) {
+    a.final_weight[s] = graph.Final(s).Value();
+    a.emitting_begin[s] = static_cast<std::int64_t>(a.ilabel.size());
+    // Two passes over the state's arcs: emitting ones, then ε ones, each in file order.
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) a.epsilon_begin[s] = static_cast<std::int64_t>(a.ilabel.size());
+      for (fst::ArcIterator<fst::StdFst> it(graph, s); !it.Done(); it.Next()) {
+        const fst::StdArc& arc = it.Value();
+        if ((arc.ilabel != 0) != (pass == 0)) continue;
+        ASRDEC_CHECK_ARG(arc.ilabel >= 0 && arc.olabel >= 0, source, ": state ", s, " has an arc with label ",
+                         arc.ilabel < 0 ? arc.ilabel : arc.olabel);
+        a.ilabel.push_back(static_cast<std::int32_t>(arc.ilabel));
+        a.olabel.push_back(static_cast<std::int32_t>(arc.olabel));
+        a.weight.push_back(arc.weight.Value());
+        a.next_state.push_back(static_cast<std::int32_t>(arc.nextstate));
+      }
+    }
+  }
+  a.emitting_begin[static_cast<std::size_t>(states)] = static_cast<std::int64_t>(a.ilabel.size());
+  a.epsilon_begin[static_cast<std::size_t>(states)] = static_cast<std::int64_t>(a.ilabel.size());
+  return a;
+}
+
+WfstGraph wfst_graph_from_fst(const fst::StdFst& graph, const std::string& source) {
+  return WfstGraph::from_arrays(wfst_arrays_from_fst(graph, source), source);
+}
+
+}  // namespace detail
+}  // namespace asrdec

@@ -1,0 +1,88 @@
+#include "wfst/openfst_oracle.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace asrdec::testing {
+namespace {
+
+// The linear acceptor of the frames: states 0 … T, arcs t → t+1 for every column.
+fst::StdVectorFst frame_acceptor(const std::vector<float>& logp, std::int32_t frames, std::int32_t columns,
+                                 float scale) {
+  fst::StdVectorFst u;
+  for (std::int32_t t = 0; t <= frames; ++t) u.AddState();
+  u.SetStart(0);
+  u.SetFinal(frames, fst::TropicalWeight::One());
+  for (std::int32_t t = 0; t < frames; ++t) {
+    for (std::int32_t k = 1; k <= columns; ++k) {
+      const float cost = -scale * logp[static_cast<std::size_t>(t) * columns + (k - 1)];
+      u.AddArc(t, fst::StdArc(k, k, cost, t + 1));
+    }
+  }
+  return u;
+}
+
+struct Path {
+  float cost = 0.0f;
+  std::vector<std::int32_t> words;
+};
+
+// The paths of a ShortestPath result (a tree from the start state), each with its cost and output words.
+std::vector<Path> paths_of(const fst::StdVectorFst& tree) {
+  std::vector<Path> out;
+  if (tree.Start() == fst::kNoStateId) return out;
+  for (fst::ArcIterator<fst::StdVectorFst> first(tree, tree.Start()); !first.Done(); first.Next()) {
+    Path p;
+    fst::StdArc arc = first.Value();
+    for (;;) {
+      p.cost += arc.weight.Value();
+      if (arc.olabel != 0) p.words.push_back(static_cast<std::int32_t>(arc.olabel));
+      const auto s = arc.nextstate;
+      if (tree.NumArcs(s) == 0) {
+        p.cost += tree.Final(s).Value();
+        break;
+      }
+      arc = fst::ArcIterator<fst::StdVectorFst>(tree, s).Value();
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+OracleBest openfst_best_path(const fst::StdVectorFst& graph, const std::vector<float>& logp, std::int32_t frames,
+                             std::int32_t columns, float scale, bool use_final_probs) {
+  fst::StdVectorFst u = frame_acceptor(logp, frames, columns, scale);
+  fst::StdVectorFst sorted = graph;
+  fst::ArcSort(&sorted, fst::StdILabelCompare());
+  OracleBest best;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const bool finals = use_final_probs && attempt == 0;
+    fst::StdVectorFst g = sorted;
+    if (!finals) {
+      for (fst::StateIterator<fst::StdVectorFst> it(g); !it.Done(); it.Next()) {
+        g.SetFinal(it.Value(), fst::TropicalWeight::One());
+      }
+    }
+    fst::StdVectorFst composed;
+    fst::Compose(u, g, &composed);
+    fst::StdVectorFst shortest;
+    fst::ShortestPath(composed, &shortest, 8);
+    std::vector<Path> paths = paths_of(shortest);
+    if (paths.empty()) continue;
+    std::sort(paths.begin(), paths.end(), [](const Path& a, const Path& b) { return a.cost < b.cost; });
+    best.has_path = true;
+    best.reached_final = finals;
+    best.cost = paths[0].cost;
+    best.words = paths[0].words;
+    const float tolerance = 1e-3f * std::max(1.0f, std::fabs(paths[0].cost));
+    for (const Path& other : paths) {
+      best.tied = best.tied || (other.words != paths[0].words && other.cost - paths[0].cost <= tolerance);
+    }
+    break;
+  }
+  return best;
+}
+
+}  // namespace asrdec::testing

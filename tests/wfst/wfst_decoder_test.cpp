@@ -1,0 +1,457 @@
+// WFST beam search on the CPU against OpenFst (ShortestPath of frames ∘ graph) on random graphs with ε-chains,
+// positive ε-cycles, parallel arcs and final weights; batch and chunking invariance; word boosting against the
+// oracle on a re-weighted graph; pruned search never beats the oracle; bad graphs and inputs.
+
+#include "asrdec/wfst/wfst_decoder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "asrdec/asrdec.hpp"
+#include "src/wfst/wfst_graph_openfst.hpp"
+#include "support/test_support.hpp"
+#include "wfst/openfst_oracle.hpp"
+
+namespace asrdec {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct RandomGraph {
+  fst::StdVectorFst fst;
+  std::int32_t columns = 0;
+  std::int32_t words = 0;
+};
+
+// Random graphs: emitting arcs on labels 1 … columns (some parallel), ε-arcs forward (any sign) and backward
+// (positive, so most ε-cycles cost > 0; graphs with cycles of cost ≤ 0 are rejected by the loader and redrawn).
+RandomGraph random_graph(std::mt19937_64& rng) {
+  RandomGraph r;
+  r.columns = std::uniform_int_distribution<std::int32_t>(2, 6)(rng);
+  r.words = std::uniform_int_distribution<std::int32_t>(1, 5)(rng);
+  const auto states = std::uniform_int_distribution<std::int32_t>(2, 9)(rng);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (std::int32_t s = 0; s < states; ++s) r.fst.AddState();
+  r.fst.SetStart(std::uniform_int_distribution<std::int32_t>(0, states - 1)(rng));
+  const auto word = [&]() { return unit(rng) < 0.35f ? std::uniform_int_distribution<int>(1, r.words)(rng) : 0; };
+  for (std::int32_t s = 0; s < states; ++s) {
+    const int emitting = std::uniform_int_distribution<int>(s == 0 ? 1 : 0, 5)(rng);
+    for (int i = 0; i < emitting; ++i) {
+      const int label = std::uniform_int_distribution<int>(1, r.columns)(rng);
+      const int next = std::uniform_int_distribution<int>(0, states - 1)(rng);
+      r.fst.AddArc(s, fst::StdArc(label, word(), -0.5f + 2.5f * unit(rng), next));
+      if (unit(rng) < 0.2f) r.fst.AddArc(s, fst::StdArc(label, word(), -0.5f + 2.5f * unit(rng), next));  // parallel
+    }
+    const int epsilons = std::uniform_int_distribution<int>(0, 2)(rng);
+    for (int i = 0; i < epsilons; ++i) {
+      const int next = std::uniform_int_distribution<int>(0, states - 1)(rng);
+      // Now and then a backward arc of cost ≤ 0, so that some graphs must be rejected.
+      const float w = next > s ? -0.3f + 1.8f * unit(rng) : (unit(rng) < 0.05f ? -unit(rng) : 0.2f + 1.8f * unit(rng));
+      r.fst.AddArc(s, fst::StdArc(0, word(), w, next));
+    }
+    if (unit(rng) < 0.4f) r.fst.SetFinal(s, -0.5f + 2.5f * unit(rng));
+  }
+  return r;
+}
+
+// Frames of one utterance: log-softmax rows, with an occasional −∞.
+std::vector<float> random_frames(std::mt19937_64& rng, std::int32_t frames, std::int32_t columns) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logp(static_cast<std::size_t>(frames) * columns);
+  for (std::int32_t t = 0; t < frames; ++t) {
+    float* row = logp.data() + static_cast<std::size_t>(t) * columns;
+    float max = -kInf;
+    for (std::int32_t c = 0; c < columns; ++c) max = std::max(max, row[c] = normal(rng));
+    double sum = 0.0;
+    for (std::int32_t c = 0; c < columns; ++c) sum += std::exp(static_cast<double>(row[c] - max));
+    for (std::int32_t c = 0; c < columns; ++c) row[c] -= max + static_cast<float>(std::log(sum));
+    if (rng() % 10 == 0) row[rng() % static_cast<std::uint64_t>(columns)] = -kInf;
+  }
+  return logp;
+}
+
+// A batch [B, T_max, C] padded with zeros, and its lengths.
+struct Batch {
+  std::vector<std::vector<float>> utterances;
+  std::vector<float> values;
+  std::vector<std::int32_t> lengths;
+  std::int32_t frames = 0, columns = 0;
+
+  TensorView logprobs() const {
+    return TensorView(values.data(), DType::f32, {static_cast<std::int64_t>(lengths.size()), frames, columns});
+  }
+  TensorView lens() const {
+    return TensorView(lengths.data(), DType::i32, {static_cast<std::int64_t>(lengths.size())});
+  }
+};
+
+Batch random_batch(std::mt19937_64& rng, std::int32_t columns, std::int32_t max_batch, std::int32_t max_frames) {
+  Batch b;
+  b.columns = columns;
+  const auto batch = std::uniform_int_distribution<std::int32_t>(1, max_batch)(rng);
+  for (std::int32_t i = 0; i < batch; ++i) {
+    const std::int32_t length =
+        i == 0 ? 0 : (i == 1 ? 1 : std::uniform_int_distribution<std::int32_t>(0, max_frames)(rng));
+    b.lengths.push_back(length);
+    b.frames = std::max(b.frames, length);
+    b.utterances.push_back(random_frames(rng, length, columns));
+  }
+  std::shuffle(b.lengths.begin(), b.lengths.end(), rng);
+  b.utterances.clear();
+  for (const std::int32_t length : b.lengths) b.utterances.push_back(random_frames(rng, length, columns));
+  b.values.assign(static_cast<std::size_t>(batch) * b.frames * columns, 0.0f);
+  for (std::int32_t i = 0; i < batch; ++i) {
+    std::copy(b.utterances[i].begin(), b.utterances[i].end(),
+              b.values.begin() + static_cast<std::ptrdiff_t>(i) * b.frames * columns);
+  }
+  return b;
+}
+
+WfstDecoderConfig exact_config() {
+  WfstDecoderConfig config;
+  config.beam = 1e30f;
+  config.max_active = std::int64_t{1} << 40;
+  config.max_tokens_per_frame = std::int64_t{1} << 40;
+  return config;
+}
+
+void expect_matches_oracle(const WfstResult& got, const testing::OracleBest& want, std::int32_t length,
+                           const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(std::isfinite(got.cost), want.has_path) << "cost " << got.cost;
+  EXPECT_EQ(got.frames, length);
+  if (!want.has_path) return;
+  EXPECT_NEAR(got.cost, want.cost, 1e-3f * std::max(1.0f, std::fabs(want.cost)));
+  EXPECT_NEAR(got.graph_cost + got.acoustic_cost, got.cost, 1e-3f * std::max(1.0f, std::fabs(got.cost)));
+  EXPECT_EQ(got.reached_final, want.reached_final);
+  if (!want.tied) {
+    EXPECT_EQ(got.words, want.words);
+  }
+  ASSERT_EQ(got.word_start_frames.size(), got.words.size());
+  ASSERT_EQ(got.word_end_frames.size(), got.words.size());
+  for (std::size_t i = 0; i < got.words.size(); ++i) {
+    EXPECT_LE(got.word_start_frames[i], got.word_end_frames[i]);
+    EXPECT_GE(got.word_start_frames[i], 0);
+    EXPECT_LE(got.word_end_frames[i], std::max(length - 1, 0));
+  }
+}
+
+void expect_same(const WfstResult& a, const WfstResult& b, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.words, b.words);
+  EXPECT_EQ(a.word_start_frames, b.word_start_frames);
+  EXPECT_EQ(a.word_end_frames, b.word_end_frames);
+  EXPECT_EQ(a.cost, b.cost);
+  EXPECT_EQ(a.graph_cost, b.graph_cost);
+  EXPECT_EQ(a.acoustic_cost, b.acoustic_cost);
+  EXPECT_EQ(a.reached_final, b.reached_final);
+  EXPECT_EQ(a.frames, b.frames);
+}
+
+// A graph the loader accepts (redrawn while it has an ε-cycle of cost ≤ 0); counts the rejections.
+std::pair<RandomGraph, WfstGraph> accepted_graph(std::mt19937_64& rng, std::int64_t& rejected) {
+  for (;;) {
+    RandomGraph r = random_graph(rng);
+    try {
+      WfstGraph g = detail::wfst_graph_from_fst(r.fst, "random graph");
+      return {std::move(r), std::move(g)};
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("cycle of ε-arcs"), std::string::npos) << e.what();
+      ++rejected;
+    }
+  }
+}
+
+TEST(WfstDecoder, ExactSearchEqualsOpenFstOnRandomGraphs) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, with_path = 0, finals = 0, tied = 0, with_words = 0, rejected = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = exact_config();
+    config.use_final_probs = i % 4 != 3;
+    config.acoustic_scale = i % 3 == 0 ? 0.5f + static_cast<float>(rng() % 100) / 50.0f : 1.0f;
+    const Batch batch = random_batch(rng, random.columns, 5, 9);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder decoder(graph, config);
+    const std::vector<WfstResult> results = decoder.decode(batch.logprobs(), batch.lens());
+    ASSERT_EQ(results.size(), batch.lengths.size());
+    for (std::size_t b = 0; b < results.size(); ++b) {
+      const testing::OracleBest want =
+          testing::openfst_best_path(random.fst, batch.utterances[b], batch.lengths[b], random.columns,
+                                     config.acoustic_scale, config.use_final_probs);
+      expect_matches_oracle(results[b], want, batch.lengths[b], "utterance " + std::to_string(b));
+      // Alone, the utterance decodes exactly as in the batch.
+      const Batch alone{
+          {batch.utterances[b]}, batch.utterances[b], {batch.lengths[b]}, batch.lengths[b], batch.columns};
+      expect_same(decoder.decode(alone.logprobs(), alone.lens()).front(), results[b], "alone");
+      if (::testing::Test::HasFailure()) return;
+      ++utterances;
+      with_path += want.has_path ? 1 : 0;
+      finals += want.reached_final ? 1 : 0;
+      tied += want.tied ? 1 : 0;
+      with_words += !results[b].words.empty() ? 1 : 0;
+    }
+  }
+  EXPECT_GE(utterances, 500);
+  EXPECT_GT(with_path, utterances / 3);
+  EXPECT_GT(finals, utterances / 5);
+  EXPECT_GT(with_words, utterances / 5);
+  EXPECT_GT(rejected, 0) << "no graph had an ε-cycle of cost ≤ 0";
+  std::printf(
+      "%lld utterances: %lld with a path, %lld ending final, %lld with words, %lld tied; %lld graphs "
+      "rejected for ε-cycles of cost <= 0\n",
+      static_cast<long long>(utterances), static_cast<long long>(with_path), static_cast<long long>(finals),
+      static_cast<long long>(with_words), static_cast<long long>(tied), static_cast<long long>(rejected));
+}
+
+TEST(WfstDecoder, ChunkedStreamsEqualWholeUtterances) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rejected = 0, chunks = 0;
+  for (int i = 0; i < 80; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = i % 2 == 0 ? exact_config() : WfstDecoderConfig{};
+    if (i % 2 == 1) {
+      config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
+      config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
+    }
+    const Batch batch = random_batch(rng, random.columns, 4, 12);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder decoder(graph, config);
+    const std::vector<WfstResult> whole = decoder.decode(batch.logprobs(), batch.lens());
+    // Every utterance is a stream fed in random chunks; each call carries the next chunk of every stream left.
+    const auto n = batch.lengths.size();
+    std::vector<std::int32_t> done(n, 0);
+    std::vector<bool> started(n, false), ended(n, false);
+    std::vector<WfstResult> streamed(n);
+    while (std::find(ended.begin(), ended.end(), false) != ended.end()) {
+      std::vector<WfstChunk> call;
+      std::vector<std::int32_t> rows, lengths;
+      std::int32_t width = 0;
+      for (std::size_t b = 0; b < n; ++b) {
+        if (ended[b]) continue;
+        const std::int32_t left = batch.lengths[b] - done[b];
+        const std::int32_t take = std::uniform_int_distribution<std::int32_t>(0, left)(rng);
+        call.push_back(WfstChunk{static_cast<std::int64_t>(100 + b), !started[b], take == left});
+        rows.push_back(static_cast<std::int32_t>(b));
+        lengths.push_back(take);
+        width = std::max(width, take);
+      }
+      std::vector<float> values(call.size() * static_cast<std::size_t>(std::max(width, 1)) * batch.columns, 0.0f);
+      for (std::size_t r = 0; r < call.size(); ++r) {
+        const auto b = static_cast<std::size_t>(rows[r]);
+        std::copy_n(batch.utterances[b].begin() + static_cast<std::ptrdiff_t>(done[b]) * batch.columns,
+                    static_cast<std::size_t>(lengths[r]) * batch.columns,
+                    values.begin() + static_cast<std::ptrdiff_t>(r) * std::max(width, 1) * batch.columns);
+      }
+      const TensorView view(values.data(), DType::f32,
+                            {static_cast<std::int64_t>(call.size()), std::max(width, 1), batch.columns});
+      const TensorView lens(lengths.data(), DType::i32, {static_cast<std::int64_t>(call.size())});
+      const std::vector<WfstResult> out = decoder.decode_chunks(call, view, lens);
+      for (std::size_t r = 0; r < call.size(); ++r) {
+        const auto b = static_cast<std::size_t>(rows[r]);
+        started[b] = true;
+        done[b] += lengths[r];
+        EXPECT_EQ(out[r].frames, done[b]);
+        if (call[r].last) {
+          ended[b] = true;
+          streamed[b] = out[r];
+        }
+      }
+      ++chunks;
+    }
+    EXPECT_EQ(decoder.open_streams(), 0);
+    for (std::size_t b = 0; b < n; ++b) expect_same(streamed[b], whole[b], "stream " + std::to_string(b));
+    if (::testing::Test::HasFailure()) return;
+  }
+  std::printf("%lld chunk calls\n", static_cast<long long>(chunks));
+}
+
+TEST(WfstDecoder, PrunedSearchNeverBeatsTheOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rejected = 0, worse = 0, utterances = 0;
+  for (int i = 0; i < 150; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config;
+    config.beam = 0.2f + static_cast<float>(rng() % 30) / 10.0f;
+    config.max_active = 1 + static_cast<std::int64_t>(rng() % 3);
+    config.max_tokens_per_frame = 2 + static_cast<std::int64_t>(rng() % 6);
+    const Batch batch = random_batch(rng, random.columns, 4, 10);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder decoder(graph, config);
+    const std::vector<WfstResult> results = decoder.decode(batch.logprobs(), batch.lens());
+    for (std::size_t b = 0; b < results.size(); ++b) {
+      const testing::OracleBest want = testing::openfst_best_path(random.fst, batch.utterances[b], batch.lengths[b],
+                                                                  random.columns, 1.0f, config.use_final_probs);
+      if (!std::isfinite(results[b].cost)) continue;  // every path pruned away
+      ASSERT_TRUE(want.has_path);
+      // A pruned search that reached a final state competes with the oracle's final paths; one that did not may
+      // still be cheaper than them (its final weight is not counted), but never cheaper than a no-final path.
+      if (results[b].reached_final || !want.reached_final) {
+        EXPECT_GE(results[b].cost, want.cost - 1e-3f * std::max(1.0f, std::fabs(want.cost))) << "utterance " << b;
+      }
+      worse += results[b].cost > want.cost + 1e-3f ? 1 : 0;
+      ++utterances;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(worse, 0) << "pruning never lost the best path: the test prunes too little";
+  std::printf("%lld utterances, %lld worse than the oracle\n", static_cast<long long>(utterances),
+              static_cast<long long>(worse));
+}
+
+TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rejected = 0, changed = 0;
+  for (int i = 0; i < 120; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    if (graph.max_output_label() == 0) continue;
+    const Batch batch = random_batch(rng, random.columns, 3, 8);
+    std::vector<WordBoosts> boosts(batch.lengths.size());
+    std::vector<fst::StdVectorFst> boosted(batch.lengths.size(), random.fst);
+    for (std::size_t b = 0; b < boosts.size(); ++b) {
+      const auto word = std::uniform_int_distribution<std::int32_t>(1, graph.max_output_label())(rng);
+      const float score = std::uniform_real_distribution<float>(0.5f, 3.0f)(rng);
+      boosts[b].push_back({word, score});
+      // The oracle's graph: every arc that outputs the word costs `score` less.
+      for (fst::StateIterator<fst::StdVectorFst> s(boosted[b]); !s.Done(); s.Next()) {
+        for (fst::MutableArcIterator<fst::StdVectorFst> a(&boosted[b], s.Value()); !a.Done(); a.Next()) {
+          fst::StdArc arc = a.Value();
+          if (arc.olabel == word) {
+            arc.weight = arc.weight.Value() - score;
+            a.SetValue(arc);
+          }
+        }
+      }
+    }
+    SCOPED_TRACE("case " + std::to_string(i));
+    try {
+      // Boosts can make an ε-cycle through the word cost ≤ 0; such cases are not comparable.
+      for (const auto& g : boosted) (void)detail::wfst_graph_from_fst(g, "boosted");
+    } catch (const InvalidArgument&) {
+      continue;
+    }
+    WfstDecoder decoder(graph, exact_config());
+    const std::vector<WfstResult> plain = decoder.decode(batch.logprobs(), batch.lens());
+    const std::vector<WfstResult> results = decoder.decode(batch.logprobs(), batch.lens(), boosts);
+    for (std::size_t b = 0; b < results.size(); ++b) {
+      const testing::OracleBest want =
+          testing::openfst_best_path(boosted[b], batch.utterances[b], batch.lengths[b], random.columns, 1.0f, true);
+      expect_matches_oracle(results[b], want, batch.lengths[b], "utterance " + std::to_string(b));
+      changed += results[b].words != plain[b].words ? 1 : 0;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(changed, 5) << "boosting changed too few transcripts to test anything";
+}
+
+TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
+  // A graph whose input labels need 4 columns.
+  fst::StdVectorFst f;
+  f.AddState();
+  f.AddState();
+  f.SetStart(0);
+  f.AddArc(0, fst::StdArc(4, 7, 0.5f, 1));
+  f.AddArc(1, fst::StdArc(1, 0, 0.0f, 1));
+  f.SetFinal(1, 0.0f);
+  const WfstGraph graph = detail::wfst_graph_from_fst(f, "four-column graph");
+  EXPECT_EQ(graph.max_input_label(), 4);
+  EXPECT_EQ(graph.max_output_label(), 7);
+  WfstDecoder decoder(graph);
+  std::vector<float> values(2 * 3 * 3, -1.0f);
+  std::vector<std::int32_t> lengths = {3, 2};
+  const TensorView three(values.data(), DType::f32, {2, 3, 3});
+  const TensorView lens(lengths.data(), DType::i32, {2});
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(three, lens), InvalidArgument,
+                          "input label 4 scores model column 3, but logprobs have 3 columns");
+  values.assign(2 * 3 * 4, -1.0f);
+  const TensorView four(values.data(), DType::f32, {2, 3, 4});
+  EXPECT_EQ(decoder.decode(four, lens).size(), 2u);
+  values[1 * 12 + 2 * 4 + 3] = std::nanf("");  // utterance 1, frame 2: past its length, never read
+  EXPECT_EQ(decoder.decode(four, lens).size(), 2u);
+  values[1 * 12 + 1 * 4 + 0] = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens), InvalidArgument, "logprobs[1, 1, 0] is NaN");
+  values.assign(values.size(), -1.0f);
+  lengths = {4, 1};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens), InvalidArgument, "lengths");
+  lengths = {3, 1};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens, {WordBoosts{}}), InvalidArgument, "one list per utterance");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens, {WordBoosts{{8, 1.0f}}, WordBoosts{}}), InvalidArgument,
+                          "word id 8 is not an output label of the graph (1 … 7)");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens, {WordBoosts{{7, kInf}}, WordBoosts{}}), InvalidArgument,
+                          "the score of word 7 is inf");
+  // Streams.
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, false, false}, WfstChunk{6, true, false}}, four, lens),
+                          InvalidArgument, "stream 5 was not started");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, true, false}, WfstChunk{5, true, false}}, four, lens),
+                          InvalidArgument, "stream 5 appears more than once");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, true, false}}, four, lens), InvalidArgument,
+                          "1 chunk descriptions for a batch of 2");
+  // Configs.
+  WfstDecoderConfig config;
+  config.beam = 0.0f;
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "beam must be positive");
+  config = WfstDecoderConfig{};
+  config.max_active = 0;
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "max_active must be at least 1");
+  config = WfstDecoderConfig{};
+  config.acoustic_scale = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "acoustic_scale");
+
+  // Graphs: ε-cycles of cost ≤ 0 (zero included), files.
+  fst::StdVectorFst cycle;
+  for (int s = 0; s < 3; ++s) cycle.AddState();
+  cycle.SetStart(0);
+  cycle.AddArc(0, fst::StdArc(1, 0, 0.0f, 1));
+  cycle.AddArc(1, fst::StdArc(0, 0, 0.5f, 2));
+  cycle.AddArc(2, fst::StdArc(0, 3, -0.5f, 1));
+  ASRDEC_EXPECT_THROW_MSG(detail::wfst_graph_from_fst(cycle, "zero cycle"), InvalidArgument,
+                          "zero cycle: the graph has a cycle of ε-arcs");
+  fst::MutableArcIterator<fst::StdVectorFst>(&cycle, 2).SetValue(fst::StdArc(0, 3, -0.4f, 1));
+  EXPECT_NO_THROW(detail::wfst_graph_from_fst(cycle, "positive cycle"));
+  fst::StdVectorFst self_loop = f;
+  self_loop.AddArc(1, fst::StdArc(0, 0, -0.1f, 1));
+  ASRDEC_EXPECT_THROW_MSG(detail::wfst_graph_from_fst(self_loop, "self loop"), InvalidArgument, "cycle of ε-arcs");
+  fst::StdVectorFst no_start;
+  no_start.AddState();
+  ASRDEC_EXPECT_THROW_MSG(detail::wfst_graph_from_fst(no_start, "no start"), InvalidArgument,
+                          "no start: the graph has no start state");
+
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(testing::temp_path("missing.fst")), InvalidArgument,
+                          "cannot open WFST graph");
+  const std::string text = testing::temp_path("not-an-fst.fst");
+  {
+    std::ofstream out(text);
+    out << "0 1 1 1\n1\n";
+  }
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(text), InvalidArgument, "not an OpenFst binary file");
+  const std::string log_path = testing::temp_path("log.fst");
+  fst::VectorFst<fst::LogArc> log_fst;
+  log_fst.AddState();
+  log_fst.SetStart(0);
+  log_fst.Write(log_path);
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(log_path), InvalidArgument, "arc type 'log' is not supported");
+  const std::string good = testing::temp_path("good.fst");
+  f.Write(good);
+  const WfstGraph loaded = WfstGraph::load(good);
+  EXPECT_EQ(loaded.num_states(), 2);
+  EXPECT_EQ(loaded.num_arcs(), 2);
+  EXPECT_EQ(loaded.source(), good);
+  const std::string constant = testing::temp_path("const.fst");
+  fst::StdConstFst(f).Write(constant);
+  EXPECT_EQ(WfstGraph::load(constant).num_arcs(), 2);
+}
+
+}  // namespace
+}  // namespace asrdec

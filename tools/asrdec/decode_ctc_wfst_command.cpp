@@ -1,0 +1,231 @@
+// `asrdec decode ctc-wfst`: WFST beam search over CTC log-probabilities from .npy files through a decoding graph
+// (TLG), whole utterances or chunk by chunk, with optional word boosting.
+
+#include <fst/symbol-table.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "batch_input.hpp"
+#include "commands.hpp"
+#include "decode_output.hpp"
+#include "progress_bar.hpp"
+
+namespace asrdec::cli {
+namespace {
+
+struct CtcWfstOptions {
+  std::string graph;
+  std::string words;
+  std::string logits;
+  std::string lengths;
+  std::string refs;
+  std::string boost;
+  std::string device = "cpu";
+  std::string progress = "auto";
+  double beam = 17.0;
+  std::int64_t max_active = 10000;
+  double acoustic_scale = 1.0;
+  std::int32_t blank_id = -1;
+  std::int64_t chunk = 0;
+  std::int64_t batch_size = 32;
+  std::int64_t show = -1;
+  double frame_shift_ms = 80.0;
+  bool no_final_probs = false;
+  bool json = false;
+};
+
+// words.txt (OpenFst text symbol table: "word id" per line).
+std::unique_ptr<fst::SymbolTable> load_words(const std::string& path) {
+  std::unique_ptr<fst::SymbolTable> table(fst::SymbolTable::ReadText(path));
+  ASRDEC_CHECK_ARG(table != nullptr, path, ": not a word symbol table (expected \"word id\" lines)");
+  return table;
+}
+
+// --boost: "word score" lines; every utterance gets the list.
+WordBoosts load_boosts(const std::string& path, const fst::SymbolTable& words) {
+  WordBoosts boosts;
+  if (path.empty()) return boosts;
+  std::ifstream in(path);
+  ASRDEC_CHECK_ARG(in.good(), "cannot open word boosting list '", path, "'");
+  std::string line;
+  for (std::int64_t number = 1; std::getline(in, line); ++number) {
+    std::istringstream fields(line);
+    std::string word;
+    double score = 0.0;
+    if (!(fields >> word)) continue;  // blank line
+    ASRDEC_CHECK_ARG(static_cast<bool>(fields >> score), path, ":", number, ": expected \"word score\", got '", line,
+                     "'");
+    const std::int64_t id = words.Find(word);
+    ASRDEC_CHECK_ARG(id > 0, path, ":", number, ": word '", word, "' is not in the word table");
+    boosts.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(score));
+  }
+  return boosts;
+}
+
+std::vector<std::string> load_refs(const std::string& path, std::int64_t utterances) {
+  std::vector<std::string> refs;
+  if (path.empty()) return refs;
+  std::ifstream in(path);
+  ASRDEC_CHECK_ARG(in.good(), "cannot open references '", path, "'");
+  for (std::string line; std::getline(in, line);) refs.push_back(line);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(refs.size()) == utterances, path, ": ", refs.size(), " references for ",
+                   utterances, " utterances");
+  return refs;
+}
+
+void run(const CtcWfstOptions& options) {
+  ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
+  ASRDEC_CHECK_ARG(options.batch_size >= 1, "--batch-size must be at least 1, got ", options.batch_size);
+  const Device device = choose_device(options.device);
+  const auto load_start = std::chrono::steady_clock::now();
+  WfstGraph graph = WfstGraph::load(options.graph);
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  const std::unique_ptr<fst::SymbolTable> words = load_words(options.words);
+  ASRDEC_CHECK_ARG(words->AvailableKey() > graph.max_output_label(), options.words, ": the graph outputs word id ",
+                   graph.max_output_label(), ", beyond the word table");
+  BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.batch_size);
+  const std::int64_t utterances = input.utterances();
+  const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
+  const std::vector<std::string> refs = load_refs(options.refs, utterances);
+  const WordBoosts boost_list = load_boosts(options.boost, *words);
+
+  WfstDecoderConfig config;
+  config.beam = static_cast<float>(options.beam);
+  config.max_active = options.max_active;
+  config.acoustic_scale = static_cast<float>(options.acoustic_scale);
+  config.blank_id = options.blank_id;
+  config.use_final_probs = !options.no_final_probs;
+  WfstDecoder decoder(std::move(graph), config, device);
+
+  const std::int64_t batch_size = std::min<std::int64_t>(options.batch_size, std::max<std::int64_t>(utterances, 1));
+  const std::int64_t chunk = options.chunk > 0 ? options.chunk : std::max<std::int64_t>(input.frames(), 1);
+  Stream stream(device);
+  ProgressBar progress(options.progress, options.json, utterances, "utterances");
+  WerStats wer;
+  double seconds = 0.0;
+  std::int64_t frames = 0, shown = 0;
+  for (std::int64_t first = 0; first < utterances; first += batch_size) {
+    const std::int64_t count = std::min(batch_size, utterances - first);
+    const std::vector<WordBoosts> boosts(boost_list.empty() ? 0 : static_cast<std::size_t>(count), boost_list);
+    std::vector<WfstResult> results(static_cast<std::size_t>(count));
+    const TensorView all_lengths = lengths_slice(lengths, first, count);
+    std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(count));
+    for (std::int64_t frame = 0; frame < std::max<std::int64_t>(input.frames(), 1); frame += chunk) {
+      const std::int64_t width = std::max<std::int64_t>(std::min(chunk, input.frames() - frame), 0);
+      std::vector<WfstChunk> chunks;
+      for (std::int64_t b = 0; b < count; ++b) {
+        const std::int64_t length = all_lengths.dtype() == DType::i64
+                                        ? static_cast<const std::int64_t*>(all_lengths.data())[b]
+                                        : static_cast<const std::int32_t*>(all_lengths.data())[b];
+        chunk_lengths[static_cast<std::size_t>(b)] =
+            static_cast<std::int32_t>(std::clamp<std::int64_t>(length - frame, 0, width));
+        chunks.push_back(WfstChunk{first + b, frame == 0, frame + chunk >= input.frames()});
+      }
+      const TensorView piece = input.slice(first, count, frame, width, stream.handle());
+      stream.synchronize();
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<WfstResult> out =
+          decoder.decode_chunks(chunks, piece, TensorView(chunk_lengths.data(), DType::i32, {count}), boosts);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      for (std::int64_t b = 0; b < count; ++b) {
+        if (chunks[static_cast<std::size_t>(b)].last) results[static_cast<std::size_t>(b)] = std::move(out[b]);
+      }
+    }
+    frames += total_frames(lengths, first, count);
+    for (std::int64_t b = 0; b < count; ++b) {
+      const WfstResult& r = results[static_cast<std::size_t>(b)];
+      std::string text;
+      for (const std::int32_t w : r.words) text += (text.empty() ? "" : " ") + words->Find(w);
+      if (!refs.empty()) wer += word_errors(refs[static_cast<std::size_t>(first + b)], text);
+      if (options.json) {
+        nlohmann::json j;
+        j["words"] = text;
+        j["word_ids"] = r.words;
+        j["word_start_frames"] = r.word_start_frames;
+        j["word_end_frames"] = r.word_end_frames;
+        j["cost"] = r.cost;
+        j["graph_cost"] = r.graph_cost;
+        j["acoustic_cost"] = r.acoustic_cost;
+        j["reached_final"] = r.reached_final;
+        j["overflow"] = r.overflow;
+        std::cout << j.dump() << "\n";
+      } else if (options.show < 0 || shown < options.show) {
+        std::cout << (first + b) << ": " << text << "\n";
+        if (!refs.empty()) std::cout << "   ref: " << refs[static_cast<std::size_t>(first + b)] << "\n";
+        ++shown;
+      }
+    }
+    progress.update(first + count);
+  }
+  progress.finish();
+  std::cout.flush();
+  const double audio_seconds = static_cast<double>(frames) * options.frame_shift_ms / 1000.0;
+  std::fprintf(stderr,
+               "ctc-wfst (beam %g, max_active %lld%s) on %s: %lld utterances, %.1f s of audio, decoded in %.3f ms, "
+               "RTFx %.0f (graph: %d states, %lld arcs, loaded in %.0f ms)\n",
+               options.beam, static_cast<long long>(options.max_active),
+               options.chunk > 0 ? (", chunks of " + std::to_string(options.chunk)).c_str() : "",
+               device.to_string().c_str(), static_cast<long long>(utterances), audio_seconds, seconds * 1000.0,
+               seconds > 0 ? audio_seconds / seconds : 0.0, decoder.graph().num_states(),
+               static_cast<long long>(decoder.graph().num_arcs()), load_seconds * 1000.0);
+  if (!refs.empty()) {
+    std::fprintf(
+        stderr, "WER %.2f%% (%lld errors: %lld substitutions, %lld deletions, %lld insertions; %lld reference words)\n",
+        100.0 * wer.rate(), static_cast<long long>(wer.errors()), static_cast<long long>(wer.substitutions),
+        static_cast<long long>(wer.deletions), static_cast<long long>(wer.insertions),
+        static_cast<long long>(wer.reference_words));
+  }
+}
+
+}  // namespace
+
+void add_decode_ctc_wfst_command(CLI::App& decode) {
+  auto options = std::make_shared<CtcWfstOptions>();
+  CLI::App* command =
+      decode.add_subcommand("ctc-wfst", "WFST beam search over CTC log-probabilities through a decoding graph (CPU)");
+  command->add_option("--graph", options->graph, "Decoding graph (OpenFst binary, e.g. TLG.fst)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--words", options->words, "Word symbol table of the graph's output labels (words.txt)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--logits", options->logits, "Log-probabilities [N, T, V+1] (.npy, float32 or float16)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
+      ->check(CLI::ExistingFile);
+  command->add_option("--beam", options->beam, "Search beam (cost units)")->capture_default_str();
+  command->add_option("--max-active", options->max_active, "Soft cap of tokens expanded per frame")
+      ->capture_default_str();
+  command->add_option("--acoustic-scale", options->acoustic_scale, "Weight of the log-probabilities against the graph")
+      ->capture_default_str();
+  command->add_option("--blank-id", options->blank_id, "Blank column, for word frames (-1: the last)")
+      ->capture_default_str();
+  command->add_flag("--no-final-probs", options->no_final_probs, "Ignore final weights (end anywhere)");
+  command->add_option("--boost", options->boost, "Word boosting list: \"word score\" per line, for every utterance")
+      ->check(CLI::ExistingFile);
+  command->add_option("--chunk", options->chunk, "Decode in chunks of N frames (streaming; 0: whole utterances)")
+      ->capture_default_str();
+  command->add_option("--refs", options->refs, "Reference transcripts, one per line: print the WER")
+      ->check(CLI::ExistingFile);
+  command->add_option("--device", options->device, "cpu")->capture_default_str();
+  command->add_option("--batch-size", options->batch_size, "Utterances per decoder call")->capture_default_str();
+  command->add_option("--show", options->show, "Without --json: print at most N transcripts (-1: all)")
+      ->capture_default_str();
+  command->add_option("--frame-shift-ms", options->frame_shift_ms, "Frame duration, for the RTFx")
+      ->capture_default_str();
+  command->add_option("--progress", options->progress, "Progress bar: auto, always or never")->capture_default_str();
+  command->add_flag("--json", options->json,
+                    "One JSON object per utterance: words, word_ids, word_start_frames, word_end_frames, cost, "
+                    "graph_cost, acoustic_cost, reached_final, overflow");
+  command->callback([options] { run(*options); });
+}
+
+}  // namespace asrdec::cli
