@@ -1,0 +1,147 @@
+// WFST beam search over CTC log-probabilities (decode ctc-wfst), CPU executor: RTFx on a realistic TLG — the
+// sample lexicon (about 12.8k words), its word 3-gram and the 256-piece BPE, standard CTC topology, built at start-up
+// with the library's graph builder — over batches of the sample's 40 utterances (repeated to fill the batch),
+// with beam and max_active sweeps, and the latency of one streaming call of 16-frame chunks at batch 1/64/256.
+// The CPU executor decodes the streams one after another on one core: it is the baseline a GPU executor is
+// compared with.
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/wfst/graph_builder.hpp"
+#include "common/bench_support.hpp"
+
+namespace asrdec::bench {
+namespace {
+
+constexpr std::int64_t kChunk = 16;
+
+struct Sample {
+  std::unique_ptr<WfstGraph> graph;
+  NpyArray logprobs;  // [40, T, 257] f16
+  NpyArray lengths;   // [40] i32
+};
+
+const Sample& sample() {
+  static const std::unique_ptr<Sample> loaded = [] {
+    const std::string data = std::string(ASRDEC_SOURCE_DIR) + "/examples/data";
+    const auto dir = std::filesystem::temp_directory_path() / "asrdec_wfst_bench";
+    std::filesystem::create_directories(dir);
+    const std::string graph = (dir / "TLG.fst").string();
+    CtcGraphOptions options;
+    options.topology = CtcTopology::standard;
+    const CtcGraphSummary summary =
+        build_ctc_graph(data + "/tokens.txt", read_lexicon(data + "/wfst/lexicon.txt"),
+                        data + "/wfst/words_3gram.arpa.gz", options, graph, (dir / "words.txt").string());
+    std::fprintf(stderr, "TLG: %s\n", summary.to_string().c_str());
+    auto s = std::make_unique<Sample>();
+    s->graph = std::make_unique<WfstGraph>(WfstGraph::load(graph));
+    s->logprobs = read_npy(data + "/ctc/logprobs.npy");
+    s->lengths = read_npy(data + "/ctc/lengths.npy");
+    return s;
+  }();
+  return *loaded;
+}
+
+// The sample's utterances repeated to `batch` rows, f32 [batch, T, C], with their lengths.
+struct Batch {
+  std::vector<float> values;
+  std::vector<std::int32_t> lengths;
+  std::int64_t batch = 0, frames = 0, columns = 0;
+  std::int64_t total_frames = 0;
+};
+
+Batch make_batch(std::int64_t batch) {
+  const Sample& s = sample();
+  Batch b;
+  b.batch = batch;
+  b.frames = s.logprobs.shape()[1];
+  b.columns = s.logprobs.shape()[2];
+  const auto* source = static_cast<const half_t*>(s.logprobs.data());
+  const auto* lengths = static_cast<const std::int32_t*>(s.lengths.data());
+  const std::int64_t utterances = s.logprobs.shape()[0];
+  const std::int64_t row = b.frames * b.columns;
+  b.values.resize(static_cast<std::size_t>(batch * row));
+  for (std::int64_t i = 0; i < batch; ++i) {
+    const std::int64_t u = i % utterances;
+    for (std::int64_t e = 0; e < row; ++e) b.values[i * row + e] = detail::to_float(source[u * row + e]);
+    b.lengths.push_back(lengths[u]);
+    b.total_frames += lengths[u];
+  }
+  return b;
+}
+
+WfstDecoderConfig config_of(benchmark::State& state) {
+  WfstDecoderConfig config;
+  config.beam = static_cast<float>(state.range(1));
+  config.max_active = state.range(2);
+  config.acoustic_scale = 2.0f;  // the sample's setting (README)
+  return config;
+}
+
+void wfst_cpu(benchmark::State& state) {
+  const Batch b = make_batch(state.range(0));
+  WfstDecoder decoder(*sample().graph, config_of(state));
+  const TensorView logprobs(b.values.data(), DType::f32, {b.batch, b.frames, b.columns});
+  const TensorView lengths(b.lengths.data(), DType::i32, {b.batch});
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(logprobs, lengths));
+  set_rtfx(state, b.total_frames);
+}
+
+// One decode_chunks call: the next 16 frames of every stream (streams restart when their utterance ends).
+void wfst_cpu_streaming(benchmark::State& state) {
+  const Batch b = make_batch(state.range(0));
+  WfstDecoder decoder(*sample().graph, config_of(state));
+  std::vector<float> chunk(static_cast<std::size_t>(b.batch * kChunk * b.columns));
+  std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(b.batch));
+  std::vector<std::int64_t> position(static_cast<std::size_t>(b.batch), 0);
+  std::vector<WfstChunk> chunks(static_cast<std::size_t>(b.batch));
+  std::int64_t frames = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (std::int64_t i = 0; i < b.batch; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const std::int64_t take = std::min<std::int64_t>(kChunk, b.lengths[u] - position[u]);
+      chunks[u] = WfstChunk{i, position[u] == 0, position[u] + take >= b.lengths[u]};
+      chunk_lengths[u] = static_cast<std::int32_t>(take);
+      std::copy_n(b.values.begin() + (i * b.frames + position[u]) * b.columns, take * b.columns,
+                  chunk.begin() + i * kChunk * b.columns);
+      position[u] = chunks[u].last ? 0 : position[u] + take;
+      frames += take;
+    }
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(decoder.decode_chunks(chunks,
+                                                   TensorView(chunk.data(), DType::f32, {b.batch, kChunk, b.columns}),
+                                                   TensorView(chunk_lengths.data(), DType::i32, {b.batch})));
+  }
+  state.counters["RTFx"] =
+      benchmark::Counter(static_cast<double>(frames) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  const auto configure = [](benchmark::internal::Benchmark* b) {
+    b->ArgNames({"B", "beam", "max_active"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
+  };
+  auto* batches = benchmark::RegisterBenchmark("wfst/cpu/batch", wfst_cpu);
+  configure(batches);
+  batches->ArgsProduct({{1, 8, 32}, {17}, {10000}});
+  auto* beams = benchmark::RegisterBenchmark("wfst/cpu/beam", wfst_cpu);
+  configure(beams);
+  beams->ArgsProduct({{8}, {10, 13, 20}, {10000}});
+  auto* active = benchmark::RegisterBenchmark("wfst/cpu/max_active", wfst_cpu);
+  configure(active);
+  active->ArgsProduct({{8}, {17}, {500, 2000}});
+  auto* streaming = benchmark::RegisterBenchmark("wfst/cpu/streaming_chunk16", wfst_cpu_streaming);
+  configure(streaming);
+  streaming->ArgsProduct({{1, 64, 256}, {17}, {10000}});
+}
+
+}  // namespace
+}  // namespace asrdec::bench
+
+int main(int argc, char** argv) {
+  asrdec::bench::register_all();
+  return asrdec::bench::run_benchmarks(argc, argv, "wfst");
+}
