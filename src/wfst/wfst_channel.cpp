@@ -15,6 +15,8 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int kBeamTightenings = 8;
+constexpr std::size_t kClosurePopsPerToken = 1024;
+constexpr std::size_t kClosurePopsExtra = 1 << 20;
 
 }  // namespace
 
@@ -37,7 +39,7 @@ void WfstSearcher::relax(std::int32_t state, const FrameToken& way) {
     list_.back().state = state;
   } else {
     FrameToken& current = list_[static_cast<std::size_t>(slot)];
-    if (!wfst_better(way.cost, way.arc, current.cost, current.arc)) return;
+    if (!wfst_better(way.cost, way.depth, way.arc, current.cost, current.depth, current.arc)) return;
     current = way;
     current.state = state;
   }
@@ -48,9 +50,18 @@ void WfstSearcher::relax(std::int32_t state, const FrameToken& way) {
 }
 
 // ε-closure of the frame list below `cutoff` (label-correcting: a state goes back on the queue whenever its way in
-// improves; ε-cycles cost > 0, checked at load, so it ends).
+// improves). ε-cycles cost > 0 (checked at load, and with boosts), so it ends; the relaxation cap only guards
+// against float rounding on nearly free cycles, and counts as an overflow.
 void WfstSearcher::closure(float cutoff) {
+  closure_cut_ = false;
   for (std::size_t head = 0; head < queue_.size(); ++head) {
+    if (head > kClosurePopsPerToken * list_.size() + kClosurePopsExtra) {
+      for (std::size_t rest = head; rest < queue_.size(); ++rest) {
+        queued_[static_cast<std::size_t>(list_[static_cast<std::size_t>(queue_[rest])].state)] = 0;
+      }
+      closure_cut_ = true;
+      break;
+    }
     const std::int32_t i = queue_[head];
     const FrameToken from = list_[static_cast<std::size_t>(i)];
     queued_[static_cast<std::size_t>(from.state)] = 0;
@@ -58,7 +69,7 @@ void WfstSearcher::closure(float cutoff) {
       const float w = g_->weight[a] - boost(*boosts_of_, g_->olabel[a]);
       const float cost = from.cost + w;
       if (!(cost < cutoff)) continue;
-      relax(g_->next_state[a], FrameToken{0, cost, i, a, true});
+      relax(g_->next_state[a], FrameToken{0, cost, from.depth + 1, i, a, true});
     }
   }
   queue_.clear();
@@ -74,14 +85,15 @@ void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
       ASRDEC_CHECK_ARG(std::isfinite(score), "word boosting: the score of word ", word, " is ", score);
       channel.boost_by_word[static_cast<std::size_t>(word)] += score;
     }
+    graph_->check_word_boosts(channel.boost_by_word);
   }
   boosts_of_ = &channel;
   clear_frame();
   queue_.clear();
-  relax(g_->start, FrameToken{0, 0.0f, -1, -1, false});
+  relax(g_->start, FrameToken{0, 0.0f, 0, -1, -1, false});
   cutoff_ = config_.beam;
   closure(cutoff_);
-  commit(channel, config_.beam, false);
+  commit(channel, config_.beam, closure_cut_);
 }
 
 bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float beam) {
@@ -97,7 +109,7 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
       const float cost = from.cost + w + acoustic;
       if (!(cost < best + beam)) continue;
       best = std::min(best, cost);
-      relax(g_->next_state[a], FrameToken{0, cost, index, a, false});
+      relax(g_->next_state[a], FrameToken{0, cost, 0, index, a, false});
     }
   }
   // 2. The cutoff from the best way in; the list keeps only what is below it.
@@ -135,7 +147,7 @@ void WfstSearcher::advance(WfstChannel& channel, const float* logp) {
     fits = expand(channel, logp, beam);
   }
   channel.frames += 1;
-  commit(channel, beam, !fits);
+  commit(channel, beam, !fits || closure_cut_);
 }
 
 // 4. Active tokens; the frame's tokens go to the history.

@@ -44,7 +44,8 @@ class WfstSearcher {
   struct FrameToken {
     std::int32_t state;
     float cost;
-    std::int64_t prev;  ///< history index (emitting), or index in the frame list (ε, when local)
+    std::int32_t depth;  ///< ε-arcs since the frame's emitting arc
+    std::int64_t prev;   ///< history index (emitting), or index in the frame list (ε, when local)
     std::int64_t arc;
     bool local;
   };
@@ -66,7 +67,9 @@ class WfstSearcher {
   std::vector<FrameToken> list_;    // the frame being built
   std::vector<std::int32_t> queue_;
   std::vector<char> queued_;
-  float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
+  float cutoff_ = 0.0f;
+  bool closure_cut_ = false;  // the closure hit its relaxation cap (float rounding on an ε-cycle) // the frame's cutoff
+                              // (step 2)
   std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_
   const WfstChannel* boosts_of_ = nullptr;  // whose boosts relax() applies
 };

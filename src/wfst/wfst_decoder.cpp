@@ -57,12 +57,12 @@ struct WfstDecoder::Impl {
     return p;
   }
 
-  // Frames [0, length) of row b, through the channel.
-  void run(detail::WfstChannel& channel, const detail::CtcGreedyProblem& p, std::int64_t b) {
+  // Frames [0, length) of row b, through the channel; `check`: reject NaN and +inf (unless already checked).
+  void run(detail::WfstChannel& channel, const detail::CtcGreedyProblem& p, std::int64_t b, bool check) {
     frame.resize(static_cast<std::size_t>(p.columns));
     const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
     for (std::int32_t t = 0; t < length; ++t) {
-      detail::read_frame(p, b, t, config.check_values, frame.data());
+      detail::read_frame(p, b, t, check, frame.data());
       searcher.advance(channel, frame.data());
     }
   }
@@ -89,7 +89,7 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
   detail::WfstChannel channel;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     impl_->searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
-    impl_->run(channel, p, b);
+    impl_->run(channel, p, b, impl_->config.check_values);
     results.push_back(impl_->searcher.result(channel, true, p.blank + 1));
   }
   return results;
@@ -109,14 +109,28 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
     ASRDEC_CHECK_ARG(chunk.first || impl_->streams.count(chunk.stream) == 1, "decode_chunks: stream ", chunk.stream,
                      " was not started (its first chunk needs first = true) or has already ended");
   }
+  // Everything that can be rejected is checked before any stream changes, so a failed call leaves them as they were:
+  // the frames' values, and the boosts of first chunks (their new channels are built aside).
+  if (impl_->config.check_values) {
+    impl_->frame.resize(static_cast<std::size_t>(p.columns));
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
+        detail::read_frame(p, b, t, true, impl_->frame.data());
+      }
+    }
+  }
+  const WordBoosts none;
+  std::vector<detail::WfstChannel> started(chunks.size());
+  for (std::size_t b = 0; b < chunks.size(); ++b) {
+    if (chunks[b].first) impl_->searcher.start(started[b], boosts.empty() ? none : boosts[b]);
+  }
   std::vector<WfstResult> results;
   results.reserve(chunks.size());
-  const WordBoosts none;
   for (std::size_t b = 0; b < chunks.size(); ++b) {
     const WfstChunk& chunk = chunks[b];
     detail::WfstChannel& channel = impl_->streams[chunk.stream];
-    if (chunk.first) impl_->searcher.start(channel, boosts.empty() ? none : boosts[b]);
-    impl_->run(channel, p, static_cast<std::int64_t>(b));
+    if (chunk.first) channel = std::move(started[b]);
+    impl_->run(channel, p, static_cast<std::int64_t>(b), false);
     results.push_back(impl_->searcher.result(channel, chunk.last, p.blank + 1));
     if (chunk.last) impl_->streams.erase(chunk.stream);
   }

@@ -26,9 +26,14 @@ struct CycleCost {
 
 bool less(const CycleCost& a, const CycleCost& b) { return a.cost < b.cost || (a.cost == b.cost && a.arcs > b.arcs); }
 
-// Throws if some cycle of ε-arcs has total cost ≤ 0. Strongly connected components of the ε-subgraph come from
-// OpenFst's SccVisitor; Bellman–Ford then runs inside each component that has a cycle.
-void check_epsilon_cycles(const WfstGraphArrays& g, const std::string& source) {
+// The strongly connected components of the ε-subgraph (OpenFst's SccVisitor) that contain a cycle.
+struct EpsilonComponents {
+  std::vector<fst::StdArc::StateId> component;    // [states]
+  std::vector<std::vector<std::int32_t>> cyclic;  // members of each component with a cycle
+};
+
+EpsilonComponents epsilon_components(const WfstGraphArrays& g) {
+  EpsilonComponents out;
   fst::StdVectorFst epsilon;
   for (std::int32_t s = 0; s < g.num_states; ++s) epsilon.AddState();
   epsilon.SetStart(g.start);
@@ -39,26 +44,41 @@ void check_epsilon_cycles(const WfstGraphArrays& g, const std::string& source) {
       any = true;
     }
   }
-  if (!any) return;
-  std::vector<fst::StdArc::StateId> scc;
+  if (!any) return out;
   std::vector<bool> access, coaccess;
   std::uint64_t props = 0;
-  fst::SccVisitor<fst::StdArc> visitor(&scc, &access, &coaccess, &props);
+  fst::SccVisitor<fst::StdArc> visitor(&out.component, &access, &coaccess, &props);
   // Visit from every state, not only the start: a cycle unreachable by ε from the start is reachable after a frame.
   fst::DfsVisit(epsilon, &visitor, fst::AnyArcFilter<fst::StdArc>(), /*access_only=*/false);
-  const std::int64_t components = scc.empty() ? 0 : *std::max_element(scc.begin(), scc.end()) + 1;
-  std::vector<std::vector<std::int32_t>> members(static_cast<std::size_t>(components));
-  for (std::int32_t s = 0; s < g.num_states; ++s) members[static_cast<std::size_t>(scc[s])].push_back(s);
-  std::vector<CycleCost> distance(static_cast<std::size_t>(g.num_states), CycleCost{0.0, 0});
-  for (const auto& component : members) {
-    const auto id = scc[static_cast<std::size_t>(component.front())];
+  const std::int64_t count = *std::max_element(out.component.begin(), out.component.end()) + 1;
+  std::vector<std::vector<std::int32_t>> members(static_cast<std::size_t>(count));
+  for (std::int32_t s = 0; s < g.num_states; ++s) members[static_cast<std::size_t>(out.component[s])].push_back(s);
+  for (auto& component : members) {
     bool cyclic = component.size() > 1;
     for (std::int32_t s : component) {
       for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1] && !cyclic; ++a) {
         cyclic = g.next_state[a] == s;
       }
     }
-    if (!cyclic) continue;
+    if (cyclic) out.cyclic.push_back(std::move(component));
+  }
+  return out;
+}
+
+// Throws InvalidArgument (`what` first) if some cycle of ε-arcs costs ≤ 0, arc a costing weight[a] minus the boost
+// of its output label (boost_by_word may be empty). Bellman–Ford inside each cyclic component.
+void check_epsilon_cycles(const WfstGraphArrays& g, const EpsilonComponents& c, const std::vector<float>& boost_by_word,
+                          const std::string& what) {
+  const auto cost_of = [&](std::int64_t a) {
+    const std::int32_t word = g.olabel[a];
+    const double boost = word != 0 && static_cast<std::size_t>(word) < boost_by_word.size()
+                             ? static_cast<double>(boost_by_word[static_cast<std::size_t>(word)])
+                             : 0.0;
+    return static_cast<double>(g.weight[a]) - boost;
+  };
+  std::vector<CycleCost> distance(static_cast<std::size_t>(g.num_states), CycleCost{0.0, 0});
+  for (const auto& component : c.cyclic) {
+    const auto id = c.component[static_cast<std::size_t>(component.front())];
     // Every member starts at distance 0 (a virtual source); a relaxation in round |component| proves a cycle.
     for (std::int32_t s : component) distance[static_cast<std::size_t>(s)] = CycleCost{0.0, 0};
     for (std::size_t round = 0; round <= component.size(); ++round) {
@@ -67,8 +87,8 @@ void check_epsilon_cycles(const WfstGraphArrays& g, const std::string& source) {
         const CycleCost from = distance[static_cast<std::size_t>(s)];
         for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1]; ++a) {
           const std::int32_t to = g.next_state[a];
-          if (scc[static_cast<std::size_t>(to)] != id) continue;
-          const CycleCost via{from.cost + static_cast<double>(g.weight[a]), from.arcs + 1};
+          if (c.component[static_cast<std::size_t>(to)] != id) continue;
+          const CycleCost via{from.cost + cost_of(a), from.arcs + 1};
           if (less(via, distance[static_cast<std::size_t>(to)])) {
             distance[static_cast<std::size_t>(to)] = via;
             changed = true;
@@ -76,8 +96,8 @@ void check_epsilon_cycles(const WfstGraphArrays& g, const std::string& source) {
         }
       }
       if (!changed) break;
-      ASRDEC_CHECK_ARG(round < component.size(), source, ": the graph has a cycle of ε-arcs (through state ",
-                       component.front(), ") whose total cost is ≤ 0; the ε-closure of a frame would not end");
+      ASRDEC_CHECK_ARG(round < component.size(), what, " a cycle of ε-arcs (through state ", component.front(),
+                       ") whose total cost is ≤ 0; the ε-closure of a frame would not end");
     }
   }
 }
@@ -89,6 +109,8 @@ struct WfstGraph::Impl {
   std::string source;
   std::int32_t max_input_label = 0;
   std::int32_t max_output_label = 0;
+  EpsilonComponents epsilon;
+  std::vector<std::int32_t> words_on_epsilon_cycles;  // sorted
 };
 
 WfstGraph::WfstGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -124,7 +146,22 @@ WfstGraph WfstGraph::from_arrays(WfstGraphArrays a, std::string source) {
       impl->max_output_label = std::max(impl->max_output_label, a.olabel[i]);
     }
   }
-  check_epsilon_cycles(a, source);
+  impl->epsilon = epsilon_components(a);
+  check_epsilon_cycles(a, impl->epsilon, {}, concat(source, ": the graph has"));
+  for (const auto& component : impl->epsilon.cyclic) {
+    for (std::int32_t s : component) {
+      for (std::int64_t i = a.epsilon_begin[s]; i < a.emitting_begin[s + 1]; ++i) {
+        const auto to = static_cast<std::size_t>(a.next_state[i]);
+        if (a.olabel[i] != 0 && impl->epsilon.component[to] == impl->epsilon.component[static_cast<std::size_t>(s)]) {
+          impl->words_on_epsilon_cycles.push_back(a.olabel[i]);
+        }
+      }
+    }
+  }
+  std::sort(impl->words_on_epsilon_cycles.begin(), impl->words_on_epsilon_cycles.end());
+  impl->words_on_epsilon_cycles.erase(
+      std::unique(impl->words_on_epsilon_cycles.begin(), impl->words_on_epsilon_cycles.end()),
+      impl->words_on_epsilon_cycles.end());
   impl->arrays = std::move(a);
   impl->source = std::move(source);
   return WfstGraph(std::move(impl));
@@ -156,6 +193,17 @@ std::int32_t WfstGraph::max_input_label() const noexcept { return impl_->max_inp
 std::int32_t WfstGraph::max_output_label() const noexcept { return impl_->max_output_label; }
 const std::string& WfstGraph::source() const noexcept { return impl_->source; }
 const WfstGraphArrays& WfstGraph::arrays() const noexcept { return impl_->arrays; }
+
+void WfstGraph::check_word_boosts(const std::vector<float>& boost_by_word) const {
+  bool touched = false;
+  for (const std::int32_t word : impl_->words_on_epsilon_cycles) {
+    touched = touched || (static_cast<std::size_t>(word) < boost_by_word.size() &&
+                          boost_by_word[static_cast<std::size_t>(word)] != 0.0f);
+  }
+  if (!touched) return;
+  check_epsilon_cycles(impl_->arrays, impl_->epsilon, boost_by_word,
+                       concat("word boosting: with these boosts ", impl_->source, " has"));
+}
 
 namespace detail {
 

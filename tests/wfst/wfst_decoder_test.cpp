@@ -10,8 +10,12 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "asrdec/asrdec.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/wfst/graph_builder.hpp"
+#include "src/wfst/graph_builder_openfst.hpp"
 #include "src/wfst/wfst_graph_openfst.hpp"
 #include "support/test_support.hpp"
 #include "wfst/openfst_oracle.hpp"
@@ -313,7 +317,7 @@ TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  std::int64_t rejected = 0, changed = 0;
+  std::int64_t rejected = 0, changed = 0, rejected_boosts = 0;
   for (int i = 0; i < 120; ++i) {
     auto [random, graph] = accepted_graph(rng, rejected);
     if (graph.max_output_label() == 0) continue;
@@ -336,10 +340,19 @@ TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
       }
     }
     SCOPED_TRACE("case " + std::to_string(i));
-    try {
-      // Boosts can make an ε-cycle through the word cost ≤ 0; such cases are not comparable.
-      for (const auto& g : boosted) (void)detail::wfst_graph_from_fst(g, "boosted");
-    } catch (const InvalidArgument&) {
+    bool makes_cycle = false;
+    for (const auto& g : boosted) {
+      try {
+        (void)detail::wfst_graph_from_fst(g, "boosted");
+      } catch (const InvalidArgument&) {
+        makes_cycle = true;  // a boost made an ε-cycle through the word cost ≤ 0
+      }
+    }
+    if (makes_cycle) {
+      WfstDecoder decoder(graph, exact_config());
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode(batch.logprobs(), batch.lens(), boosts), InvalidArgument,
+                              "word boosting: with these boosts random graph has a cycle of ε-arcs");
+      ++rejected_boosts;
       continue;
     }
     WfstDecoder decoder(graph, exact_config());
@@ -354,6 +367,77 @@ TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(changed, 5) << "boosting changed too few transcripts to test anything";
+  std::printf("%lld boost lists rejected for making an ε-cycle cost <= 0\n", static_cast<long long>(rejected_boosts));
+}
+
+// Small real TLGs: the sample lexicon cut down to the words of the first utterances, the sample word 3-gram, every
+// topology; the sample's own frames (acoustic scale 2) are decoded exactly and checked against OpenFst.
+TEST(WfstDecoder, SampleTlgsOfEveryTopologyEqualOpenFst) {
+  const std::string data = std::string(ASRDEC_SOURCE_DIR) + "/examples/data";
+  const NpyArray logprobs = read_npy(data + "/ctc/logprobs.npy");
+  const NpyArray lengths = read_npy(data + "/ctc/lengths.npy");
+  const std::int64_t frames = logprobs.shape()[1], columns = logprobs.shape()[2];
+  constexpr int kUtterances = 6;
+  std::set<std::string> vocabulary;
+  {
+    std::ifstream refs(data + "/ctc/refs.txt");
+    std::string line;
+    for (int i = 0; i < kUtterances && std::getline(refs, line); ++i) {
+      for (const std::string& word : split_words(line)) vocabulary.insert(word);
+    }
+  }
+  // A few confusable words besides the references'.
+  for (const char* word : {"the", "and", "of", "is", "was", "a", "saints", "saint", "patient", "city"}) {
+    vocabulary.insert(word);
+  }
+  const Lexicon full = read_lexicon(data + "/wfst/lexicon.txt");
+  Lexicon lexicon;
+  for (const LexiconEntry& entry : full.entries) {
+    if (vocabulary.count(entry.word) != 0) lexicon.entries.push_back(entry);
+  }
+  const detail::TokenLabels tokens = detail::read_token_labels(data + "/tokens.txt", -1);
+  std::vector<std::vector<float>> utterances(kUtterances);
+  const auto* values = static_cast<const half_t*>(logprobs.data());
+  for (int u = 0; u < kUtterances; ++u) {
+    const std::int32_t length = static_cast<const std::int32_t*>(lengths.data())[u];
+    for (std::int64_t e = 0; e < length * columns; ++e) {
+      utterances[u].push_back(detail::to_float(values[u * frames * columns + e]));
+    }
+  }
+  for (const auto& [topology, self_loops] :
+       {std::pair{CtcTopology::standard, true}, std::pair{CtcTopology::standard, false},
+        std::pair{CtcTopology::compact, true}, std::pair{CtcTopology::minimal, true}}) {
+    CtcGraphOptions options;
+    options.topology = topology;
+    options.self_loops = self_loops;
+    SCOPED_TRACE(options.to_string());
+    const detail::CtcGraph graph = detail::make_ctc_graph(tokens, lexicon, data + "/wfst/words_3gram.arpa.gz", options);
+    WfstDecoderConfig config = exact_config();
+    config.acoustic_scale = 2.0f;
+    WfstDecoder exact(detail::wfst_graph_from_fst(graph.tlg, "sample TLG"), config);
+    config = WfstDecoderConfig{};
+    config.acoustic_scale = 2.0f;
+    WfstDecoder pruned(detail::wfst_graph_from_fst(graph.tlg, "sample TLG"), config);
+    std::int64_t equal = 0;
+    for (int u = 0; u < kUtterances; ++u) {
+      const std::int32_t length = static_cast<std::int32_t>(utterances[u].size() / static_cast<std::size_t>(columns));
+      const TensorView view(utterances[u].data(), DType::f32, {1, length, columns});
+      const std::vector<std::int32_t> one = {length};
+      const TensorView lens(one.data(), DType::i32, {1});
+      const testing::OracleBest want =
+          testing::openfst_best_path(graph.tlg, utterances[u], length, static_cast<std::int32_t>(columns), 2.0f, true);
+      ASSERT_TRUE(want.has_path);
+      expect_matches_oracle(exact.decode(view, lens).front(), want, length, "utterance " + std::to_string(u));
+      const WfstResult beam = pruned.decode(view, lens).front();
+      EXPECT_GE(beam.cost, want.cost - 1e-3f * std::max(1.0f, std::fabs(want.cost)));
+      equal += std::fabs(beam.cost - want.cost) <= 1e-3f * std::max(1.0f, std::fabs(want.cost)) ? 1 : 0;
+      if (::testing::Test::HasFailure()) return;
+    }
+    // Beam 17 keeps the best path of most of these utterances (so the pruned check above is not vacuous).
+    EXPECT_GE(equal, kUtterances / 2);
+    std::printf("%s: beam 17 found the exact best path of %lld of %d utterances\n", options.to_string().c_str(),
+                static_cast<long long>(equal), kUtterances);
+  }
 }
 
 TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
@@ -398,6 +482,31 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
                           InvalidArgument, "stream 5 appears more than once");
   ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, true, false}}, four, lens), InvalidArgument,
                           "1 chunk descriptions for a batch of 2");
+  // A call that fails changes no stream: stream 5 starts cleanly, then a NaN in another row rejects the next call,
+  // and repeating it with good values gives what a clean run gives.
+  {
+    const std::vector<std::int32_t> two = {3, 3};
+    const TensorView two_lens(two.data(), DType::i32, {2});
+    const std::vector<WfstChunk> begin = {WfstChunk{5, true, false}, WfstChunk{6, true, false}};
+    const std::vector<WfstChunk> end = {WfstChunk{5, false, true}, WfstChunk{6, false, true}};
+    WfstDecoder clean(graph);
+    clean.decode_chunks(begin, four, two_lens);
+    const std::vector<WfstResult> want = clean.decode_chunks(end, four, two_lens);
+    WfstDecoder streams(graph);
+    streams.decode_chunks(begin, four, two_lens);
+    std::vector<float> bad = values;
+    bad[1 * 12 + 2 * 4 + 1] = std::nanf("");
+    const TensorView bad_view(bad.data(), DType::f32, {2, 3, 4});
+    ASRDEC_EXPECT_THROW_MSG(streams.decode_chunks(end, bad_view, two_lens), InvalidArgument, "logprobs[1, 2, 1]");
+    ASRDEC_EXPECT_THROW_MSG(streams.decode_chunks({WfstChunk{5, false, true}, WfstChunk{6, true, true}}, four, two_lens,
+                                                  {WordBoosts{}, WordBoosts{{9, 1.0f}}}),
+                            InvalidArgument, "word id 9");
+    EXPECT_EQ(streams.open_streams(), 2);
+    const std::vector<WfstResult> got = streams.decode_chunks(end, four, two_lens);
+    ASSERT_EQ(got.size(), 2u);
+    for (int b = 0; b < 2; ++b) expect_same(got[b], want[b], "stream after a failed call");
+    EXPECT_EQ(streams.open_streams(), 0);
+  }
   // Configs.
   WfstDecoderConfig config;
   config.beam = 0.0f;

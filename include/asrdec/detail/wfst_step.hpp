@@ -12,14 +12,20 @@ namespace asrdec::detail {
 /** Bins of the max_active cost histogram over [best, cutoff). */
 constexpr std::int32_t kWfstHistogramBins = 255;
 
-/** The acoustic cost of consuming a frame's column with log-probability `logp`. */
-ASRDEC_HD_INLINE float wfst_acoustic_cost(float acoustic_scale, float logp) { return -acoustic_scale * logp; }
+/** The acoustic cost of consuming a frame's column with log-probability `logp` (an impossible column stays
+ *  impossible whatever the scale, 0 included). */
+ASRDEC_HD_INLINE float wfst_acoustic_cost(float acoustic_scale, float logp) {
+  return logp == -__builtin_huge_valf() ? __builtin_huge_valf() : -acoustic_scale * logp;
+}
 
-/** Recombination: a way into a state with total `cost` through arc `arc` (-1: the start) beats the state's current
- *  one when it is cheaper, or as cheap through a lower arc id. Arc ids identify the predecessor (an arc has one
- *  source state, which holds one token per frame), so the winner never depends on the order ways are tried. */
-ASRDEC_HD_INLINE bool wfst_better(float cost, std::int64_t arc, float best_cost, std::int64_t best_arc) {
-  return cost < best_cost || (cost == best_cost && arc < best_arc);
+/** Recombination: a way into a state with total `cost`, `depth` ε-arcs after the frame's emitting arc (0 for an
+ *  emitting arc or the start) and last arc `arc` (-1: the start) beats the state's current one when it is cheaper;
+ *  as cheap, with fewer ε-arcs; then through a lower arc id. Arc ids identify the predecessor (an arc has one source
+ *  state, which holds one token per frame), so the winner never depends on the order ways are tried; depth makes
+ *  back-pointers within a frame acyclic even when float rounding makes a way round an ε-cycle cost nothing. */
+ASRDEC_HD_INLINE bool wfst_better(float cost, std::int32_t depth, std::int64_t arc, float best_cost,
+                                  std::int32_t best_depth, std::int64_t best_arc) {
+  return cost < best_cost || (cost == best_cost && (depth < best_depth || (depth == best_depth && arc < best_arc)));
 }
 
 /** The histogram bin of a token cost in [best, best + range) (range > 0): 0 … kWfstHistogramBins − 1. */

@@ -7,12 +7,12 @@
  * Per utterance, the cost of a path is Σ arc weights + Σ_frames −acoustic_scale · logp[t][ilabel − 1] (+ the final
  * weight of its last state). Before the first frame the start state's ε-closure is taken; then, on each frame t:
  *   1. every active token of frame t − 1 takes every emitting arc of its state; each state keeps its best way in
- *      (lowest cost, then lowest arc id: detail/wfst_step.hpp);
+ *      (lowest cost, then fewest ε-arcs since the frame's emitting arc, then lowest arc id: detail/wfst_step.hpp);
  *   2. cutoff = (best of step 1) + beam; tokens at or above it are dropped;
  *   3. ε-closure of the survivors, keeping only ways in below the cutoff (the result does not depend on the order
  *      arcs are tried);
  *   4. active tokens (expanded on the next frame): those below min(cutoff, best of the frame + beam); when more
- *      than max_active, a 255-bin cost histogram over [best, cutoff) keeps whole bins up to the first at which
+ *      than max_active, a 255-bin histogram of their costs over that range keeps whole bins up to the first at which
  *      max_active tokens are reached.
  * A frame with more than max_tokens_per_frame tokens is decoded again with half the beam (up to 8 times: the beam
  * tightens under queue pressure); if it still does not fit, the cheapest max_tokens_per_frame tokens are kept and
@@ -30,16 +30,17 @@
  *
  * Word boosting (per utterance): a word id → score list; every arc whose output label is a boosted word costs
  * `score` less (on-the-fly composition with a one-state boosting acceptor). Rule of thumb: keep scores ≤ beam / 2,
- * or boosted paths crowd out the rest of the beam.
+ * or boosted paths crowd out the rest of the beam. Boosts that would make a cycle of ε-arcs cost ≤ 0 are rejected.
  *
  * Streaming: decode_chunks() takes chunks of several streams at once (a stream id per batch row, first- and
  * last-chunk flags). A stream's state (its tokens and back-pointers) is kept between calls, so chunked decoding
  * gives exactly the whole-utterance result; calls on chunks that are not last return partial hypotheses (the best
- * path so far, final weights ignored).
+ * path so far, final weights ignored). A call that throws changes no stream (values and boosts are checked first).
  *
  * Bad input raises InvalidArgument: shapes and dtypes as for CtcGreedyDecoder, lengths outside [0, T], a graph whose
  * input labels need more columns than the logits have, NaN or +inf log-probabilities in frames that are read,
- * boosting lists with unknown word ids or non-finite scores, chunks of unknown streams.
+ * boosting lists with unknown word ids, non-finite scores or scores that make an ε-cycle cost ≤ 0, chunks of
+ * unknown streams.
  *
  * Executors: the CPU executor decodes the streams one after another on the calling thread.
  *

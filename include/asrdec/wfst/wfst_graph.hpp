@@ -55,6 +55,10 @@ class WfstGraph {
 
   const WfstGraphArrays& arrays() const noexcept;
 
+  /** Throws InvalidArgument when subtracting boost_by_word[w] from every arc that outputs word w would make a cycle
+   *  of ε-arcs cost ≤ 0 (only words on ε-arcs inside ε-cycles are concerned; most graphs have none). */
+  void check_word_boosts(const std::vector<float>& boost_by_word) const;
+
   /** Builds from arrays already in CSR form (validated as for load). */
   static WfstGraph from_arrays(WfstGraphArrays arrays, std::string source);
 
