@@ -335,8 +335,10 @@ __device__ void wind_groups(const BeamDeviceState& g) {
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) g.row_active[beam_slot(g.hyps, b, k)] = 0;
     std::int32_t* group = g.group + b * K;
     std::int32_t frame = 0;
-    // The frame cap keeps a group within K slots (the CPU executor checks it).
-    const std::int32_t count = b < batch ? min(wind_group(g.hyps, b, g.lengths[b], K, frame, group), K) : 0;
+    // The frame cap keeps a group within K slots; were it broken, the call fails as on the CPU.
+    const std::int32_t found = b < batch ? wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
+    if (found > K) atomicOr(g.internal_error, 1);
+    const std::int32_t count = min(found, K);
     for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
     g.group_size[b] = count;
     g.wind_frame[b] = frame;
@@ -383,9 +385,12 @@ __global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) 
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if (g.running[b]) {
-      // The pool's size leaves room for every proposal (the CPU executor checks wind_step's result).
-      wind_step(g.rule, g.hyps, b, g.wind_frame[b], g.group + b * g.beam, g.group_size[b], wind_windows(g, b),
-                g.proposals + b * g.beam, g.beam, g.wind_candidates + b * g.hyps.beam, g.take_from, g.take_label);
+      // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU.
+      if (!wind_step(g.rule, g.hyps, b, g.wind_frame[b], g.group + b * g.beam, g.group_size[b], wind_windows(g, b),
+                     g.proposals + b * g.beam, g.beam, g.wind_candidates + b * g.hyps.beam, g.take_from,
+                     g.take_label)) {
+        atomicOr(g.internal_error, 2);
+      }
       continue;
     }
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) {

@@ -98,6 +98,7 @@ struct BeamDeviceState {
   std::int32_t* group_size;        ///< [max_batch]
   std::int32_t* group;             ///< [max_batch, K] pool slots of the group, in slot order
   WindCandidate* wind_candidates;  ///< [slots] wind_step's scratch
+  std::int32_t* internal_error;    ///< WIND: bit 1 a group above K slots, bit 2 a pool overflow (the CPU throws)
 };
 
 // WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused

@@ -40,7 +40,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         device_(model.device()),
         stream_(device_),
         args_(1, device_),
-        flags_(4, device_),
+        flags_(5, device_),
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
     preload_beam_kernels();
@@ -81,6 +81,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), p.lengths.size() * 4, stream);
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    fill_bytes_async(flags_.data() + 4, device_, 0, sizeof(std::int32_t), stream);
     session_->initial_state(state_.data(), slots, stream);
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream);
     if (config_.lm != nullptr) {
@@ -260,6 +261,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       g.group_size = group_size_.data();
       g.group = group_.data();
       g.wind_candidates = wind_candidates_.data();
+      g.internal_error = flags_.data() + 4;
     }
     g.hidden = hidden_.data();
     g.logits = logits_.data();
@@ -380,9 +382,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     };
     unsigned long long bad = 0;
     copy_back(&bad, bad_value_.data(), 1);
+    std::int32_t internal_error = 0;
+    copy_back(&internal_error, flags_.data() + 4, 1);
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);
+    ASRDEC_EXPECTS(
+        internal_error == 0, Error, "internal error: WIND beam search ",
+        (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw InvalidArgument(concat("enc_proj[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "infinite",
@@ -407,7 +414,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
   DeviceBuffer<BeamArgs> args_;
-  DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag
+  DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag; WIND internal error
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_, lengths_, running_;
   BatchedBeamHyps<MemoryKind::device> hyps_;

@@ -192,6 +192,38 @@ void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   for (const std::int32_t i : order_) channel.active.push_back(base + i);
   channel.overflow = channel.overflow || overflow;
   clear_frame();
+  if (static_cast<std::int64_t>(channel.history.size()) > channel.collect_at) collect_history(channel);
+}
+
+// Drops the history no traceback can reach any more: everything but the last frame's tokens and their ancestors.
+// Runs when the history has doubled since the last collection, so its cost is amortised and long streams keep
+// only their live paths (roughly the last frame's tokens times the frames since the paths merged).
+void WfstSearcher::collect_history(WfstChannel& channel) const {
+  std::vector<WfstToken>& history = channel.history;
+  const auto n = static_cast<std::int64_t>(history.size());
+  std::vector<std::int64_t> remap(static_cast<std::size_t>(n), -1);
+  for (std::int64_t i = channel.last_frame_begin; i < n; ++i) {
+    for (std::int64_t j = i; j >= 0 && remap[static_cast<std::size_t>(j)] < 0;) {
+      remap[static_cast<std::size_t>(j)] = 0;  // reachable
+      j = history[static_cast<std::size_t>(j)].prev;
+    }
+  }
+  // New indices first: within a frame an ε-predecessor may sit after the token it leads to.
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (remap[static_cast<std::size_t>(i)] >= 0) remap[static_cast<std::size_t>(i)] = kept++;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t to = remap[static_cast<std::size_t>(i)];
+    if (to < 0) continue;
+    WfstToken t = history[static_cast<std::size_t>(i)];
+    if (t.prev >= 0) t.prev = remap[static_cast<std::size_t>(t.prev)];
+    history[static_cast<std::size_t>(to)] = t;  // to <= i: nothing unread is overwritten
+  }
+  history.resize(static_cast<std::size_t>(kept));
+  channel.last_frame_begin = remap[static_cast<std::size_t>(channel.last_frame_begin)];
+  for (std::int64_t& index : channel.active) index = remap[static_cast<std::size_t>(index)];
+  channel.collect_at = std::max<std::int64_t>(2 * kept, kCollectHistoryAbove);
 }
 
 WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int32_t blank_label) const {

@@ -10,6 +10,9 @@
 
 namespace asrdec::detail {
 
+/** History tokens below which a channel never collects its history (WfstSearcher::collect_history). */
+constexpr std::int64_t kCollectHistoryAbove = 1 << 12;
+
 /** A token kept for traceback: the best way into `state` after `frame` frames. */
 struct WfstToken {
   std::int32_t state;
@@ -20,12 +23,13 @@ struct WfstToken {
 };
 
 struct WfstChannel {
-  std::vector<WfstToken> history;     ///< every frame's tokens (those below its cutoff), frame after frame
+  std::vector<WfstToken> history;     ///< frames' tokens in order; collected down to the live paths now and then
   std::int64_t last_frame_begin = 0;  ///< where the last frame's tokens start in history
   std::vector<std::int64_t> active;   ///< history indices of the tokens the next frame expands
   std::vector<float> boost_by_word;   ///< [max word id + 1], empty without boosting
   std::int32_t frames = 0;
   bool overflow = false;
+  std::int64_t collect_at = kCollectHistoryAbove;  ///< history size that triggers the next collection
 };
 
 class WfstSearcher {
@@ -59,6 +63,7 @@ class WfstSearcher {
     return channel.boost_by_word.empty() ? 0.0f : channel.boost_by_word[static_cast<std::size_t>(word)];
   }
   void clear_frame();
+  void collect_history(WfstChannel& channel) const;
 
   const WfstGraph* graph_;
   const WfstGraphArrays* g_;

@@ -32,7 +32,7 @@ TEST(TransducerBeam, AesEqualsTheOracle) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, multiple = 0, differs = 0;
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 150 || utterances < 520; ++i) {
     testing::RandomTransducerSpec spec = beam_spec(rng);
     spec.tdt = false;
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
@@ -63,7 +63,7 @@ TEST(TransducerBeam, AesFusionEqualsTheOracleInEveryMode) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, changed = 0;
-  for (int i = 0; i < 190; ++i) {
+  for (int i = 0; i < 190 || utterances < 520; ++i) {
     testing::RandomTransducerSpec spec = beam_spec(rng);
     spec.tdt = false;
     spec.blank = -1;  // fusion needs blank = V

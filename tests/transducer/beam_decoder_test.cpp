@@ -22,7 +22,7 @@ TEST(TransducerBeam, AlsdEqualsTheOracle) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, multiple = 0, merged_differs = 0;
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 150 || utterances < 520; ++i) {
     const testing::RandomTransducerSpec spec = beam_spec(rng);
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const TransducerModel model = random.build(Device::cpu());
@@ -56,7 +56,7 @@ TEST(TransducerBeam, FusionEqualsTheOracleInEveryMode) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, changed = 0;
-  for (int i = 0; i < 160; ++i) {
+  for (int i = 0; i < 160 || utterances < 520; ++i) {
     testing::RandomTransducerSpec spec = beam_spec(rng);
     spec.blank = -1;  // fusion needs blank = V
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
