@@ -22,6 +22,8 @@ constexpr std::size_t kClosurePopsExtra = 1 << 20;
 
 WfstSearcher::WfstSearcher(const WfstGraph& graph, const WfstDecoderConfig& config)
     : graph_(&graph), g_(&graph.arrays()), config_(config) {
+  for (const std::int32_t column : config.word_start_columns) word_start_labels_.push_back(column + 1);
+  std::sort(word_start_labels_.begin(), word_start_labels_.end());
   slot_.assign(static_cast<std::size_t>(g_->num_states), -1);
   queued_.assign(static_cast<std::size_t>(g_->num_states), 0);
 }
@@ -297,9 +299,41 @@ WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int
     }
   }
   close_word();
+  token_word_frames(channel, path, blank_label, r);
   // The graph part is summed along the path; the acoustic part is the rest (the search keeps one cost per token).
   r.acoustic_cost = r.cost - r.graph_cost;
   return r;
+}
+
+// Word frames from word-starting tokens (wfst_decoder.hpp), replacing the output-arc frames when the path has exactly
+// one word-starting token per word.
+void WfstSearcher::token_word_frames(const WfstChannel& channel, const std::vector<std::int64_t>& path,
+                                     std::int32_t blank_label, WfstResult& r) const {
+  if (word_start_labels_.empty() || r.words.empty()) return;
+  std::vector<std::int32_t> starts, ends;
+  std::int32_t previous = 0;  // input label of the previous frame (0: none yet, or blank)
+  for (const std::int64_t i : path) {
+    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+    if (t.arc < 0) continue;
+    const std::int32_t ilabel = g_->ilabel[static_cast<std::size_t>(t.arc)];
+    if (ilabel == 0) continue;
+    const std::int32_t frame = t.frame - 1;
+    if (ilabel == blank_label) {
+      previous = 0;
+      continue;
+    }
+    const bool new_token = ilabel != previous;
+    previous = ilabel;
+    if (new_token && std::binary_search(word_start_labels_.begin(), word_start_labels_.end(), ilabel)) {
+      starts.push_back(frame);
+      ends.push_back(frame);
+    } else if (!ends.empty()) {
+      ends.back() = frame;
+    }
+  }
+  if (starts.size() != r.words.size()) return;
+  r.word_start_frames = std::move(starts);
+  r.word_end_frames = std::move(ends);
 }
 
 }  // namespace asrdec::detail

@@ -64,12 +64,15 @@ class WfstSearcher {
   }
   void clear_frame();
   void collect_history(WfstChannel& channel) const;
+  void token_word_frames(const WfstChannel& channel, const std::vector<std::int64_t>& path, std::int32_t blank_label,
+                         WfstResult& r) const;
 
   const WfstGraph* graph_;
   const WfstGraphArrays* g_;
   WfstDecoderConfig config_;
-  std::vector<std::int32_t> slot_;  // [states] index in list_, or -1
-  std::vector<FrameToken> list_;    // the frame being built
+  std::vector<std::int32_t> word_start_labels_;  // sorted input labels of word_start_columns
+  std::vector<std::int32_t> slot_;               // [states] index in list_, or -1
+  std::vector<FrameToken> list_;                 // the frame being built
   std::vector<std::int32_t> queue_;
   std::vector<char> queued_;
   float cutoff_ = 0.0f;

@@ -25,6 +25,9 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(acoustic_scale) && acoustic_scale >= 0.0f,
                    "WfstDecoderConfig.acoustic_scale must be finite and not negative, got ", acoustic_scale);
   ASRDEC_CHECK_ARG(blank_id >= -1, "WfstDecoderConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
+  for (const std::int32_t column : word_start_columns) {
+    ASRDEC_CHECK_ARG(column >= 0, "WfstDecoderConfig.word_start_columns holds ", column, ", not a column");
+  }
 }
 
 std::string WfstDecoderConfig::to_string() const {

@@ -226,10 +226,12 @@ grep -q "bad_lexicon.txt:2: piece '▁zz' of word 'zz' is not a token" "$work/er
   || { cat "$work/err13.txt"; fail "graph build bad piece message"; }
 # decode ctc-wfst through that TLG: JSON fields, chunked decoding equal to whole utterances, word boosting, errors.
 "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
-  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json >"$work/wfst.jsonl" 2>"$work/wfst_err.txt" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json >"$work/wfst.jsonl" \
+  2>"$work/wfst_err.txt" \
   || { cat "$work/wfst_err.txt"; fail "decode ctc-wfst"; }
 "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
-  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json --chunk 7 --batch-size 5 >"$work/wfst_chunked.jsonl" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json --chunk 7 --batch-size 5 \
+  >"$work/wfst_chunked.jsonl" \
   2>/dev/null || fail "decode ctc-wfst --chunk"
 cmp -s "$work/wfst.jsonl" "$work/wfst_chunked.jsonl" || fail "ctc-wfst chunked output differs from whole utterances"
 printf 'israel 4.0\n' >"$work/boost_words.txt"
@@ -247,6 +249,8 @@ for line in plain:
     n = len(line["word_ids"])
     assert len(line["words"].split()) == n and len(line["word_start_frames"]) == n == len(line["word_end_frames"])
     assert all(s <= e for s, e in zip(line["word_start_frames"], line["word_end_frames"]))
+    # with --tokens, words follow each other
+    assert all(e < s for e, s in zip(line["word_end_frames"], line["word_start_frames"][1:])), line
     assert abs(line["graph_cost"] + line["acoustic_cost"] - line["cost"]) < 1e-2 * max(1, abs(line["cost"]))
 count = lambda lines: sum(l["words"].split().count("israel") for l in lines)
 assert count(boosted) >= count(plain), (count(boosted), count(plain))

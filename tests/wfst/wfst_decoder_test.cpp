@@ -503,6 +503,54 @@ TEST(WfstDecoder, SampleTlgsOfEveryTopologyEqualOpenFst) {
   }
 }
 
+// A tiny TLG and frames that peak on a known alignment: the words, their frames and the split of the cost are
+// known by hand. Tokens ▁the 0, ▁cat 1, s 2, ▁sat 3, blank 4; a bigram LM where "the cats" and "cats sat" back off.
+TEST(WfstDecoder, WordFramesAndCostPartsOfAKnownAlignment) {
+  const std::string arpa = testing::temp_path("frames.arpa");
+  {
+    std::ofstream out(arpa);
+    out << "\\data\\\nngram 1=6\nngram 2=4\n\n\\1-grams:\n-1.0\t</s>\n-99\t<s>\t-0.5\n-0.7\tthe\t-0.3\n"
+           "-1.2\tcat\t-0.2\n-1.5\tcats\t-0.1\n-1.1\tsat\t-0.4\n\n\\2-grams:\n-0.2\t<s> the\n-0.3\tthe cat\n"
+           "-0.4\tcat sat\n-0.25\tsat </s>\n\n\\end\\\n";
+  }
+  Lexicon lexicon;
+  for (const auto& [word, pieces] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"the", {"▁the"}}, {"cat", {"▁cat"}}, {"cats", {"▁cat", "s"}}, {"sat", {"▁sat"}}}) {
+    lexicon.entries.push_back(LexiconEntry{word, pieces, 0});
+  }
+  const detail::TokenLabels tokens = detail::make_token_labels({"▁the", "▁cat", "s", "▁sat"}, -1, "<tokens>");
+  const detail::CtcGraph graph = detail::make_ctc_graph(tokens, lexicon, arpa, CtcGraphOptions{});
+  // the the _ cat _ _ s sat sat _  (_: blank), each frame 0.99 on its column.
+  const std::vector<std::int32_t> alignment = {0, 0, 4, 1, 4, 4, 2, 3, 3, 4};
+  const auto length = static_cast<std::int32_t>(alignment.size());
+  std::vector<float> frames(alignment.size() * 5, std::log(0.01f / 4.0f));
+  for (std::size_t t = 0; t < alignment.size(); ++t)
+    frames[t * 5 + static_cast<std::size_t>(alignment[t])] = std::log(0.99f);
+  WfstDecoderConfig config;
+  config.acoustic_scale = 2.0f;
+  const std::vector<std::int32_t> lengths = {length};
+  const TensorView view(frames.data(), DType::f32, {1, length, 5});
+  const TensorView lens(lengths.data(), DType::i32, {1});
+  // Determinising LG puts "cats" on the arc of s, where it parts from "cat": output arcs alone misplace the words.
+  const WfstResult by_arcs =
+      WfstDecoder(detail::wfst_graph_from_fst(graph.tlg, "tiny TLG"), config).decode(view, lens).front();
+  EXPECT_EQ(by_arcs.word_start_frames, (std::vector<std::int32_t>{0, 6, 7}));
+  EXPECT_EQ(by_arcs.word_end_frames, (std::vector<std::int32_t>{3, 6, 8}));
+  config.word_start_columns = {0, 1, 3};  // ▁the, ▁cat, ▁sat
+  const WfstResult r =
+      WfstDecoder(detail::wfst_graph_from_fst(graph.tlg, "tiny TLG"), config).decode(view, lens).front();
+  const auto id = [&](const char* word) { return graph.words.id_of.at(word); };
+  EXPECT_EQ(r.words, (std::vector<std::int32_t>{id("the"), id("cats"), id("sat")}));
+  EXPECT_EQ(r.word_start_frames, (std::vector<std::int32_t>{0, 3, 7}));
+  EXPECT_EQ(r.word_end_frames, (std::vector<std::int32_t>{1, 6, 8}));
+  EXPECT_TRUE(r.reached_final);
+  // Acoustic: 10 frames at 0.99, scaled by 2. Graph: <s> the, back-off to cats, back-off to sat, sat </s>.
+  EXPECT_NEAR(r.acoustic_cost, -2.0f * 10.0f * std::log(0.99f), 1e-4f);
+  const double log10_lm = -0.2 + (-0.3 - 1.5) + (-0.1 - 1.1) + -0.25;
+  EXPECT_NEAR(r.graph_cost, -std::log(10.0) * log10_lm, 1e-4);
+  EXPECT_NEAR(r.cost, r.graph_cost + r.acoustic_cost, 1e-4f);
+}
+
 TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   // A graph whose input labels need 4 columns.
   fst::StdVectorFst f;

@@ -27,6 +27,7 @@ struct CtcWfstOptions {
   std::string lengths;
   std::string refs;
   std::string boost;
+  std::string tokens;
   std::string device = "cpu";
   std::string progress = "auto";
   double beam = 17.0;
@@ -102,6 +103,15 @@ void run(const CtcWfstOptions& options) {
   config.acoustic_scale = static_cast<float>(options.acoustic_scale);
   config.blank_id = options.blank_id;
   config.use_final_probs = !options.no_final_probs;
+  if (!options.tokens.empty()) {
+    // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
+    const Vocabulary vocabulary = Vocabulary::load(options.tokens);
+    for (std::size_t id = 0; id < vocabulary.size(); ++id) {
+      if (vocabulary.token(static_cast<std::int32_t>(id)).rfind("\u2581", 0) == 0) {
+        config.word_start_columns.push_back(static_cast<std::int32_t>(id));
+      }
+    }
+  }
   WfstDecoder decoder(std::move(graph), config, device);
 
   const std::int64_t batch_size = std::min<std::int64_t>(options.batch_size, std::max<std::int64_t>(utterances, 1));
@@ -209,6 +219,10 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--blank-id", options->blank_id, "Blank column, for word frames (-1: the last)")
       ->capture_default_str();
   command->add_flag("--no-final-probs", options->no_final_probs, "Ignore final weights (end anywhere)");
+  command
+      ->add_option("--tokens", options->tokens,
+                   "tokens.txt of the model: pieces starting with \u2581 begin words (exact word frames)")
+      ->check(CLI::ExistingFile);
   command->add_option("--boost", options->boost, "Word boosting list: \"word score\" per line, for every utterance")
       ->check(CLI::ExistingFile);
   command->add_option("--chunk", options->chunk, "Decode in chunks of N frames (streaming; 0: whole utterances)")

@@ -23,10 +23,18 @@
  * weights ignored. With a beam and max_active large enough to prune nothing, the result is the exact best path
  * (tests check it against OpenFst's ShortestPath of the composition of the frames with the graph).
  *
- * Results: word ids (the output labels along the best path), each word's first and last frame (the frames of the
- * first and last non-blank emitting arc from its output arc up to the next word's; a word whose arcs emit no
- * non-blank token gets the frame of its output arc twice), cost = graph_cost + acoustic_cost, where graph_cost
+ * Results: word ids (the output labels along the best path), each word's first and last frame, cost =
+ * graph_cost + acoustic_cost, where graph_cost
  * sums the path's arc weights (boosts included) and final weight, and acoustic_cost is the rest.
+ *
+ * Word frames. Determinising LG moves a word's output label to where the word is told apart from the others
+ * (after "▁cat" the graph cannot yet say "cat" or "cats"), so output arcs do not mark where words start. With
+ * word_start_columns (the columns whose token begins a word, e.g. BPE pieces starting with "▁"), a word starts at
+ * the first frame of the n-th word-starting token on the path and ends at the last non-blank frame before the next
+ * one (a token is a run of frames of one label without blank between; consecutive repeats count as one token).
+ * Without it, or when the path's word-starting tokens do not match its words one to one, each word spans the
+ * non-blank frames from its output arc up to the next word's output arc — right only for graphs that do not delay
+ * outputs.
  *
  * Word boosting (per utterance): a word id → score list; every arc whose output label is a boosted word costs
  * `score` less (on-the-fly composition with a one-state boosting acceptor). Rule of thumb: keep scores ≤ beam / 2,
@@ -72,6 +80,8 @@ struct WfstDecoderConfig {
   bool use_final_probs = true;
   /** Model column of the blank (for word frames only); -1 (default) means the last column. */
   std::int32_t blank_id = -1;
+  /** Columns whose token begins a word (for word frames only; see the file comment). */
+  std::vector<std::int32_t> word_start_columns;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
 
