@@ -307,17 +307,37 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     session_->step(g.step_label, g.step_mask, g.state, g.dec, g.slots, stream);
   }
 
-  StreamProgram alsd_program(const BeamDeviceState g) {
+  // ALSD++ and WIND share the loop "begin; while a slot is active { joint and fused queries; propose; select (WIND:
+  // the per-utterance step); take over states; activity (WIND: the next groups) }"; only the launchers differ.
+  StreamProgram step_program(const BeamDeviceState g) {
+    const bool windowed = wind();
     StreamProgram body;
-    body.then([this, g](StreamHandle s) {
+    body.then([this, g, windowed](StreamHandle s) {
       joint_and_queries(g, s);
-      launch_alsd_propose(g, s);
-      launch_alsd_select(g, s);
+      if (windowed) {
+        launch_wind_propose(g, s);
+        launch_wind_step(g, s);
+      } else {
+        launch_alsd_propose(g, s);
+        launch_alsd_select(g, s);
+      }
       take_over(g, s);
-      launch_alsd_activity(g, s);
+      if (windowed) {
+        launch_wind_groups(g, s);
+      } else {
+        launch_alsd_activity(g, s);
+      }
     });
     StreamProgram program;
-    program.then([g](StreamHandle s) { launch_alsd_begin(g, s); }).loop_while(g.any_running, body);
+    program
+        .then([g, windowed](StreamHandle s) {
+          if (windowed) {
+            launch_wind_begin(g, s);
+          } else {
+            launch_alsd_begin(g, s);
+          }
+        })
+        .loop_while(g.any_running, body);
     return program;
   }
 
@@ -349,25 +369,11 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     return program;
   }
 
-  StreamProgram wind_program(const BeamDeviceState g) {
-    StreamProgram body;
-    body.then([this, g](StreamHandle s) {
-      joint_and_queries(g, s);
-      launch_wind_propose(g, s);
-      launch_wind_step(g, s);
-      take_over(g, s);
-      launch_wind_groups(g, s);
-    });
-    StreamProgram program;
-    program.then([g](StreamHandle s) { launch_wind_begin(g, s); }).loop_while(g.any_running, body);
-    return program;
-  }
-
   GraphExecutor& executor(DType enc_dtype) {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
       const BeamDeviceState g = device_state(enc_dtype);
-      slot.emplace(device_, mode_, aes() ? aes_program(g) : (wind() ? wind_program(g) : alsd_program(g)));
+      slot.emplace(device_, mode_, aes() ? aes_program(g) : step_program(g));
     }
     return *slot;
   }

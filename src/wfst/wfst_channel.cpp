@@ -226,6 +226,7 @@ void WfstSearcher::collect_history(WfstChannel& channel) const {
   channel.last_frame_begin = remap[static_cast<std::size_t>(channel.last_frame_begin)];
   for (std::int64_t& index : channel.active) index = remap[static_cast<std::size_t>(index)];
   channel.collect_at = std::max<std::int64_t>(2 * kept, kCollectHistoryAbove);
+  channel.collections += 1;
 }
 
 WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int32_t blank_label) const {

@@ -30,6 +30,7 @@ struct WfstChannel {
   std::int32_t frames = 0;
   bool overflow = false;
   std::int64_t collect_at = kCollectHistoryAbove;  ///< history size that triggers the next collection
+  std::int64_t collections = 0;                    ///< collections so far
 };
 
 class WfstSearcher {

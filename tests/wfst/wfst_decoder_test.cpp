@@ -316,7 +316,8 @@ TEST(WfstDecoder, LongUtterancesCollectTheirHistory) {
       }
     }
     if (static_cast<std::int64_t>(kept.history.size()) > 2 * detail::kCollectHistoryAbove) {
-      EXPECT_LT(collected.history.size(), kept.history.size()) << "the history was never collected";
+      // (A search of one token per frame keeps all its history: every token is an ancestor of the last.)
+      EXPECT_GT(collected.collections, 0) << "the history was never collected";
       ++collections;
     }
     expect_same(searcher.result(collected, true, blank), searcher.result(kept, true, blank), "collected history");

@@ -70,17 +70,6 @@ WordBoosts load_boosts(const std::string& path, const fst::SymbolTable& words) {
   return boosts;
 }
 
-std::vector<std::string> load_refs(const std::string& path, std::int64_t utterances) {
-  std::vector<std::string> refs;
-  if (path.empty()) return refs;
-  std::ifstream in(path);
-  ASRDEC_CHECK_ARG(in.good(), "cannot open references '", path, "'");
-  for (std::string line; std::getline(in, line);) refs.push_back(line);
-  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(refs.size()) == utterances, path, ": ", refs.size(), " references for ",
-                   utterances, " utterances");
-  return refs;
-}
-
 void run(const CtcWfstOptions& options) {
   ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
   ASRDEC_CHECK_ARG(options.batch_size >= 1, "--batch-size must be at least 1, got ", options.batch_size);
@@ -94,7 +83,8 @@ void run(const CtcWfstOptions& options) {
   BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
-  const std::vector<std::string> refs = load_refs(options.refs, utterances);
+  const std::vector<std::string> refs =
+      options.refs.empty() ? std::vector<std::string>{} : read_references(options.refs, utterances, options.logits);
   const WordBoosts boost_list = load_boosts(options.boost, *words);
 
   WfstDecoderConfig config;
@@ -185,13 +175,7 @@ void run(const CtcWfstOptions& options) {
                device.to_string().c_str(), static_cast<long long>(utterances), audio_seconds, seconds * 1000.0,
                seconds > 0 ? audio_seconds / seconds : 0.0, decoder.graph().num_states(),
                static_cast<long long>(decoder.graph().num_arcs()), load_seconds * 1000.0);
-  if (!refs.empty()) {
-    std::fprintf(
-        stderr, "WER %.2f%% (%lld errors: %lld substitutions, %lld deletions, %lld insertions; %lld reference words)\n",
-        100.0 * wer.rate(), static_cast<long long>(wer.errors()), static_cast<long long>(wer.substitutions),
-        static_cast<long long>(wer.deletions), static_cast<long long>(wer.insertions),
-        static_cast<long long>(wer.reference_words));
-  }
+  if (!refs.empty()) print_wer(wer);
 }
 
 }  // namespace

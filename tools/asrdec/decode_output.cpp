@@ -72,18 +72,30 @@ DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances
   }
   if (!options.refs.empty()) {
     ASRDEC_CHECK_ARG(vocabulary_.has_value(), "--refs needs --vocab to turn token ids into words");
-    std::ifstream in(options.refs);
-    if (!in) {
-      throw Error(detail::concat(options.refs, ": cannot open for reading: ", std::strerror(errno)));
-    }
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      references_.push_back(line);
-    }
-    ASRDEC_CHECK_ARG(static_cast<std::int64_t>(references_.size()) == utterances, options.refs, " has ",
-                     references_.size(), " lines but ", source, " holds ", utterances, " utterances");
+    references_ = read_references(options.refs, utterances, source);
   }
+}
+
+std::vector<std::string> read_references(const std::string& path, std::int64_t utterances, const std::string& source) {
+  std::ifstream in(path);
+  if (!in) throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+  std::vector<std::string> references;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    references.push_back(line);
+  }
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(references.size()) == utterances, path, " has ", references.size(),
+                   " lines but ", source, " holds ", utterances, " utterances");
+  return references;
+}
+
+void print_wer(const WerStats& wer) {
+  std::fprintf(stderr,
+               "WER %.2f%% (%lld errors: %lld substitutions, %lld deletions, %lld insertions; %lld reference words)\n",
+               100.0 * wer.rate(), static_cast<long long>(wer.errors()), static_cast<long long>(wer.substitutions),
+               static_cast<long long>(wer.deletions), static_cast<long long>(wer.insertions),
+               static_cast<long long>(wer.reference_words));
 }
 
 namespace {
@@ -156,13 +168,7 @@ void DecodeReport::finish(const std::string& decoder, Device device, GraphMode m
                device.is_cuda() ? (std::string(" (graph mode ") + to_string(mode) + ")").c_str() : "",
                static_cast<long long>(next_), audio_seconds, seconds_ * 1000.0,
                seconds_ > 0 ? audio_seconds / seconds_ : 0.0);
-  if (!references_.empty()) {
-    std::fprintf(
-        stderr, "WER %.2f%% (%lld errors: %lld substitutions, %lld deletions, %lld insertions; %lld reference words)\n",
-        100.0 * wer_.rate(), static_cast<long long>(wer_.errors()), static_cast<long long>(wer_.substitutions),
-        static_cast<long long>(wer_.deletions), static_cast<long long>(wer_.insertions),
-        static_cast<long long>(wer_.reference_words));
-  }
+  if (!references_.empty()) print_wer(wer_);
 }
 
 }  // namespace asrdec::cli

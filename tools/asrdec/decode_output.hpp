@@ -38,6 +38,13 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options);
 /** The --lm model on `device` for a decoder with `vocab` tokens, or nullptr without --lm. */
 std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device);
 
+/** Reference transcripts, one per line (a trailing CR dropped); throws unless there is one per utterance of
+ *  `source`. */
+std::vector<std::string> read_references(const std::string& path, std::int64_t utterances, const std::string& source);
+
+/** The WER summary line on stderr. */
+void print_wer(const WerStats& wer);
+
 /** "auto" -> cuda:0 when a CUDA device is usable, else cpu; otherwise Device::parse. */
 Device choose_device(const std::string& name);
 
