@@ -68,8 +68,7 @@ void WfstSearcher::closure(float cutoff) {
     const FrameToken from = list_[static_cast<std::size_t>(i)];
     queued_[static_cast<std::size_t>(from.state)] = 0;
     for (std::int64_t a = g_->epsilon_begin[from.state]; a < g_->emitting_begin[from.state + 1]; ++a) {
-      const float w = g_->weight[a] - boost(*boosts_of_, g_->olabel[a]);
-      const float cost = from.cost + w;
+      const float cost = wfst_epsilon_way(from.cost, g_->weight[a], boost(*boosts_of_, g_->olabel[a]));
       if (!(cost < cutoff)) continue;
       relax(g_->next_state[a], FrameToken{0, cost, from.depth + 1, i, a, true});
     }
@@ -107,15 +106,14 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
     const WfstToken& from = channel.history[static_cast<std::size_t>(index)];
     for (std::int64_t a = g_->emitting_begin[from.state]; a < g_->epsilon_begin[from.state]; ++a) {
       const float acoustic = wfst_acoustic_cost(config_.acoustic_scale, logp[g_->ilabel[a] - 1]);
-      const float w = g_->weight[a] - boost(channel, g_->olabel[a]);
-      const float cost = from.cost + w + acoustic;
-      if (!(cost < best + beam)) continue;
+      const float cost = wfst_emitting_way(from.cost, g_->weight[a], boost(channel, g_->olabel[a]), acoustic);
+      if (!(cost < wfst_add(best, beam))) continue;
       best = std::min(best, cost);
       relax(g_->next_state[a], FrameToken{0, cost, 0, index, a, false});
     }
   }
   // 2. The cutoff from the best way in; the list keeps only what is below it.
-  const float cutoff = best + beam;
+  const float cutoff = wfst_add(best, beam);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < list_.size(); ++i) {
     const FrameToken t = list_[i];
@@ -157,7 +155,7 @@ void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   const std::size_t n = list_.size();
   float best = kInf;
   for (const FrameToken& t : list_) best = std::min(best, t.cost);
-  const float cut = std::min(cutoff_, best + beam);
+  const float cut = std::min(cutoff_, wfst_add(best, beam));
   order_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (list_[i].cost < cut) order_.push_back(static_cast<std::int32_t>(i));
@@ -194,6 +192,31 @@ void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   for (const std::int32_t i : order_) channel.active.push_back(base + i);
   channel.overflow = channel.overflow || overflow;
   clear_frame();
+  if (static_cast<std::int64_t>(channel.history.size()) > channel.collect_at) collect_history(channel);
+}
+
+void WfstSearcher::append_frame(WfstChannel& channel, const WfstStoredToken* tokens, std::int64_t count,
+                                bool overflow) const {
+  const auto base = static_cast<std::int64_t>(channel.history.size());
+  const std::int64_t previous = channel.last_frame_begin;
+  const std::int64_t previous_end = base;
+  channel.frames += 1;
+  channel.active.clear();
+  for (std::int64_t i = 0; i < count; ++i) {
+    const WfstStoredToken& t = tokens[i];
+    ASRDEC_EXPECTS(t.state >= 0 && t.state < g_->num_states && t.arc >= 0 && t.arc < graph_->num_arcs(), Error,
+                   "WFST: the CUDA executor returned a token with state ", t.state, " and arc ", t.arc,
+                   " (internal error)");
+    const bool emitting = g_->ilabel[static_cast<std::size_t>(t.arc)] != 0;
+    const std::int64_t prev = emitting ? previous + t.prev : base + t.prev;
+    ASRDEC_EXPECTS(t.prev >= 0 && (emitting ? prev < previous_end : t.prev < count), Error,
+                   "WFST: the CUDA executor returned a token whose predecessor ", t.prev,
+                   " is out of range (internal error)");
+    channel.history.push_back(WfstToken{t.state, channel.frames, prev, t.arc, t.cost});
+    if (t.active != 0) channel.active.push_back(base + i);
+  }
+  channel.last_frame_begin = base;
+  channel.overflow = channel.overflow || overflow;
   if (static_cast<std::int64_t>(channel.history.size()) > channel.collect_at) collect_history(channel);
 }
 
@@ -271,7 +294,12 @@ WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int
   r.graph_cost = r.reached_final ? g_->final_weight[static_cast<std::size_t>(last.state)] : 0.0f;
 
   std::vector<std::int64_t> path;
-  for (std::int64_t i = best; i >= 0; i = channel.history[static_cast<std::size_t>(i)].prev) path.push_back(i);
+  for (std::int64_t i = best; i >= 0; i = channel.history[static_cast<std::size_t>(i)].prev) {
+    // Back-pointers form a tree; a walk longer than the history would mean a cycle (an internal error).
+    ASRDEC_EXPECTS(path.size() <= channel.history.size(), Error,
+                   "WFST traceback: circular back-pointers in the token history (internal error)");
+    path.push_back(i);
+  }
   std::reverse(path.begin(), path.end());
   const std::int32_t last_frame = std::max(channel.frames - 1, 0);
   std::int32_t start = -1, stop = -1, arc_frame = 0;

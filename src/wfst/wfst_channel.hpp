@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "asrdec/detail/wfst_step.hpp"
 #include "asrdec/wfst/wfst_decoder.hpp"
 
 namespace asrdec::detail {
@@ -41,6 +42,9 @@ class WfstSearcher {
   void start(WfstChannel& channel, const WordBoosts& boosts);
   /** One frame: `logp` holds the frame's log-probabilities (at least max_input_label columns). */
   void advance(WfstChannel& channel, const float* logp);
+  /** Appends one frame decoded elsewhere (the CUDA executor): `tokens` as described by WfstStoredToken, whose
+   *  emitting predecessors index the channel's last frame. Throws Error for tokens that do not fit the graph. */
+  void append_frame(WfstChannel& channel, const WfstStoredToken* tokens, std::int64_t count, bool overflow) const;
   /** The best path so far: final (use_final_probs applies) or partial (the best active token). `blank_label`: the
    *  blank's input label, for word frames. */
   WfstResult result(const WfstChannel& channel, bool final, std::int32_t blank_label) const;
@@ -76,9 +80,8 @@ class WfstSearcher {
   std::vector<FrameToken> list_;                 // the frame being built
   std::vector<std::int32_t> queue_;
   std::vector<char> queued_;
-  float cutoff_ = 0.0f;
-  bool closure_cut_ = false;  // the closure hit its relaxation cap (float rounding on an ε-cycle) // the frame's cutoff
-                              // (step 2)
+  float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
+  bool closure_cut_ = false;                // the closure hit its relaxation cap (float rounding on an ε-cycle)
   std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_
   const WfstChannel* boosts_of_ = nullptr;  // whose boosts relax() applies
 };

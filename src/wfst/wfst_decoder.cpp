@@ -10,6 +10,7 @@
 #include "asrdec/core/error.hpp"
 #include "ctc/ctc_beam_input.hpp"
 #include "ctc/ctc_greedy_backend.hpp"
+#include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_channel.hpp"
 
 namespace asrdec {
@@ -34,7 +35,8 @@ std::string WfstDecoderConfig::to_string() const {
   return concat("WfstDecoderConfig{beam=", beam, ", max_active=", max_active,
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
-                ", check_values=", check_values ? "true" : "false", "}");
+                ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),
+                "}");
 }
 
 struct WfstDecoder::Impl {
@@ -42,6 +44,7 @@ struct WfstDecoder::Impl {
   WfstDecoderConfig config;
   Device device;
   detail::WfstSearcher searcher;
+  std::unique_ptr<detail::WfstBackend> cuda;  // the CUDA executor; null on the CPU
   std::unordered_map<std::int64_t, detail::WfstChannel> streams;
   std::vector<float> frame;  // one frame's log-probabilities as floats
 
@@ -60,6 +63,29 @@ struct WfstDecoder::Impl {
     return p;
   }
 
+  // Rejects NaN and +inf in the frames that are read.
+  void check_values(const detail::CtcGreedyProblem& p) {
+    if (cuda) {
+      cuda->check_values(p);
+      return;
+    }
+    frame.resize(static_cast<std::size_t>(p.columns));
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
+        detail::read_frame(p, b, t, true, frame.data());
+      }
+    }
+  }
+
+  // Frames [0, lengths[b]) of every row b through channels[b] (values already checked).
+  void advance(const detail::CtcGreedyProblem& p, const std::vector<detail::WfstChannel*>& channels) {
+    if (cuda) {
+      cuda->advance(p, channels);
+      return;
+    }
+    for (std::size_t b = 0; b < channels.size(); ++b) run(*channels[b], p, static_cast<std::int64_t>(b), false);
+  }
+
   // Frames [0, length) of row b, through the channel; `check`: reject NaN and +inf (unless already checked).
   void run(detail::WfstChannel& channel, const detail::CtcGreedyProblem& p, std::int64_t b, bool check) {
     frame.resize(static_cast<std::size_t>(p.columns));
@@ -73,8 +99,12 @@ struct WfstDecoder::Impl {
 
 WfstDecoder::WfstDecoder(WfstGraph graph, WfstDecoderConfig config, Device device) {
   config.validate();
-  ASRDEC_EXPECTS(device.is_cpu(), Unsupported, "WFST decoding runs on the CPU for now; got ", device.to_string());
+  ASRDEC_EXPECTS(device.is_cpu() || ASRDEC_WITH_CUDA, Unsupported, "WFST decoding on ", device.to_string(),
+                 " needs a build with CUDA");
   impl_ = std::make_unique<Impl>(std::move(graph), config, device);
+#if ASRDEC_WITH_CUDA
+  if (!device.is_cpu()) impl_->cuda = detail::make_wfst_cuda(impl_->graph, impl_->config, device, impl_->searcher);
+#endif
 }
 
 WfstDecoder::~WfstDecoder() = default;
@@ -89,6 +119,21 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
   std::vector<WfstResult> results;
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
+  if (impl_->cuda) {
+    if (impl_->config.check_values) impl_->check_values(p);
+    std::vector<detail::WfstChannel> channels(static_cast<std::size_t>(p.batch));
+    std::vector<detail::WfstChannel*> rows;
+    for (std::size_t b = 0; b < channels.size(); ++b) {
+      impl_->searcher.start(channels[b], boosts.empty() ? none : boosts[b]);
+      rows.push_back(&channels[b]);
+    }
+    impl_->advance(p, rows);
+    for (const detail::WfstChannel& channel : channels) {
+      results.push_back(impl_->searcher.result(channel, true, p.blank + 1));
+    }
+    return results;
+  }
+  // The CPU decodes utterance after utterance through one channel (checking values as it reads them).
   detail::WfstChannel channel;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     impl_->searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
@@ -114,27 +159,25 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
   }
   // Everything that can be rejected is checked before any stream changes, so a failed call leaves them as they were:
   // the frames' values, and the boosts of first chunks (their new channels are built aside).
-  if (impl_->config.check_values) {
-    impl_->frame.resize(static_cast<std::size_t>(p.columns));
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
-        detail::read_frame(p, b, t, true, impl_->frame.data());
-      }
-    }
-  }
+  if (impl_->config.check_values) impl_->check_values(p);
   const WordBoosts none;
   std::vector<detail::WfstChannel> started(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
     if (chunks[b].first) impl_->searcher.start(started[b], boosts.empty() ? none : boosts[b]);
   }
+  std::vector<detail::WfstChannel*> rows;
+  for (std::size_t b = 0; b < chunks.size(); ++b) {
+    detail::WfstChannel& channel = impl_->streams[chunks[b].stream];
+    if (chunks[b].first) channel = std::move(started[b]);
+    rows.push_back(&channel);  // unordered_map keeps element addresses while others are inserted
+  }
+  impl_->advance(p, rows);
   std::vector<WfstResult> results;
   results.reserve(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
-    const WfstChunk& chunk = chunks[b];
-    detail::WfstChannel& channel = impl_->streams[chunk.stream];
-    if (chunk.first) channel = std::move(started[b]);
-    impl_->run(channel, p, static_cast<std::int64_t>(b), false);
-    results.push_back(impl_->searcher.result(channel, chunk.last, p.blank + 1));
+    results.push_back(impl_->searcher.result(*rows[b], chunks[b].last, p.blank + 1));
+  }
+  for (const WfstChunk& chunk : chunks) {
     if (chunk.last) impl_->streams.erase(chunk.stream);
   }
   return results;

@@ -20,156 +20,12 @@
 #include "src/wfst/wfst_graph_openfst.hpp"
 #include "support/test_support.hpp"
 #include "wfst/openfst_oracle.hpp"
+#include "wfst/random_wfst.hpp"
 
 namespace asrdec {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-struct RandomGraph {
-  fst::StdVectorFst fst;
-  std::int32_t columns = 0;
-  std::int32_t words = 0;
-};
-
-// Random graphs: emitting arcs on labels 1 … columns (some parallel), ε-arcs forward (any sign) and backward
-// (positive, so most ε-cycles cost > 0; graphs with cycles of cost ≤ 0 are rejected by the loader and redrawn).
-RandomGraph random_graph(std::mt19937_64& rng) {
-  RandomGraph r;
-  r.columns = std::uniform_int_distribution<std::int32_t>(2, 6)(rng);
-  r.words = std::uniform_int_distribution<std::int32_t>(1, 5)(rng);
-  const auto states = std::uniform_int_distribution<std::int32_t>(2, 9)(rng);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  for (std::int32_t s = 0; s < states; ++s) r.fst.AddState();
-  r.fst.SetStart(std::uniform_int_distribution<std::int32_t>(0, states - 1)(rng));
-  const auto word = [&]() { return unit(rng) < 0.35f ? std::uniform_int_distribution<int>(1, r.words)(rng) : 0; };
-  for (std::int32_t s = 0; s < states; ++s) {
-    const int emitting = std::uniform_int_distribution<int>(s == 0 ? 1 : 0, 5)(rng);
-    for (int i = 0; i < emitting; ++i) {
-      const int label = std::uniform_int_distribution<int>(1, r.columns)(rng);
-      const int next = std::uniform_int_distribution<int>(0, states - 1)(rng);
-      r.fst.AddArc(s, fst::StdArc(label, word(), -0.5f + 2.5f * unit(rng), next));
-      if (unit(rng) < 0.2f) r.fst.AddArc(s, fst::StdArc(label, word(), -0.5f + 2.5f * unit(rng), next));  // parallel
-    }
-    const int epsilons = std::uniform_int_distribution<int>(0, 2)(rng);
-    for (int i = 0; i < epsilons; ++i) {
-      const int next = std::uniform_int_distribution<int>(0, states - 1)(rng);
-      // Now and then a backward arc of cost ≤ 0, so that some graphs must be rejected.
-      const float w = next > s ? -0.3f + 1.8f * unit(rng) : (unit(rng) < 0.05f ? -unit(rng) : 0.2f + 1.8f * unit(rng));
-      r.fst.AddArc(s, fst::StdArc(0, word(), w, next));
-    }
-    if (unit(rng) < 0.4f) r.fst.SetFinal(s, -0.5f + 2.5f * unit(rng));
-  }
-  return r;
-}
-
-// Frames of one utterance: log-softmax rows, with an occasional −∞.
-std::vector<float> random_frames(std::mt19937_64& rng, std::int32_t frames, std::int32_t columns) {
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  std::vector<float> logp(static_cast<std::size_t>(frames) * columns);
-  for (std::int32_t t = 0; t < frames; ++t) {
-    float* row = logp.data() + static_cast<std::size_t>(t) * columns;
-    float max = -kInf;
-    for (std::int32_t c = 0; c < columns; ++c) max = std::max(max, row[c] = normal(rng));
-    double sum = 0.0;
-    for (std::int32_t c = 0; c < columns; ++c) sum += std::exp(static_cast<double>(row[c] - max));
-    for (std::int32_t c = 0; c < columns; ++c) row[c] -= max + static_cast<float>(std::log(sum));
-    if (rng() % 10 == 0) row[rng() % static_cast<std::uint64_t>(columns)] = -kInf;
-  }
-  return logp;
-}
-
-// A batch [B, T_max, C] padded with zeros, and its lengths.
-struct Batch {
-  std::vector<std::vector<float>> utterances;
-  std::vector<float> values;
-  std::vector<std::int32_t> lengths;
-  std::int32_t frames = 0, columns = 0;
-
-  TensorView logprobs() const {
-    return TensorView(values.data(), DType::f32, {static_cast<std::int64_t>(lengths.size()), frames, columns});
-  }
-  TensorView lens() const {
-    return TensorView(lengths.data(), DType::i32, {static_cast<std::int64_t>(lengths.size())});
-  }
-};
-
-Batch random_batch(std::mt19937_64& rng, std::int32_t columns, std::int32_t max_batch, std::int32_t max_frames) {
-  Batch b;
-  b.columns = columns;
-  const auto batch = std::uniform_int_distribution<std::int32_t>(1, max_batch)(rng);
-  for (std::int32_t i = 0; i < batch; ++i) {
-    const std::int32_t length =
-        i == 0 ? 0 : (i == 1 ? 1 : std::uniform_int_distribution<std::int32_t>(0, max_frames)(rng));
-    b.lengths.push_back(length);
-    b.frames = std::max(b.frames, length);
-    b.utterances.push_back(random_frames(rng, length, columns));
-  }
-  std::shuffle(b.lengths.begin(), b.lengths.end(), rng);
-  b.utterances.clear();
-  for (const std::int32_t length : b.lengths) b.utterances.push_back(random_frames(rng, length, columns));
-  b.values.assign(static_cast<std::size_t>(batch) * b.frames * columns, 0.0f);
-  for (std::int32_t i = 0; i < batch; ++i) {
-    std::copy(b.utterances[i].begin(), b.utterances[i].end(),
-              b.values.begin() + static_cast<std::ptrdiff_t>(i) * b.frames * columns);
-  }
-  return b;
-}
-
-WfstDecoderConfig exact_config() {
-  WfstDecoderConfig config;
-  config.beam = 1e30f;
-  config.max_active = std::int64_t{1} << 40;
-  config.max_tokens_per_frame = std::int64_t{1} << 40;
-  return config;
-}
-
-void expect_matches_oracle(const WfstResult& got, const testing::OracleBest& want, std::int32_t length,
-                           const std::string& what, bool words_may_tie = false) {
-  SCOPED_TRACE(what);
-  ASSERT_EQ(std::isfinite(got.cost), want.has_path) << "cost " << got.cost;
-  EXPECT_EQ(got.frames, length);
-  if (!want.has_path) return;
-  EXPECT_NEAR(got.cost, want.cost, 1e-3f * std::max(1.0f, std::fabs(want.cost)));
-  EXPECT_NEAR(got.graph_cost + got.acoustic_cost, got.cost, 1e-3f * std::max(1.0f, std::fabs(got.cost)));
-  EXPECT_EQ(got.reached_final, want.reached_final);
-  if (!want.tied && !words_may_tie) {
-    EXPECT_EQ(got.words, want.words);
-  }
-  ASSERT_EQ(got.word_start_frames.size(), got.words.size());
-  ASSERT_EQ(got.word_end_frames.size(), got.words.size());
-  for (std::size_t i = 0; i < got.words.size(); ++i) {
-    EXPECT_LE(got.word_start_frames[i], got.word_end_frames[i]);
-    EXPECT_GE(got.word_start_frames[i], 0);
-    EXPECT_LE(got.word_end_frames[i], std::max(length - 1, 0));
-  }
-}
-
-void expect_same(const WfstResult& a, const WfstResult& b, const std::string& what) {
-  SCOPED_TRACE(what);
-  EXPECT_EQ(a.words, b.words);
-  EXPECT_EQ(a.word_start_frames, b.word_start_frames);
-  EXPECT_EQ(a.word_end_frames, b.word_end_frames);
-  EXPECT_EQ(a.cost, b.cost);
-  EXPECT_EQ(a.graph_cost, b.graph_cost);
-  EXPECT_EQ(a.acoustic_cost, b.acoustic_cost);
-  EXPECT_EQ(a.reached_final, b.reached_final);
-  EXPECT_EQ(a.frames, b.frames);
-}
-
-// A graph the loader accepts (redrawn while it has an ε-cycle of cost ≤ 0); counts the rejections.
-std::pair<RandomGraph, WfstGraph> accepted_graph(std::mt19937_64& rng, std::int64_t& rejected) {
-  for (;;) {
-    RandomGraph r = random_graph(rng);
-    try {
-      WfstGraph g = detail::wfst_graph_from_fst(r.fst, "random graph");
-      return {std::move(r), std::move(g)};
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("cycle of ε-arcs"), std::string::npos) << e.what();
-      ++rejected;
-    }
-  }
-}
+using namespace wfst_testing;  // the helpers shared with the CUDA tests
 
 TEST(WfstDecoder, ExactSearchEqualsOpenFstOnRandomGraphs) {
   const std::uint64_t seed = testing::test_seed();
@@ -231,49 +87,8 @@ TEST(WfstDecoder, ChunkedStreamsEqualWholeUtterances) {
     SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
     WfstDecoder decoder(graph, config);
     const std::vector<WfstResult> whole = decoder.decode(batch.logprobs(), batch.lens());
-    // Every utterance is a stream fed in random chunks; each call carries the next chunk of every stream left.
-    const auto n = batch.lengths.size();
-    std::vector<std::int32_t> done(n, 0);
-    std::vector<bool> started(n, false), ended(n, false);
-    std::vector<WfstResult> streamed(n);
-    while (std::find(ended.begin(), ended.end(), false) != ended.end()) {
-      std::vector<WfstChunk> call;
-      std::vector<std::int32_t> rows, lengths;
-      std::int32_t width = 0;
-      for (std::size_t b = 0; b < n; ++b) {
-        if (ended[b]) continue;
-        const std::int32_t left = batch.lengths[b] - done[b];
-        const std::int32_t take = std::uniform_int_distribution<std::int32_t>(0, left)(rng);
-        call.push_back(WfstChunk{static_cast<std::int64_t>(100 + b), !started[b], take == left});
-        rows.push_back(static_cast<std::int32_t>(b));
-        lengths.push_back(take);
-        width = std::max(width, take);
-      }
-      std::vector<float> values(call.size() * static_cast<std::size_t>(std::max(width, 1)) * batch.columns, 0.0f);
-      for (std::size_t r = 0; r < call.size(); ++r) {
-        const auto b = static_cast<std::size_t>(rows[r]);
-        std::copy_n(batch.utterances[b].begin() + static_cast<std::ptrdiff_t>(done[b]) * batch.columns,
-                    static_cast<std::size_t>(lengths[r]) * batch.columns,
-                    values.begin() + static_cast<std::ptrdiff_t>(r) * std::max(width, 1) * batch.columns);
-      }
-      const TensorView view(values.data(), DType::f32,
-                            {static_cast<std::int64_t>(call.size()), std::max(width, 1), batch.columns});
-      const TensorView lens(lengths.data(), DType::i32, {static_cast<std::int64_t>(call.size())});
-      const std::vector<WfstResult> out = decoder.decode_chunks(call, view, lens);
-      for (std::size_t r = 0; r < call.size(); ++r) {
-        const auto b = static_cast<std::size_t>(rows[r]);
-        started[b] = true;
-        done[b] += lengths[r];
-        EXPECT_EQ(out[r].frames, done[b]);
-        if (call[r].last) {
-          ended[b] = true;
-          streamed[b] = out[r];
-        }
-      }
-      ++chunks;
-    }
-    EXPECT_EQ(decoder.open_streams(), 0);
-    for (std::size_t b = 0; b < n; ++b) expect_same(streamed[b], whole[b], "stream " + std::to_string(b));
+    const std::vector<WfstResult> streamed = decode_in_random_chunks(decoder, batch, rng, Device::cpu(), chunks);
+    for (std::size_t b = 0; b < whole.size(); ++b) expect_same(streamed[b], whole[b], "stream " + std::to_string(b));
     if (::testing::Test::HasFailure()) return;
   }
   std::printf("%lld chunk calls\n", static_cast<long long>(chunks));
@@ -437,37 +252,10 @@ TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
 // Small real TLGs: the sample lexicon cut down to the words of the first utterances, the sample word 3-gram, every
 // topology; the sample's own frames (acoustic scale 2) are decoded exactly and checked against OpenFst.
 TEST(WfstDecoder, SampleTlgsOfEveryTopologyEqualOpenFst) {
-  const std::string data = std::string(ASRDEC_SOURCE_DIR) + "/examples/data";
-  const NpyArray logprobs = read_npy(data + "/ctc/logprobs.npy");
-  const NpyArray lengths = read_npy(data + "/ctc/lengths.npy");
-  const std::int64_t frames = logprobs.shape()[1], columns = logprobs.shape()[2];
+  const SampleFrames sample = sample_frames(6);
+  const std::int64_t columns = sample.columns;
+  const std::vector<std::vector<float>>& utterances = sample.utterances;
   constexpr int kUtterances = 6;
-  std::set<std::string> vocabulary;
-  {
-    std::ifstream refs(data + "/ctc/refs.txt");
-    std::string line;
-    for (int i = 0; i < kUtterances && std::getline(refs, line); ++i) {
-      for (const std::string& word : split_words(line)) vocabulary.insert(word);
-    }
-  }
-  // A few confusable words besides the references'.
-  for (const char* word : {"the", "and", "of", "is", "was", "a", "saints", "saint", "patient", "city"}) {
-    vocabulary.insert(word);
-  }
-  const Lexicon full = read_lexicon(data + "/wfst/lexicon.txt");
-  Lexicon lexicon;
-  for (const LexiconEntry& entry : full.entries) {
-    if (vocabulary.count(entry.word) != 0) lexicon.entries.push_back(entry);
-  }
-  const detail::TokenLabels tokens = detail::read_token_labels(data + "/tokens.txt", -1);
-  std::vector<std::vector<float>> utterances(kUtterances);
-  const auto* values = static_cast<const half_t*>(logprobs.data());
-  for (int u = 0; u < kUtterances; ++u) {
-    const std::int32_t length = static_cast<const std::int32_t*>(lengths.data())[u];
-    for (std::int64_t e = 0; e < length * columns; ++e) {
-      utterances[u].push_back(detail::to_float(values[u * frames * columns + e]));
-    }
-  }
   for (const auto& [topology, self_loops] :
        {std::pair{CtcTopology::standard, true}, std::pair{CtcTopology::standard, false},
         std::pair{CtcTopology::compact, true}, std::pair{CtcTopology::minimal, true}}) {
@@ -475,7 +263,7 @@ TEST(WfstDecoder, SampleTlgsOfEveryTopologyEqualOpenFst) {
     options.topology = topology;
     options.self_loops = self_loops;
     SCOPED_TRACE(options.to_string());
-    const detail::CtcGraph graph = detail::make_ctc_graph(tokens, lexicon, data + "/wfst/words_3gram.arpa.gz", options);
+    const detail::CtcGraph graph = sample_ctc_graph(options);
     WfstDecoderConfig config = exact_config();
     config.acoustic_scale = 2.0f;
     WfstDecoder exact(detail::wfst_graph_from_fst(graph.tlg, "sample TLG"), config);
@@ -565,6 +353,9 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   EXPECT_EQ(graph.max_input_label(), 4);
   EXPECT_EQ(graph.max_output_label(), 7);
   WfstDecoder decoder(graph);
+#if !ASRDEC_WITH_CUDA
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, {}, Device::cuda(0)), Unsupported, "no CUDA device");
+#endif
   std::vector<float> values(2 * 3 * 3, -1.0f);
   std::vector<std::int32_t> lengths = {3, 2};
   const TensorView three(values.data(), DType::f32, {2, 3, 3});

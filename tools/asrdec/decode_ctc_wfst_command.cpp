@@ -29,6 +29,7 @@ struct CtcWfstOptions {
   std::string boost;
   std::string tokens;
   std::string device = "cpu";
+  std::string graph_mode = "auto";
   std::string progress = "auto";
   double beam = 17.0;
   std::int64_t max_active = 10000;
@@ -93,6 +94,7 @@ void run(const CtcWfstOptions& options) {
   config.acoustic_scale = static_cast<float>(options.acoustic_scale);
   config.blank_id = options.blank_id;
   config.use_final_probs = !options.no_final_probs;
+  config.graph_mode = parse_graph_mode(options.graph_mode);
   if (!options.tokens.empty()) {
     // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
@@ -213,7 +215,9 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
       ->capture_default_str();
   command->add_option("--refs", options->refs, "Reference transcripts, one per line: print the WER")
       ->check(CLI::ExistingFile);
-  command->add_option("--device", options->device, "cpu")->capture_default_str();
+  command->add_option("--device", options->device, "Device: cpu, cuda, cuda:N or auto")->capture_default_str();
+  command->add_option("--graph-mode", options->graph_mode, "CUDA graph mode: auto, conditional, per_step or eager")
+      ->capture_default_str();
   command->add_option("--batch-size", options->batch_size, "Utterances per decoder call")->capture_default_str();
   command->add_option("--show", options->show, "Without --json: print at most N transcripts (-1: all)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "asrdec/detail/float16.hpp"
 #include "asrdec/detail/hd.hpp"
 
 namespace asrdec::detail {
@@ -12,10 +13,44 @@ namespace asrdec::detail {
 /** Bins of the max_active cost histogram over [best, cutoff). */
 constexpr std::int32_t kWfstHistogramBins = 255;
 
+// Cost arithmetic in one rounding per operation on both executors (device code uses the _rn intrinsics, which
+// are never contracted into fused multiply-adds), so the CPU and CUDA executors compute bit-identical costs.
+ASRDEC_HD_INLINE float wfst_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+ASRDEC_HD_INLINE float wfst_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
 /** The acoustic cost of consuming a frame's column with log-probability `logp` (an impossible column stays
  *  impossible whatever the scale, 0 included). */
 ASRDEC_HD_INLINE float wfst_acoustic_cost(float acoustic_scale, float logp) {
-  return logp == -__builtin_huge_valf() ? __builtin_huge_valf() : -acoustic_scale * logp;
+  if (logp == -__builtin_huge_valf()) return __builtin_huge_valf();
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(-acoustic_scale, logp);
+#else
+  return -acoustic_scale * logp;
+#endif
+}
+
+/** The cost of a way in along an emitting arc: the predecessor's cost, the arc's weight less its word's boost,
+ *  then the acoustic cost (in this order). */
+ASRDEC_HD_INLINE float wfst_emitting_way(float from, float weight, float boost, float acoustic) {
+  return wfst_add(wfst_add(from, wfst_sub(weight, boost)), acoustic);
+}
+
+/** The cost of a way in along an ε-arc. */
+ASRDEC_HD_INLINE float wfst_epsilon_way(float from, float weight, float boost) {
+  return wfst_add(from, wfst_sub(weight, boost));
 }
 
 /** Recombination: a way into a state with total `cost`, `depth` ε-arcs after the frame's emitting arc (0 for an
@@ -27,6 +62,30 @@ ASRDEC_HD_INLINE bool wfst_better(float cost, std::int32_t depth, std::int64_t a
                                   std::int32_t best_depth, std::int64_t best_arc) {
   return cost < best_cost || (cost == best_cost && (depth < best_depth || (depth == best_depth && arc < best_arc)));
 }
+
+/** A cost as an unsigned key that orders like the float (−0 as +0), for atomicMin on packed keys. */
+ASRDEC_HD_INLINE std::uint32_t wfst_ordered_cost(float cost) {
+  std::uint32_t bits = float_to_bits(cost);
+  if (bits == 0x80000000u) bits = 0;
+  return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+}
+
+/** The inverse of wfst_ordered_cost. */
+ASRDEC_HD_INLINE float wfst_cost_of_ordered(std::uint32_t key) {
+  const std::uint32_t bits = (key & 0x80000000u) != 0 ? key & 0x7fffffffu : ~key;
+  return bits_to_float(bits);
+}
+
+/** A token of one frame as the CUDA executor hands it to the host: the best way into `state`, its cost, the arc
+ *  taken and the predecessor — for an emitting arc its index among the previous frame's stored tokens, for an
+ *  ε-arc its index among this frame's — and whether the next frame expands it. */
+struct WfstStoredToken {
+  std::int32_t state;
+  float cost;
+  std::int32_t arc;
+  std::int32_t prev;
+  std::int32_t active;
+};
 
 /** The histogram bin of a token cost in [best, best + range) (range > 0): 0 … kWfstHistogramBins − 1. */
 ASRDEC_HD_INLINE std::int32_t wfst_cost_bin(float cost, float best, float range) {

@@ -50,7 +50,12 @@
  * boosting lists with unknown word ids, non-finite scores or scores that make an ε-cycle cost ≤ 0, chunks of
  * unknown streams.
  *
- * Executors: the CPU executor decodes the streams one after another on the calling thread.
+ * Executors: the CPU executor decodes the streams one after another on the calling thread. The CUDA executor
+ * (Device::cuda(i); logprobs in that device's memory, lengths on the host) decodes up to 1024 rows at once, one
+ * thread block per row, with the same rules and cost arithmetic, so its results equal the CPU's. Its per-row
+ * buffers are dense over the graph's states (about 100 bytes × states per row), so the rows decoded at once are
+ * limited by free device memory; a frame's tokens are copied to the host while the next frames decode, and the
+ * tracebacks run on the host. Frames run in CUDA graphs of 16 frame steps (graph_mode).
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
  */
@@ -62,6 +67,7 @@
 #include <vector>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/wfst/wfst_graph.hpp"
 
@@ -84,6 +90,8 @@ struct WfstDecoderConfig {
   std::vector<std::int32_t> word_start_columns;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
+  /** CUDA only: how the per-frame programs run (graph.hpp); `automatic` uses CUDA graphs. */
+  GraphMode graph_mode = GraphMode::automatic;
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
    *  a non-finite or negative acoustic scale, or blank_id < -1. */

@@ -1,0 +1,222 @@
+// WFST beam search on CUDA against the CPU executor (bit-identical results: the same rules and cost rounding) and
+// OpenFst: random graphs in exact, pruned and overflowing searches, with word boosts, f32 and f16 frames, every
+// graph mode; the sample TLG under max_active and queue pressure; chunked streams; bad input. Skips where no CUDA
+// device is usable.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "asrdec/asrdec.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "support/test_support.hpp"
+#include "wfst/openfst_oracle.hpp"
+#include "wfst/random_wfst.hpp"
+
+namespace asrdec {
+namespace {
+
+using namespace wfst_testing;  // the helpers shared with the CPU tests
+
+// A host batch [B, T, C] as f32 or f16 values, and a device copy of the same bytes.
+struct TwoCopies {
+  std::vector<float> f32;
+  std::vector<half_t> f16;
+  DeviceBuffer<std::byte> device;
+  DType dtype = DType::f32;
+  std::int64_t shape[3] = {0, 0, 0};
+
+  TwoCopies(const Batch& batch, DType type, Device cuda) : f32(batch.values), dtype(type) {
+    shape[0] = static_cast<std::int64_t>(batch.lengths.size());
+    shape[1] = batch.frames;
+    shape[2] = batch.columns;
+    if (dtype == DType::f16) {
+      for (const float x : f32) f16.push_back(detail::from_float<half_t>(x));
+      device = testing::to_device(f16.data(), f16.size() * 2, cuda);
+    } else {
+      device = testing::to_device(f32.data(), f32.size() * 4, cuda);
+    }
+  }
+  const void* host_data() const {
+    return dtype == DType::f16 ? static_cast<const void*>(f16.data()) : static_cast<const void*>(f32.data());
+  }
+  TensorView host() const { return TensorView(host_data(), dtype, {shape[0], shape[1], shape[2]}); }
+  TensorView on(Device cuda) const { return TensorView(device.data(), dtype, {shape[0], shape[1], shape[2]}, cuda); }
+};
+
+void expect_same_with_overflow(const WfstResult& cuda, const WfstResult& cpu, const std::string& what) {
+  expect_same(cuda, cpu, what);
+  EXPECT_EQ(cuda.overflow, cpu.overflow) << what;
+}
+
+TEST(WfstDecoderCUDA, EqualsTheCpuAndOpenFstOnRandomGraphs) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  const GraphMode modes[] = {GraphMode::automatic, GraphMode::per_step, GraphMode::eager};
+  std::int64_t utterances = 0, overflowed = 0, boosted = 0, rejected = 0;
+  for (int i = 0; i < 150 || utterances < 500; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = exact_config();
+    const int kind = i % 3;  // exact, pruned, queue pressure
+    if (kind == 1) {
+      config = WfstDecoderConfig{};
+      config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
+      config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
+    } else if (kind == 2) {
+      config = WfstDecoderConfig{};
+      config.max_tokens_per_frame = 1 + static_cast<std::int64_t>(rng() % 3);
+    }
+    config.use_final_probs = i % 4 != 3;
+    config.acoustic_scale = i % 5 == 0 ? 0.5f + static_cast<float>(rng() % 100) / 50.0f : 1.0f;
+    config.graph_mode = modes[(i / 3) % 3];
+    const Batch batch = random_batch(rng, random.columns, 6, 12);
+    std::vector<WordBoosts> boosts;
+    if (i % 4 == 1) {
+      for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
+        WordBoosts list;
+        if (rng() % 2 == 0) list.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
+        boosts.push_back(list);
+      }
+    }
+    const TwoCopies frames(batch, i % 3 == 2 ? DType::f16 : DType::f32, cuda);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder cpu(graph, config);
+    std::vector<WfstResult> want;
+    try {
+      want = cpu.decode(frames.host(), batch.lens(), boosts);
+    } catch (const InvalidArgument&) {
+      boosts.clear();  // a boost that makes an ε-cycle free is rejected (tested on the CPU)
+      want = cpu.decode(frames.host(), batch.lens(), boosts);
+    }
+    WfstDecoder decoder(graph, config, cuda);
+    for (int call = 0; call < 2; ++call) {  // one decoder, twice
+      const std::vector<WfstResult> got = decoder.decode(frames.on(cuda), batch.lens(), boosts);
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t b = 0; b < got.size(); ++b) {
+        expect_same_with_overflow(got[b], want[b], "utterance " + std::to_string(b) + ", call " + std::to_string(call));
+      }
+    }
+    if (kind == 0 && boosts.empty() && frames.dtype == DType::f32) {
+      for (std::size_t b = 0; b < want.size(); ++b) {
+        const testing::OracleBest best =
+            testing::openfst_best_path(random.fst, batch.utterances[b], batch.lengths[b], random.columns,
+                                       config.acoustic_scale, config.use_final_probs);
+        expect_matches_oracle(want[b], best, batch.lengths[b], "oracle, utterance " + std::to_string(b));
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+    for (const WfstResult& r : want) overflowed += r.overflow ? 1 : 0;
+    boosted += boosts.empty() ? 0 : static_cast<std::int64_t>(batch.lengths.size());
+    utterances += static_cast<std::int64_t>(batch.lengths.size());
+  }
+  EXPECT_GT(overflowed, 0) << "no search overflowed";
+  std::printf("%lld utterances (%lld overflowed, %lld with boost lists)\n", static_cast<long long>(utterances),
+              static_cast<long long>(overflowed), static_cast<long long>(boosted));
+}
+
+// The sample frames (f16, as shipped) through a small real TLG, with max_active and max_tokens_per_frame small
+// enough that the histogram cut, beam tightening and the overflow selection all happen.
+TEST(WfstDecoderCUDA, SampleTlgEqualsTheCpuUnderPressure) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const Device cuda = Device::cuda(0);
+  const NpyArray logprobs = read_npy(sample_data_dir() + "/ctc/logprobs.npy");
+  const NpyArray lengths = read_npy(sample_data_dir() + "/ctc/lengths.npy");
+  const TensorView host(logprobs.data(), logprobs.dtype(),
+                        {logprobs.shape()[0], logprobs.shape()[1], logprobs.shape()[2]});
+  const TensorView lens(lengths.data(), lengths.dtype(), {lengths.shape()[0]});
+  const DeviceBuffer<std::byte> on_device = testing::to_device(logprobs.data(), logprobs.bytes(), cuda);
+  const TensorView device_view(on_device.data(), logprobs.dtype(),
+                               {logprobs.shape()[0], logprobs.shape()[1], logprobs.shape()[2]}, cuda);
+  CtcGraphOptions options;
+  const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  std::int64_t overflowed = 0;
+  for (const auto& [max_active, max_tokens] :
+       {std::pair<std::int64_t, std::int64_t>{10000, 1000000}, {50, 1000000}, {7, 1000000}, {50, 200}, {7, 30}}) {
+    WfstDecoderConfig config;
+    config.acoustic_scale = 2.0f;
+    config.max_active = max_active;
+    config.max_tokens_per_frame = max_tokens;
+    for (std::int32_t column = 0; column < 8; ++column) config.word_start_columns.push_back(column);
+    SCOPED_TRACE(config.to_string());
+    const std::vector<WfstResult> want = WfstDecoder(graph, config).decode(host, lens);
+    const std::vector<WfstResult> got = WfstDecoder(graph, config, cuda).decode(device_view, lens);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t b = 0; b < got.size(); ++b) {
+      expect_same_with_overflow(got[b], want[b], "utterance " + std::to_string(b));
+      overflowed += want[b].overflow ? 1 : 0;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(overflowed, 0) << "max_tokens_per_frame never overflowed";
+}
+
+TEST(WfstDecoderCUDA, ChunkedStreamsEqualTheCpu) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  std::int64_t rejected = 0, chunks = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = i % 2 == 0 ? exact_config() : WfstDecoderConfig{};
+    if (i % 2 == 1) {
+      config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
+      config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
+    }
+    const Batch batch = random_batch(rng, random.columns, 5, 14);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    const std::vector<WfstResult> whole = WfstDecoder(graph, config).decode(batch.logprobs(), batch.lens());
+    WfstDecoder decoder(graph, config, cuda);
+    const std::vector<WfstResult> streamed = decode_in_random_chunks(decoder, batch, rng, cuda, chunks);
+    for (std::size_t b = 0; b < whole.size(); ++b) {
+      expect_same_with_overflow(streamed[b], whole[b], "stream " + std::to_string(b));
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  std::printf("%lld chunk calls\n", static_cast<long long>(chunks));
+}
+
+TEST(WfstDecoderCUDA, RejectsBadInput) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const Device cuda = Device::cuda(0);
+  std::mt19937_64 rng(11);
+  std::int64_t rejected = 0;
+  auto [random, graph] = accepted_graph(rng, rejected);
+  Batch batch;
+  batch.columns = random.columns;
+  batch.frames = 3;
+  batch.lengths = {3, 2};
+  for (int b = 0; b < 2; ++b) batch.utterances.push_back(random_frames(rng, 3, random.columns));
+  for (const auto& u : batch.utterances) batch.values.insert(batch.values.end(), u.begin(), u.end());
+  batch.values[static_cast<std::size_t>(1 * 3 * random.columns + 1 * random.columns + 1)] = std::nanf("");
+  const DeviceBuffer<std::byte> d = testing::to_device(batch.values.data(), batch.values.size() * 4, cuda);
+  const TensorView view(d.data(), DType::f32, {2, 3, random.columns}, cuda);
+  WfstDecoder decoder(graph, WfstDecoderConfig{}, cuda);
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(view, batch.lens()), InvalidArgument, "logprobs[1, 1, 1] is NaN");
+  // Host logprobs for a CUDA decoder.
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(batch.logprobs(), batch.lens()), InvalidArgument, "logprobs");
+  // A NaN past the utterance's length is never read.
+  batch.lengths[1] = 1;
+  EXPECT_EQ(decoder.decode(view, batch.lens()).size(), 2u);
+  // A rejected chunk call leaves the streams as they were: the first call starts both streams, the second is
+  // rejected, the third ends them as if the second had not happened.
+  const std::vector<WfstChunk> first = {{1, true, false}, {2, true, false}};
+  const std::vector<WfstChunk> next = {{1, false, true}, {2, false, true}};
+  std::vector<std::int32_t> one = {1, 1};
+  const TensorView one_lens(one.data(), DType::i32, {2});
+  decoder.decode_chunks(first, view, one_lens);
+  batch.lengths = {3, 3};
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(next, view, batch.lens()), InvalidArgument, "is NaN");
+  EXPECT_EQ(decoder.open_streams(), 2);
+  const std::vector<WfstResult> ended = decoder.decode_chunks(next, view, one_lens);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].frames, 2);
+  EXPECT_EQ(decoder.open_streams(), 0);
+}
+
+}  // namespace
+}  // namespace asrdec
