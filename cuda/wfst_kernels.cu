@@ -2,11 +2,11 @@
 // (src/wfst/wfst_channel.cpp), computed by one block per lane.
 //
 // Exactness. Every state's best way in is the least (cost, ε-depth, arc id) over the ways below the cutoff, a
-// fixpoint that does not depend on the order ways are tried; the costs use the shared rounding of
-// detail/wfst_step.hpp. The block finds it in three stages: atomicMin on (ordered cost, depth) keys (emitting arcs,
-// then the ε-closure in frontier rounds), then the arc ids among the ways that reach each key exactly, then the
-// back-pointers. This file is compiled without FMA contraction (see src/CMakeLists.txt) so the histogram bins
-// match the CPU's too.
+// fixpoint that does not depend on the order ways are tried (except in a float-rounding corner case, see the
+// tie-breaks below); the costs use the shared rounding of detail/wfst_step.hpp. The block finds it in three stages:
+// atomicMin on (ordered cost, depth) keys (emitting arcs, then the ε-closure in frontier rounds), then the arc ids
+// among the ways that reach each key exactly, then the back-pointers. This file is compiled without FMA contraction
+// (see src/CMakeLists.txt) so the histogram bins match the CPU's too.
 
 #include "asrdec/detail/bad_value.hpp"
 #include "asrdec/detail/ctc_greedy_step.hpp"
@@ -278,8 +278,10 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
 
   const int count = s_count;
   // Tie-breaks: among the ways that reach a state's key exactly, the lowest arc id (emitting ways have depth 0, so
-  // they win whenever the key's depth is 0). An ε-way that reaches the cost with another depth is kept as a
-  // "loose" fallback: a key can come from a predecessor's earlier, equally rounded cost.
+  // they win whenever the key's depth is 0). An ε-way that reaches the cost from a shallower state with another
+  // depth is kept as a "loose" fallback: a key can come from a predecessor's earlier value when two of its costs
+  // round to the same sum (then the depth, and which equal-cost way wins, can depend on the order of the closure,
+  // on the CPU as here).
   for (int j = tid; j < count; j += blockDim.x) {
     L.emit_win[j] = kNoKey;
     L.eps_win[j] = kNoKey;
@@ -311,6 +313,8 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
       const std::int32_t v = G.next_state[a];
       const unsigned long long kv = L.key[v];
       if (kv == kNoKey || wfst_ordered_cost(cost) != static_cast<std::uint32_t>(kv >> 32)) continue;
+      // A loose way must come from a shallower state, so back-pointers stay acyclic (depth falls along them).
+      if (depth > key_depth(kv)) continue;
       const unsigned long long loose = depth != key_depth(kv) ? 1ull : 0ull;
       atomicMin(L.eps_win + L.slot[v], (loose << 63) | (static_cast<unsigned long long>(depth & 0x7fffffffu) << 32) |
                                            static_cast<std::uint32_t>(a));
@@ -325,7 +329,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
     if (key_depth(k) == 0 && L.emit_win[j] != kNoKey) continue;
     const unsigned long long eps = L.eps_win[j];
     if (eps == kNoKey) {
-      s_error = 1;
+      s_error = 1;  // no way reproduces the key (a closure cut short): the token starts its own path, flagged
       L.emit_win[j] = kNoKey;
       continue;
     }
@@ -443,7 +447,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
       const std::int32_t old = atomicOr(L.mark + x, kKept);
       if ((old & kKept) != 0 || (old & kLocal) == 0) break;
       if (steps > count) {
-        s_error = 1;  // circular back-pointers
+        s_error = 1;  // cannot happen: depth falls along back-pointers
         break;
       }
       x = static_cast<int>(static_cast<std::uint32_t>(L.emit_win[x]));
@@ -499,13 +503,12 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
   if (tid == 0) {
     WfstSegmentHeader* h = L.header;
     h->sizes[header.frames] = kept_total;
-    if (overflow) h->overflow_mask |= 1 << header.frames;
+    if (overflow || s_error != 0) h->overflow_mask |= 1 << header.frames;
     h->frames = header.frames + 1;
     h->used = header.used + kept_total;
     h->progress = c.frame + 1;
     L.control->frame = c.frame + 1;
     L.control->active_count = active_total;
-    if (s_error != 0) L.control->internal_error = 1;
   }
 }
 

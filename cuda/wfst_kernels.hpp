@@ -48,7 +48,6 @@ struct WfstLaneControl {
   std::int32_t active_count;  ///< tokens the next frame expands
   std::int32_t stalled;       ///< the segment had no room for the last frame: wait for the next program
   std::int32_t has_boost;     ///< the lane's row of the boost table applies
-  std::int32_t internal_error;
 };
 
 /** What one program stored in a segment for one lane. */
@@ -56,7 +55,7 @@ struct WfstSegmentHeader {
   std::int32_t frames;         ///< frames stored
   std::int32_t used;           ///< tokens stored
   std::int32_t progress;       ///< the lane's next frame after the program
-  std::int32_t overflow_mask;  ///< bit f: stored frame f overflowed
+  std::int32_t overflow_mask;  ///< bit f: stored frame f overflowed (or has a token without a way in)
   std::int32_t sizes[kWfstFramesPerProgram];
 };
 
@@ -75,7 +74,7 @@ struct WfstLanes {
   std::int32_t* active_state;    ///< [S] the tokens the next frame expands
   float* active_cost;            ///< [S]
   std::int32_t* active_stored;   ///< [S] their index among the previous frame's stored tokens
-  float* frame_logp;             ///< [columns] the current frame, as floats
+  float* frame_logp;             ///< [columns] the columns of the current frame that input labels read
   const float* boost;            ///< [boost_width] per lane, or null
   WfstLaneControl* control;      ///< [1] per lane
   std::int64_t boost_width;

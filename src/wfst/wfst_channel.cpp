@@ -204,14 +204,17 @@ void WfstSearcher::append_frame(WfstChannel& channel, const WfstStoredToken* tok
   channel.active.clear();
   for (std::int64_t i = 0; i < count; ++i) {
     const WfstStoredToken& t = tokens[i];
-    ASRDEC_EXPECTS(t.state >= 0 && t.state < g_->num_states && t.arc >= 0 && t.arc < graph_->num_arcs(), Error,
+    ASRDEC_EXPECTS(t.state >= 0 && t.state < g_->num_states && t.arc >= -1 && t.arc < graph_->num_arcs(), Error,
                    "WFST: the CUDA executor returned a token with state ", t.state, " and arc ", t.arc,
                    " (internal error)");
-    const bool emitting = g_->ilabel[static_cast<std::size_t>(t.arc)] != 0;
-    const std::int64_t prev = emitting ? previous + t.prev : base + t.prev;
-    ASRDEC_EXPECTS(t.prev >= 0 && (emitting ? prev < previous_end : t.prev < count), Error,
-                   "WFST: the CUDA executor returned a token whose predecessor ", t.prev,
-                   " is out of range (internal error)");
+    std::int64_t prev = -1;  // arc −1: no way in could be rebuilt (a flagged overflow); the path starts here
+    if (t.arc >= 0) {
+      const bool emitting = g_->ilabel[static_cast<std::size_t>(t.arc)] != 0;
+      prev = emitting ? previous + t.prev : base + t.prev;
+      ASRDEC_EXPECTS(t.prev >= 0 && (emitting ? prev < previous_end : t.prev < count), Error,
+                     "WFST: the CUDA executor returned a token whose predecessor ", t.prev,
+                     " is out of range (internal error)");
+    }
     channel.history.push_back(WfstToken{t.state, channel.frames, prev, t.arc, t.cost});
     if (t.active != 0) channel.active.push_back(base + i);
   }
