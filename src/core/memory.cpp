@@ -38,7 +38,11 @@ namespace detail {
 void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
   switch (kind) {
     case MemoryKind::host:
-      return ::operator new(bytes, kHostAlignment);
+      try {
+        return ::operator new(bytes, kHostAlignment);
+      } catch (const std::bad_alloc&) {
+        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of host memory"));
+      }
     case MemoryKind::pinned: {
 #if ASRDEC_WITH_CUDA
       if (!cuda_info().available) {

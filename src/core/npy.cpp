@@ -5,8 +5,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "asrdec/core/error.hpp"
+#include "core/checked_size.hpp"
 
 namespace asrdec {
 namespace {
@@ -145,7 +147,15 @@ std::string descr_of(DType dtype) {
 }  // namespace
 
 NpyArray::NpyArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-  data_ = HostBuffer<std::byte>(static_cast<std::size_t>(numel()) * dtype_size(dtype));
+  std::uint64_t elements = 1;
+  for (std::int64_t d : shape_) {
+    ASRDEC_CHECK_ARG(d >= 0, "NpyArray: dimension of negative size ", d);
+    const std::optional<std::uint64_t> product = detail::checked_mul(elements, static_cast<std::uint64_t>(d));
+    ASRDEC_CHECK_ARG(product.has_value() && *product <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                     "NpyArray: the shape's element count overflows int64");
+    elements = *product;
+  }
+  data_ = HostBuffer<std::byte>(detail::checked_bytes(elements, dtype_size(dtype), "NpyArray"));
 }
 
 std::int64_t NpyArray::numel() const noexcept {
@@ -240,14 +250,19 @@ NpyArray read_npy(const std::string& path) {
   if (fortran_order && shape.size() > 1) {
     throw Unsupported(detail::concat(path, ": Fortran-order arrays are not supported; save with np.ascontiguousarray"));
   }
+  // Every size derived from the header is checked: a shape whose byte count wraps 2^64 would otherwise pass the
+  // size check below with a tiny allocation.
+  const detail::FileSizes sizes(path, file_size);
   std::uint64_t elements = 1;
+  std::uint64_t nonzero_extent = 1;  // strides and offsets are products of dimensions, even of an empty array
   for (std::int64_t d : shape) {
-    if (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / static_cast<std::uint64_t>(d)) {
-      throw ParseError(path, 0, "shape overflows the addressable size");
-    }
-    elements *= static_cast<std::uint64_t>(d);
+    elements = sizes.mul(elements, static_cast<std::uint64_t>(d), "the shape's element count");
+    nonzero_extent = sizes.mul(nonzero_extent, static_cast<std::uint64_t>(d == 0 ? 1 : d), "the shape's extent");
   }
-  const std::uint64_t data_bytes = elements * dtype_size(dtype);
+  if (nonzero_extent > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    sizes.fail(detail::concat("the shape's extent (", nonzero_extent, " elements) overflows int64"));
+  }
+  const std::uint64_t data_bytes = sizes.mul(elements, dtype_size(dtype), "the array's byte count");
   const std::uint64_t available = file_size - data_offset;
   if (available < data_bytes) {
     throw ParseError(path, 0,

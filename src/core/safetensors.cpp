@@ -1,20 +1,18 @@
 #include "asrdec/core/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "asrdec/core/error.hpp"
+#include "core/checked_size.hpp"
+#include "core/mapped_file.hpp"
 
 namespace asrdec {
 namespace {
+
+// The reference implementation refuses larger headers too: a header is metadata, never bulk data.
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;
 
 // Element sizes of every dtype the safetensors format defines, so that byte ranges can be validated even for
 // tensors asrdec will not view.
@@ -50,49 +48,25 @@ bool viewable(const std::string& dtype, DType& out) {
 
 struct SafetensorsFile::Impl {
   std::string path;
-  void* mapping = nullptr;
-  std::size_t mapped_size = 0;
+  std::unique_ptr<detail::MappedFile> file;
   const std::byte* data = nullptr;  // start of the data section
   std::size_t data_size = 0;
   std::vector<SafetensorsEntry> entries;
   std::map<std::string, std::size_t> index;
   std::map<std::string, std::string> metadata;
 
-  ~Impl() {
-    if (mapping != nullptr) {
-      ::munmap(mapping, mapped_size);
-    }
-  }
-
   [[noreturn]] void fail(const std::string& message) const { throw ParseError(path, 0, message); }
 
   void open() {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
-    }
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-      const int error = errno;
-      ::close(fd);
-      throw Error(detail::concat(path, ": cannot stat: ", std::strerror(error)));
-    }
-    mapped_size = static_cast<std::size_t>(info.st_size);
-    if (mapped_size < 8) {
-      ::close(fd);
-      fail(detail::concat("truncated: ", mapped_size, " bytes, shorter than the 8-byte header length"));
-    }
-    mapping = ::mmap(nullptr, mapped_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int error = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED) {
-      mapping = nullptr;
-      throw Error(detail::concat(path, ": cannot map: ", std::strerror(error)));
+    file = std::make_unique<detail::MappedFile>(path);
+    if (file->size() < 8) {
+      fail(detail::concat("truncated: ", file->size(), " bytes, shorter than the 8-byte header length"));
     }
   }
 
   void parse() {
-    const auto* bytes = static_cast<const unsigned char*>(mapping);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(file->data());
+    const std::size_t mapped_size = file->size();
     std::uint64_t header_size = 0;
     for (int i = 0; i < 8; ++i) {
       header_size |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
@@ -101,7 +75,11 @@ struct SafetensorsFile::Impl {
       fail(detail::concat("truncated: the header length says ", header_size, " bytes but only ", mapped_size - 8,
                           " follow"));
     }
-    data = static_cast<const std::byte*>(mapping) + 8 + header_size;
+    if (header_size > kMaxHeaderBytes) {
+      fail(detail::concat("the JSON header of ", header_size, " bytes is larger than the ", kMaxHeaderBytes,
+                          " bytes a safetensors header may have"));
+    }
+    data = file->data() + 8 + header_size;
     data_size = mapped_size - 8 - static_cast<std::size_t>(header_size);
 
     nlohmann::json header;
@@ -129,13 +107,25 @@ struct SafetensorsFile::Impl {
       }
       entries.push_back(parse_entry(name, value));
     }
-    std::sort(entries.begin(), entries.end(),
-              [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
+    std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+      return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+    });
+    // As the format requires, the tensors tile the data section: no overlap, no gap, nothing after the last one.
+    std::size_t covered = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (i > 0 && entries[i].begin < entries[i - 1].end) {
+      if (entries[i].begin < covered) {
         fail(detail::concat("tensors '", entries[i - 1].name, "' and '", entries[i].name, "' overlap"));
       }
+      if (entries[i].begin > covered) {
+        fail(detail::concat("bytes [", covered, ", ", entries[i].begin, ") of the data section belong to no tensor (",
+                            "before '", entries[i].name, "')"));
+      }
+      covered = entries[i].end;
       index[entries[i].name] = i;
+    }
+    if (covered != data_size) {
+      fail(detail::concat(data_size - covered, " unexpected bytes after the ", covered,
+                          " bytes of tensor data (the data section must end with the last tensor)"));
     }
   }
 
@@ -158,18 +148,22 @@ struct SafetensorsFile::Impl {
     if (!shape.is_array()) {
       fail(where("shape is not an array"));
     }
+    const detail::FileSizes sizes(path, file->size());
     std::uint64_t elements = 1;
+    std::uint64_t extent = 1;  // strides are products of dimensions, even for an empty tensor
     for (const auto& d : shape) {
       if (!d.is_number_unsigned()) {
         fail(where("shape entries must be non-negative integers"));
       }
       const auto dim = d.get<std::uint64_t>();
-      if (dim != 0 && elements > std::numeric_limits<std::uint64_t>::max() / dim) {
-        fail(where("shape overflows"));
+      elements = sizes.mul(elements, dim, where("element count"));
+      extent = sizes.mul(extent, dim == 0 ? 1 : dim, where("shape extent"));
+      if (extent > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        fail(where("shape overflows int64"));
       }
-      elements *= dim;
       entry.shape.push_back(static_cast<std::int64_t>(dim));
     }
+    const std::uint64_t bytes = sizes.mul(elements, size, where("byte count"));
     const auto& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned()) {
@@ -181,9 +175,8 @@ struct SafetensorsFile::Impl {
       fail(where(detail::concat("data_offsets [", begin, ", ", end, ") outside the ", data_size,
                                 "-byte data section (truncated file?)")));
     }
-    if (end - begin != elements * size) {
-      fail(where(
-          detail::concat("data_offsets span ", end - begin, " bytes but shape and dtype need ", elements * size)));
+    if (end - begin != bytes) {
+      fail(where(detail::concat("data_offsets span ", end - begin, " bytes but shape and dtype need ", bytes)));
     }
     entry.begin = static_cast<std::size_t>(begin);
     entry.end = static_cast<std::size_t>(end);
@@ -227,6 +220,15 @@ TensorView SafetensorsFile::tensor(const std::string& name) const {
                  ", which asrdec cannot use (F32, F16, BF16, I32 or I64)");
   ASRDEC_EXPECTS(e.shape.size() <= static_cast<std::size_t>(TensorView::kMaxDims), Unsupported, impl_->path,
                  ": tensor '", name, "' has ", e.shape.size(), " dimensions (at most ", TensorView::kMaxDims, ")");
+  // Views are read with typed loads; the format's writers align every tensor to its element size (the mapping
+  // itself is page-aligned), so a misaligned one comes from a damaged or hand-made file.
+  const auto address = reinterpret_cast<std::uintptr_t>(impl_->data + e.begin);
+  if (e.end > e.begin && address % dtype_size(dtype) != 0) {
+    throw ParseError(impl_->path, 0,
+                     detail::concat("tensor '", name, "' starts at byte ",
+                                    (impl_->data - impl_->file->data()) + e.begin,
+                                    " of the file, not aligned to its ", dtype_size(dtype), "-byte elements"));
+  }
   std::int64_t strides[TensorView::kMaxDims] = {};
   std::int64_t stride = 1;
   for (int d = static_cast<int>(e.shape.size()) - 1; d >= 0; --d) {

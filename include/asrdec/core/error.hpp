@@ -51,6 +51,14 @@ class Unsupported : public Error {
   explicit Unsupported(const std::string& message) : Error(message) {}
 };
 
+/** Host memory the library needed could not be allocated (what() names the size and what it was for). Device
+ *  memory that cannot be allocated is a CudaError (cudaErrorMemoryAllocation). Sizes derived from files and
+ *  arguments are bounded before anything is allocated, so this signals a real shortage, not a hostile input. */
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& message) : Error(message) {}
+};
+
 /** A CUDA runtime call failed. what() names the call, the error and where it was made. */
 class CudaError : public Error {
  public:
