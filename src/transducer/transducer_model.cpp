@@ -1,6 +1,7 @@
 #include "asrdec/transducer/transducer_model.hpp"
 
 #include <charconv>
+#include <limits>
 #include <sstream>
 
 #include "asrdec/core/error.hpp"
@@ -10,6 +11,10 @@ namespace asrdec {
 namespace {
 
 constexpr const char* kFormat = "transducer-v1";
+// LSTM layers or stateless context tokens: far beyond any published predictor, small enough to bound the loops.
+constexpr std::int64_t kMaxPredictorDepth = 1024;
+// TDT durations in frames (NeMo's models use 0-4 or 0-8).
+constexpr std::int32_t kMaxTdtDuration = 1 << 16;
 
 // Reading one file: every problem becomes a ParseError naming the file.
 class ModelFile {
@@ -28,12 +33,17 @@ class ModelFile {
     return found->second;
   }
 
-  std::int64_t meta_int(const std::string& key, const char* fallback = nullptr) const {
+  /** An integer metadata value in [min, max]: every value is range-checked before it is narrowed or used. */
+  std::int64_t meta_int(const std::string& key, const char* fallback, std::int64_t min, std::int64_t max) const {
     const std::string text = meta(key, fallback);
     std::int64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size()) {
-      fail(detail::concat("metadata '", key, "' = '", text, "' is not an integer"));
+      fail(detail::concat("metadata '", key, "' = '", text, "' is not an integer",
+                          error == std::errc::result_out_of_range ? " of 64 bits" : ""));
+    }
+    if (value < min || value > max) {
+      fail(detail::concat("metadata '", key, "' = ", value, " is outside [", min, ", ", max, "]"));
     }
     return value;
   }
@@ -111,7 +121,8 @@ TransducerModel::TransducerModel(std::shared_ptr<const TransducerJoint> joint,
   ASRDEC_CHECK_ARG(predictor_->device() == joint_->device(), "predictor on ", predictor_->device().to_string(),
                    " but joint on ", joint_->device().to_string());
   for (std::int32_t d : durations_) {
-    ASRDEC_CHECK_ARG(d >= 0, "TDT durations must be non-negative, got ", d);
+    // Frame arithmetic is int32 (t + d with t < 2^30): a bounded duration cannot overflow it.
+    ASRDEC_CHECK_ARG(d >= 0 && d <= kMaxTdtDuration, "TDT durations must lie in [0, ", kMaxTdtDuration, "], got ", d);
   }
 }
 
@@ -125,8 +136,9 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
   if (type != "rnnt" && type != "tdt") {
     file.fail(detail::concat("model_type '", type, "' is not rnnt or tdt"));
   }
-  const std::int64_t vocab = file.meta_int("vocab_size");
-  const auto blank = static_cast<std::int32_t>(file.meta_int("blank_id", std::to_string(vocab).c_str()));
+  // Token ids are int32 everywhere (V + 1 columns, blank among them).
+  const std::int64_t vocab = file.meta_int("vocab_size", nullptr, 1, std::numeric_limits<std::int32_t>::max() - 1);
+  const auto blank = static_cast<std::int32_t>(file.meta_int("blank_id", std::to_string(vocab).c_str(), 0, vocab));
   std::vector<std::int32_t> durations = parse_durations(file, file.meta("durations", ""));
   if (type == "tdt" && durations.empty()) file.fail("model_type tdt needs durations");
   if (type == "rnnt" && !durations.empty()) file.fail("model_type rnnt must not list durations");
@@ -144,8 +156,7 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
   if (kind == "lstm") {
     LstmPredictorWeights w;
     w.embedding = file.tensor("predictor.embedding.weight");
-    const std::int64_t layers = file.meta_int("predictor_layers", "1");
-    if (layers < 1) file.fail("predictor_layers must be at least 1");
+    const std::int64_t layers = file.meta_int("predictor_layers", "1", 1, kMaxPredictorDepth);
     for (std::int64_t l = 0; l < layers; ++l) {
       const std::string prefix = "predictor.lstm." + std::to_string(l) + ".";
       w.weight_ih.push_back(file.tensor(prefix + "weight_ih"));
@@ -161,8 +172,7 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
     predictor = file.build([&] { return make_lstm_predictor(w, blank, dtype, device); });
   } else if (kind == "stateless") {
     StatelessPredictorWeights w;
-    const std::int64_t context = file.meta_int("predictor_context");
-    if (context < 1) file.fail("predictor_context must be at least 1");
+    const std::int64_t context = file.meta_int("predictor_context", nullptr, 1, kMaxPredictorDepth);
     for (std::int64_t i = 0; i < context; ++i) {
       w.embeddings.push_back(file.tensor("predictor.embeds." + std::to_string(i) + ".weight"));
     }

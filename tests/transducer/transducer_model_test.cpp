@@ -109,8 +109,25 @@ TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
                           ParseError, "model_type 'ctc' is not rnnt or tdt");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("vocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "300"; })),
                           ParseError, "joint has 257 outputs but vocab_size 300 + blank + 0 durations make 301");
-  ASRDEC_EXPECT_THROW_MSG(load(altered_model("missing.st", [](auto& h) { h.erase("joint.pred.bias"); })), ParseError,
-                          "missing tensor 'joint.pred.bias'");
+  ASRDEC_EXPECT_THROW_MSG(load(altered_model("missing.st",
+                                             [](auto& h) {
+                                               h["unused"] = h["joint.pred.bias"];
+                                               h.erase("joint.pred.bias");
+                                             })),
+                          ParseError, "missing tensor 'joint.pred.bias'");
+  // Integers are range-checked before they are narrowed: 2^32 must not become blank id 0.
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("blank.st", [](auto& h) { h["__metadata__"]["blank_id"] = "4294967296"; })), ParseError,
+      "metadata 'blank_id' = 4294967296 is outside [0, 256]");
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("bigvocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "1099511627776"; })),
+      ParseError, "metadata 'vocab_size' = 1099511627776 is outside [1, 2147483646]");
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("huge.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "99999999999999999999"; })),
+      ParseError, "metadata 'vocab_size' = '99999999999999999999' is not an integer of 64 bits");
+  ASRDEC_EXPECT_THROW_MSG(
+      load(altered_model("layers.st", [](auto& h) { h["__metadata__"]["predictor_layers"] = "-1"; })), ParseError,
+      "metadata 'predictor_layers' = -1 is outside [1, 1024]");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("noint.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "many"; })),
                           ParseError, "metadata 'vocab_size' = 'many' is not an integer");
   ASRDEC_EXPECT_THROW_MSG(
