@@ -80,6 +80,44 @@ TEST(Npy, RejectsMalformedAndTruncatedFiles) {
   ASRDEC_EXPECT_THROW_MSG(read_npy(testing::temp_path("missing.npy")), Error, "cannot open for reading");
 }
 
+// A version 1.0 .npy file with `header` (padded as NumPy pads it) followed by `data`.
+std::string npy_bytes(const std::string& header, const std::string& data) {
+  std::string text = header;
+  text.append((64 - (10 + text.size() + 1) % 64) % 64, ' ');
+  text += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(text.size() & 0xff);
+  out += static_cast<char>(text.size() >> 8);
+  return out + text + data;
+}
+
+TEST(Npy, SizesDerivedFromTheHeaderCannotWrap) {
+  // 2^61 float32 elements are 2^63 bytes and 2^62 int64 are 2^65: before the byte count was checked, the second
+  // wrapped to 0 and a tiny allocation was written past by the CLI.
+  const std::string wraps = testing::temp_path("wraps.npy");
+  write_bytes(wraps, npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (4611686018427387904,), }", ""));
+  ASRDEC_EXPECT_THROW_MSG(read_npy(wraps), ParseError, "the array's byte count: 4611686018427387904 × 8 overflows");
+  const std::string elements = testing::temp_path("elements.npy");
+  write_bytes(elements, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967297), }", ""));
+  ASRDEC_EXPECT_THROW_MSG(read_npy(elements), ParseError, "the shape's element count");
+  // An empty array whose other dimensions multiply past int64 would overflow every stride computed from them.
+  const std::string extent = testing::temp_path("extent.npy");
+  write_bytes(extent, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }",
+                                ""));
+  ASRDEC_EXPECT_THROW_MSG(read_npy(extent), ParseError, "the shape's extent");
+  // Large but honest: the header asks for more data than the file holds.
+  const std::string big = testing::temp_path("big.npy");
+  write_bytes(big, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000), }", "abcd"));
+  ASRDEC_EXPECT_THROW_MSG(read_npy(big), ParseError, "truncated: the header declares 4000000000 bytes");
+  // An empty array is still fine.
+  const std::string empty = testing::temp_path("empty.npy");
+  write_bytes(empty, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 7), }", ""));
+  EXPECT_EQ(read_npy(empty).view().shape_string(), "[0, 7]");
+  ASRDEC_EXPECT_THROW_MSG((NpyArray(DType::f32, {std::int64_t{1} << 40, std::int64_t{1} << 40})), InvalidArgument,
+                          "overflows int64");
+}
+
 TEST(Npy, WriteThenReadRoundTripsRandomArrays) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));

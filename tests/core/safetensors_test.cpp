@@ -70,12 +70,34 @@ TEST(Safetensors, RejectsEachKindOfDamage) {
        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
        data, -1, "tensors 'a' and 'b' overlap"},
       {"bad_metadata", R"({"__metadata__":{"k":3}})", data, -1, "__metadata__ value of 'k' is not a string"},
+      // Byte counts that wrap 2^64 must not pass the size check.
+      {"wrapping_bytes", R"({"a":{"dtype":"I64","shape":[2305843009213693952],"data_offsets":[0,0]}})", data, -1,
+       "tensor 'a': byte count: 2305843009213693952 × 8 overflows 64 bits"},
+      {"wrapping_elements", R"({"a":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", data, -1,
+       "tensor 'a': element count"},
+      {"empty_but_huge", R"({"a":{"dtype":"U8","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})", data, -1,
+       "tensor 'a': shape extent"},
+      // The tensors must tile the data section, as the format requires.
+      {"trailing", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data, -1,
+       "8 unexpected bytes after the 8 bytes of tensor data"},
+      {"gap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data, -1,
+       "bytes [0, 8) of the data section belong to no tensor (before 'a')"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string path = write_file(std::string(c.name) + ".safetensors", c.header, c.data, c.declared);
     ASRDEC_EXPECT_THROW_MSG(SafetensorsFile{path}, ParseError, c.message);
   }
+  // A header is metadata: one of gigabytes is refused before it is parsed.
+  const std::string huge_header = write_file("huge_header.safetensors", std::string(100 * 1024 * 1024 + 1, ' '), "");
+  ASRDEC_EXPECT_THROW_MSG(SafetensorsFile{huge_header}, ParseError, "larger than the 104857600 bytes");
+  // Tensors are read with typed loads, so a misaligned one is refused when it is viewed.
+  std::string misaligned_header = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                  R"("b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})";
+  misaligned_header.append((8 - misaligned_header.size() % 8) % 8, ' ');  // data starts 8-aligned, b at +1
+  const SafetensorsFile file(write_file("misaligned.safetensors", misaligned_header, std::string(9, '\0')));
+  EXPECT_EQ(file.entry("a").end, 1u);
+  ASRDEC_EXPECT_THROW_MSG(file.tensor("b"), ParseError, "not aligned to its 4-byte elements");
   const std::string tiny = testing::temp_path("tiny.safetensors");
   std::ofstream(tiny, std::ios::binary) << "abc";
   ASRDEC_EXPECT_THROW_MSG(SafetensorsFile{tiny}, ParseError, "shorter than the 8-byte header length");
