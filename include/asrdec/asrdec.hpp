@@ -22,6 +22,8 @@
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
+#include "asrdec/text/symbol_table.hpp"
+#include "asrdec/text/text_file.hpp"
 #include "asrdec/text/vocabulary.hpp"
 #include "asrdec/text/wer.hpp"
 #include "asrdec/transducer/beam_decoder.hpp"

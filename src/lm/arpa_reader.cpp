@@ -1,65 +1,29 @@
 #include "lm/arpa_reader.hpp"
 
-#include <zlib.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <algorithm>
 #include <memory>
 #include <string_view>
 #include <unordered_set>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/log.hpp"
+#include "asrdec/text/text_file.hpp"
 
 namespace asrdec::detail {
 namespace {
 
-// Lines of a plain or gzip file (zlib reads uncompressed files through as they are).
-class LineReader {
- public:
-  explicit LineReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
-    if (file_ == nullptr) {
-      throw Error(concat(path, ": cannot open for reading: ", std::strerror(errno)));
-    }
-    gzbuffer(file_, 1 << 17);
-  }
-  ~LineReader() {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-
-  /** Next line without its line end (LF or CRLF); false at the end of the file. */
-  bool next(std::string& line) {
-    line.clear();
-    char buffer[4096];
-    for (;;) {
-      if (gzgets(file_, buffer, sizeof buffer) == nullptr) {
-        int code = Z_OK;
-        const char* message = gzerror(file_, &code);
-        if (code != Z_OK && code != Z_STREAM_END) {
-          throw ParseError(path_, number_ + 1, concat("cannot decompress: ", message));
-        }
-        if (line.empty()) return false;
-        break;
-      }
-      line += buffer;
-      if (!line.empty() && line.back() == '\n') break;
-    }
-    ++number_;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return true;
-  }
-  std::int64_t number() const noexcept { return number_; }
-
- private:
-  std::string path_;
-  gzFile file_;
-  std::int64_t number_ = 0;
-};
+// Values are log10 probabilities and backoffs. Real models stay within ±100 (-99 marks an impossible <s>);
+// anything beyond ±10^6 is damage, and refusing it keeps every sum of scores a decoder forms finite in float.
+constexpr double kMaxLog10Magnitude = 1e6;
+// Entries are reserved as the header declares them, but never more than this many up front: a header may lie.
+constexpr std::int64_t kMaxReservedEntries = std::int64_t{1} << 20;
+// Symbols and n-grams are numbered with int32.
+constexpr std::int64_t kMaxEntriesPerOrder = std::numeric_limits<std::int32_t>::max() / 2;
 
 bool is_arpa_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
 
@@ -91,12 +55,12 @@ void split(std::string_view line, std::vector<std::string_view>& out) {
 }  // namespace
 
 ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) {
-  LineReader reader(path);
+  TextFileReader reader(path);
   ArpaModel model;
   model.path = path;
   std::string line;
   const auto fail = [&](const std::string& message) -> ParseError {
-    return ParseError(path, reader.number(), message);
+    return reader.error(message);
   };
   const auto number = [&](std::string_view text, const char* what) -> double {
     double value = 0;
@@ -106,6 +70,18 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
     }
     if (!std::isfinite(value)) {
       throw fail(concat(what, " ", text, " is not finite"));
+    }
+    if (std::fabs(value) > kMaxLog10Magnitude) {
+      throw fail(concat(what, " ", text, " is outside [-", kMaxLog10Magnitude, ", ", kMaxLog10Magnitude,
+                        "] (damaged file?)"));
+    }
+    return value;
+  };
+  const auto count_field = [&](std::string_view text, const char* what) -> std::int64_t {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+      throw fail(concat(what, " '", text, "' is not a non-negative integer"));
     }
     return value;
   };
@@ -119,7 +95,7 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
     }
   }
   if (!found) {
-    throw ParseError(path, reader.number(), "no \\data\\ section: not an ARPA file (or it is empty)");
+    throw ParseError(path, reader.line_number(), "no \\data\\ section: not an ARPA file (or it is empty)");
   }
 
   std::vector<std::int64_t> counts;
@@ -135,13 +111,18 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
     const std::size_t equals = line.find('=');
     if (equals == std::string::npos) throw fail(concat("expected 'ngram N=COUNT', got '", line, "'"));
     // Toolkits pad these fields (IRSTLM writes "ngram  1=       256").
-    const double order = number(trim(std::string_view(line).substr(6, equals - 6)), "n-gram order");
-    const double count = number(trim(std::string_view(line).substr(equals + 1)), "n-gram count");
-    if (order != static_cast<double>(counts.size() + 1)) {
+    const std::int64_t order = count_field(trim(std::string_view(line).substr(6, equals - 6)), "n-gram order");
+    const std::int64_t count = count_field(trim(std::string_view(line).substr(equals + 1)), "n-gram count");
+    if (order > kMaxArpaOrder) {
+      throw fail(concat("n-gram order ", order, " is above the ", kMaxArpaOrder, " orders asrdec reads"));
+    }
+    if (order != static_cast<std::int64_t>(counts.size() + 1)) {
       throw fail(concat("n-gram orders must be listed as 1, 2, 3, ...; found order ", order, " after ", counts.size()));
     }
-    if (count < 0 || count != std::floor(count)) throw fail(concat("invalid n-gram count ", count));
-    counts.push_back(static_cast<std::int64_t>(count));
+    if (count > kMaxEntriesPerOrder) {
+      throw fail(concat("n-gram count ", count, " is more than the ", kMaxEntriesPerOrder, " entries an order may hold"));
+    }
+    counts.push_back(count);
   }
   if (counts.empty()) throw fail("the \\data\\ header lists no n-gram counts");
   if (counts[0] == 0) throw fail("the \\data\\ header declares no unigrams");
@@ -162,10 +143,11 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
       have_header = true;
     }
     ArpaOrder& order = model.orders[n - 1];
-    order.first_line = reader.number() + 1;
-    order.words.reserve(static_cast<std::size_t>(counts[n - 1]) * n);
-    order.prob.reserve(static_cast<std::size_t>(counts[n - 1]));
-    order.backoff.reserve(static_cast<std::size_t>(counts[n - 1]));
+    order.first_line = reader.line_number() + 1;
+    const auto reserved = static_cast<std::size_t>(std::min(counts[n - 1], kMaxReservedEntries));
+    order.words.reserve(reserved * n);
+    order.prob.reserve(reserved);
+    order.backoff.reserve(reserved);
     for (std::int64_t i = 0; i < counts[n - 1]; ++i) {
       if (!reader.next(line)) {
         throw fail(
@@ -186,7 +168,7 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
               concat("positive log10 probability ", fields[0],
                      " (load with clamp_positive_probabilities to read it as 0, as KenLM's build_binary -i does)"));
         }
-        warn_once("arpa-positive:" + path, concat(path, ":", reader.number(), ": positive log10 probability ",
+        warn_once("arpa-positive:" + path, concat(path, ":", reader.line_number(), ": positive log10 probability ",
                                                   fields[0], " read as 0 (further ones silently)"));
         prob = 0;
       }

@@ -9,6 +9,9 @@
 
 namespace asrdec::detail {
 
+/** The highest n-gram order an ARPA file or LM image may have (real models stop well below 10). */
+constexpr std::int64_t kMaxArpaOrder = 255;
+
 struct ArpaOrder {
   std::vector<std::int32_t> words;  ///< n symbol indices per entry
   std::vector<float> prob;          ///< log10

@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <unordered_map>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/text/symbol_table.hpp"
 #include "lm/ngram_tables.hpp"
 
 namespace asrdec::detail {
@@ -71,51 +71,6 @@ std::int64_t single_code_point(const std::string& s) {
   return value;
 }
 
-std::vector<std::string> read_symbol_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(concat(path, ": cannot open the symbol table"));
-  std::vector<std::pair<std::string, std::int64_t>> entries;
-  std::string line;
-  std::int64_t number = 0;
-  bool two_columns = true;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::size_t split = line.find_last_of(" \t");
-    std::int64_t id = -1;
-    if (split != std::string::npos) {
-      try {
-        std::size_t used = 0;
-        id = std::stoll(line.substr(split + 1), &used);
-        if (used != line.size() - split - 1) id = -1;
-      } catch (...) {
-        id = -1;
-      }
-    }
-    if (id < 0) two_columns = false;
-    entries.emplace_back(id >= 0 ? line.substr(0, line.find_first_of(" \t")) : line, id);
-  }
-  if (entries.empty()) throw ParseError(path, 0, "empty symbol table");
-  std::vector<std::string> words;
-  if (two_columns) {
-    std::int64_t size = 0;
-    for (const auto& [word, id] : entries) size = std::max(size, id + 1);
-    words.resize(static_cast<std::size_t>(size));
-    for (const auto& [word, id] : entries) {
-      if (!words[static_cast<std::size_t>(id)].empty()) {
-        throw ParseError(
-            path, 0,
-            concat("id ", id, " is given to both '", words[static_cast<std::size_t>(id)], "' and '", word, "'"));
-      }
-      words[static_cast<std::size_t>(id)] = word;
-    }
-  } else {
-    for (const auto& entry : entries) words.push_back(entry.first);
-  }
-  return words;
-}
-
 NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& options) {
   NgramTables t;
   t.vocabulary = options.vocabulary;
@@ -133,7 +88,7 @@ NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& opti
                      options.vocab_size);
     V = options.vocab_size;
   } else if (options.vocabulary == LmVocabularyKind::symbol_table) {
-    t.words = read_symbol_table(options.symbol_table);
+    t.words = SymbolTable::load(options.symbol_table).symbols();
     V = static_cast<std::int64_t>(t.words.size());
     for (std::size_t i = 0; i < t.words.size(); ++i) {
       if (!t.words[i].empty()) table.emplace(t.words[i], static_cast<std::int32_t>(i));
@@ -171,7 +126,8 @@ NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& opti
     }
   }
   if (options.vocabulary == LmVocabularyKind::arpa_words) V = static_cast<std::int64_t>(t.words.size());
-  ASRDEC_CHECK_ARG(V >= 1 && V < (std::int64_t{1} << 30), "LM vocabulary size ", V, " out of range");
+  ASRDEC_CHECK_ARG(V >= 1 && V <= kMaxLmVocabulary, "LM vocabulary size ", V, " is outside [1, ", kMaxLmVocabulary,
+                   "]");
   for (auto& value : id) {
     if (value == std::numeric_limits<std::int32_t>::max()) value = static_cast<std::int32_t>(V);
   }

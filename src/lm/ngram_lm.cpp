@@ -2,6 +2,7 @@
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/ngram_step.hpp"
+#include "asrdec/text/symbol_table.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec {
@@ -89,14 +90,42 @@ NgramLm::~NgramLm() = default;
 NgramLm::NgramLm(NgramLm&&) noexcept = default;
 NgramLm& NgramLm::operator=(NgramLm&&) noexcept = default;
 
+void NgramLmOptions::validate() const {
+  switch (vocabulary) {
+    case LmVocabularyKind::token_level:
+      // 0 is allowed here: an LM image knows its V (an ARPA file does not, and the builder says so).
+      ASRDEC_CHECK_ARG(vocab_size >= 0 && vocab_size <= detail::kMaxLmVocabulary,
+                       "NgramLmOptions.vocab_size: a token-level LM needs V (the ASR model's blank id) in [1, ",
+                       detail::kMaxLmVocabulary, "], got ", vocab_size);
+      return;
+    case LmVocabularyKind::symbol_table:
+      ASRDEC_CHECK_ARG(!symbol_table.empty(), "NgramLmOptions.symbol_table: a symbol-table LM needs the table's path");
+      return;
+    case LmVocabularyKind::arpa_words:
+      return;
+  }
+  throw InvalidArgument(
+      detail::concat("NgramLmOptions.vocabulary: unknown kind ", static_cast<int>(vocabulary)));
+}
+
 NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, Device device) {
+  options.validate();
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   if (detail::is_binary_image(path)) {
     impl->host = detail::read_binary(path);
-    if (options.vocabulary == LmVocabularyKind::token_level && options.vocab_size > 0) {
+    const bool image_token_level = impl->host.vocabulary == LmVocabularyKind::token_level;
+    const bool want_token_level = options.vocabulary == LmVocabularyKind::token_level;
+    ASRDEC_CHECK_ARG(image_token_level == want_token_level, "vocabulary mismatch: ", path, " is a ",
+                     image_token_level ? "token-level" : "word-level", " LM image, loaded as a ",
+                     want_token_level ? "token-level" : "word-level", " LM");
+    if (want_token_level && options.vocab_size > 0) {
       ASRDEC_CHECK_ARG(options.vocab_size == impl->host.vocab_size, "vocabulary mismatch: ", path,
                        " was built for V = ", impl->host.vocab_size, " tokens, the decoder has ", options.vocab_size);
+    } else if (options.vocabulary == LmVocabularyKind::symbol_table) {
+      ASRDEC_CHECK_ARG(SymbolTable::load(options.symbol_table).symbols() == impl->host.words,
+                       "vocabulary mismatch: ", path, " was built with another word table than ",
+                       options.symbol_table);
     }
   } else {
     impl->host = detail::build_ngram_tables(detail::read_arpa(path, options.clamp_positive_probabilities), options);
@@ -216,8 +245,10 @@ void NgramLm::save_binary(const std::string& path) const {
 }
 
 std::string NgramLm::describe() const {
-  const char* kinds[] = {"token-level", "word-level (ARPA symbols)", "word-level (symbol table)"};
-  return detail::concat(order(), "-gram ", kinds[static_cast<int>(impl_->host.vocabulary)], " LM, V = ", vocab_size(),
+  const char* kind = "word-level (symbol table)";
+  if (impl_->host.vocabulary == LmVocabularyKind::token_level) kind = "token-level";
+  if (impl_->host.vocabulary == LmVocabularyKind::arpa_words) kind = "word-level (ARPA symbols)";
+  return detail::concat(order(), "-gram ", kind, " LM, V = ", vocab_size(),
                         ", ", num_states(), " states, ", num_arcs(), " arcs, ",
                         static_cast<double>(memory_bytes()) / (1024.0 * 1024.0), " MiB on ", device().to_string());
 }

@@ -11,6 +11,10 @@
 
 namespace asrdec::detail {
 
+/** The largest LM vocabulary (V tokens or words): full-vocabulary queries hold [batch, V] scores, and START holds
+ *  an arc per label, so V bounds the memory of every LM and fused decoder. */
+constexpr std::int64_t kMaxLmVocabulary = std::int64_t{1} << 24;
+
 struct NgramTables {
   std::int32_t vocab_size = 0;
   std::int32_t order = 0;
@@ -35,9 +39,6 @@ NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& opti
 
 /** The code point of a string holding exactly one UTF-8 encoded character, else -1. */
 std::int64_t single_code_point(const std::string& s);
-
-/** Reads a symbol table: "word id" lines, or one word per line (id = line number). */
-std::vector<std::string> read_symbol_table(const std::string& path);
 
 void write_binary(const NgramTables& tables, const std::string& path);
 bool is_binary_image(const std::string& path);

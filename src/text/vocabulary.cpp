@@ -1,10 +1,7 @@
 #include "asrdec/text/vocabulary.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include "asrdec/core/error.hpp"
+#include "asrdec/text/text_file.hpp"
 
 namespace asrdec {
 namespace {
@@ -27,16 +24,10 @@ bool is_two_column(const std::vector<std::string>& lines) {
 Vocabulary::Vocabulary(std::vector<std::string> tokens) : tokens_(std::move(tokens)) {}
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
-  }
+  TextFileReader reader(path);
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(file, line)) {
-    if (!line.empty() && line.back() == '\r') {
-      line.pop_back();
-    }
+  while (reader.next(line)) {
     lines.push_back(line);
   }
   while (!lines.empty() && lines.back().empty()) {

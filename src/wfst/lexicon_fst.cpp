@@ -8,6 +8,7 @@
 #include <set>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/text/text_file.hpp"
 #include "wfst/graph_builder_openfst.hpp"
 
 namespace asrdec {
@@ -35,15 +36,13 @@ bool is_reserved_word(const std::string& word) {
 }  // namespace
 
 Lexicon read_lexicon(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(detail::concat(path, ": cannot open the lexicon for reading: ", std::strerror(errno)));
+  TextFileReader in(path, "the lexicon");
   Lexicon lexicon;
   lexicon.source = path;
   std::string line;
   std::int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (in.next(line)) {
+    number = in.line_number();
     std::vector<std::string> fields = split_fields(line);
     if (fields.empty()) continue;
     if (fields.size() == 1) {
@@ -60,7 +59,6 @@ Lexicon read_lexicon(const std::string& path) {
     entry.line = number;
     lexicon.entries.push_back(std::move(entry));
   }
-  if (in.bad()) throw Error(detail::concat(path, ": read error: ", std::strerror(errno)));
   if (lexicon.entries.empty()) throw ParseError(path, number, "the lexicon has no pronunciations");
   return lexicon;
 }

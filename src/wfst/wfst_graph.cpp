@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
+#include "wfst/openfst_file.hpp"
 #include "wfst/wfst_graph_openfst.hpp"
 
 namespace asrdec {
@@ -168,16 +168,7 @@ WfstGraph WfstGraph::from_arrays(WfstGraphArrays a, std::string source) {
 }
 
 WfstGraph WfstGraph::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ASRDEC_CHECK_ARG(in.good(), "cannot open WFST graph '", path, "'");
-  fst::FstHeader header;
-  ASRDEC_CHECK_ARG(header.Read(in, path), path, ": not an OpenFst binary file (no FST header)");
-  ASRDEC_CHECK_ARG(header.ArcType() == fst::StdArc::Type(), path, ": arc type '", header.ArcType(),
-                   "' is not supported; the decoder needs the standard (tropical, float) arc");
-  in.seekg(0);
-  const std::unique_ptr<fst::StdFst> graph(fst::StdFst::Read(in, fst::FstReadOptions(path)));
-  ASRDEC_CHECK_ARG(graph != nullptr, path, ": OpenFst could not read the ", header.FstType(), " FST");
-  return detail::wfst_graph_from_fst(*graph, path);
+  return from_arrays(detail::read_openfst_file(path), path);
 }
 
 std::int32_t WfstGraph::num_states() const noexcept { return impl_->arrays.num_states; }

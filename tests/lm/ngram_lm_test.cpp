@@ -192,7 +192,7 @@ TEST(NgramLm, MalformedFilesAreRejectedWithPreciseMessages) {
   const std::vector<Case> cases = {
       {"no_data_section", "no \\data\\ section: not an ARPA file"},
       {"empty", "no \\data\\ section"},
-      {"bad_count_line", ":3: n-gram count 'eight' is not a number"},
+      {"bad_count_line", ":3: n-gram count 'eight' is not a non-negative integer"},
       {"order_gap", ":3: n-gram orders must be listed as 1, 2, 3, ...; found order 3 after 1"},
       {"count_too_high", "the \\2-grams: section has 8 entries, the header declares 9"},
       {"count_too_low", "expected '\\3-grams:', got '-0.55\th </s>'"},
@@ -232,6 +232,45 @@ TEST(NgramLm, MalformedFilesAreRejectedWithPreciseMessages) {
   ASRDEC_EXPECT_THROW_MSG(NgramLm::load(arpa("tokens_3gram.arpa"), tokens(0)), InvalidArgument,
                           "a token-level LM needs the vocabulary size V");
   ASRDEC_EXPECT_THROW_MSG(NgramLm::load(testing::temp_path("absent.arpa"), tokens(8)), Error, "cannot open");
+}
+
+// ARPA files crafted in the test: sizes the header declares, values and lines that must be bounded.
+TEST(NgramLm, HostileArpaFilesAreBounded) {
+  const auto write = [](const std::string& name, const std::string& text) {
+    const std::string path = testing::temp_path(name);
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  };
+  const auto with = [](const std::string& count, const std::string& unigram_e) {
+    return "\\data\\\nngram 1=" + count + "\n\n\\1-grams:\n-0.5\t<s>\n-0.6\t</s>\n" + unigram_e +
+           "\n\n\\end\\\n";
+  };
+  const NgramLmOptions options = tokens(8);
+  // Counts drive reservations: a lying header must be refused or cost nothing, never bad_alloc or an undefined
+  // double-to-integer conversion.
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("count_1e12.arpa", with("1000000000000", "-0.7\te")), options),
+                          ParseError, ":2: n-gram count 1000000000000 is more than the 1073741823 entries");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("count_1e300.arpa", with("1e300", "-0.7\te")), options), ParseError,
+                          ":2: n-gram count '1e300' is not a non-negative integer");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("count_big.arpa", with("1000000", "-0.7\te")), options), ParseError,
+                          "the \\1-grams: section has 3 entries, the header declares 1000000");
+  // Finite as double but not as float (or beyond any real model): refused, not turned into ±inf.
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("backoff_1e39.arpa", with("3", "-0.7\te\t1e39")), options),
+                          ParseError, ":7: backoff 1e39 is outside [-1e+06, 1e+06]");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("prob_big.arpa", with("3", "-3e38\te")), options), ParseError,
+                          ":7: probability -3e38 is outside");
+  // A NUL byte used to end a line early and glue the rest onto the next line.
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("nul.arpa", with("3", std::string("-0.7\te\0-0.8\tf", 13))), options),
+                          ParseError, ":7: NUL byte in a text line");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load("/dev/zero", options), ParseError, "/dev/zero:1: NUL byte");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("long.arpa", with("3", "-0.7\t" + std::string(2 << 20, 'e'))), options),
+                          ParseError, ":7: line longer than 1048576 bytes");
+  std::string orders = "\\data\\\n";
+  for (int n = 1; n <= 300; ++n) orders += "ngram " + std::to_string(n) + "=1\n";
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("orders.arpa", orders), options), ParseError,
+                          ":257: n-gram order 256 is above the 255 orders asrdec reads");
+  // The same file, well-formed, loads.
+  EXPECT_EQ(NgramLm::load(write("fine.arpa", with("3", "-0.7\td")), options).order(), 1);
 }
 
 TEST(NgramLm, CorruptedBinaryImagesAreRejected) {

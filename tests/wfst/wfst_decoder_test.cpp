@@ -440,20 +440,19 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   ASRDEC_EXPECT_THROW_MSG(detail::wfst_graph_from_fst(no_start, "no start"), InvalidArgument,
                           "no start: the graph has no start state");
 
-  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(testing::temp_path("missing.fst")), InvalidArgument,
-                          "cannot open WFST graph");
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(testing::temp_path("missing.fst")), Error, "cannot open for reading");
   const std::string text = testing::temp_path("not-an-fst.fst");
   {
     std::ofstream out(text);
     out << "0 1 1 1\n1\n";
   }
-  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(text), InvalidArgument, "not an OpenFst binary file");
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(text), ParseError, "not an OpenFst binary file");
   const std::string log_path = testing::temp_path("log.fst");
   fst::VectorFst<fst::LogArc> log_fst;
   log_fst.AddState();
   log_fst.SetStart(0);
   log_fst.Write(log_path);
-  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(log_path), InvalidArgument, "arc type 'log' is not supported");
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(log_path), Unsupported, "arc type 'log' is not supported");
   const std::string good = testing::temp_path("good.fst");
   f.Write(good);
   const WfstGraph loaded = WfstGraph::load(good);

@@ -40,7 +40,8 @@ enum class LmVocabularyKind { token_level, arpa_words, symbol_table };
 
 struct NgramLmOptions {
   LmVocabularyKind vocabulary = LmVocabularyKind::token_level;
-  /** token_level: V, the number of tokens (the ASR model's blank id). Required. */
+  /** token_level: V, the number of tokens (the ASR model's blank id). Required for ARPA files; 0 takes an LM
+   *  image's own V. */
   std::int64_t vocab_size = 0;
   /** symbol_table: the table's path. */
   std::string symbol_table;
@@ -49,6 +50,10 @@ struct NgramLmOptions {
   /** A positive log10 probability is an error (KenLM's default); with this set it becomes 0 with one warning
    *  (KenLM's build_binary -i), for toolkits that write rounding artefacts such as 3.8e-07. */
   bool clamp_positive_probabilities = false;
+
+  /** Throws InvalidArgument for a token-level V outside [0, 2^24] (0: an LM image's own V; an ARPA file needs
+   *  V ≥ 1), a symbol-table LM without a table, or an unknown vocabulary kind. */
+  void validate() const;
 };
 
 /** The device view of an LM (trivially copyable), used by the shared query functions and kernels. */

@@ -11,9 +11,13 @@
  * Per state the arcs are split: emitting arcs first, then ε arcs, each group in the order of the source file.
  * Arc ids (0 … num_arcs − 1) index that order; ties between equal-cost paths are broken by them (docs/wfst.md).
  *
- * Loading rejects, with InvalidArgument naming the file: unreadable or non-OpenFst files, arc types other than the
- * standard (tropical, float) one, graphs without a start state, NaN or −∞ weights, and ε-cycles whose total cost is
- * ≤ 0 (the ε-closure of a frame could improve forever, or trace back in a circle).
+ * Files are read by asrdec itself, not by OpenFst: every length, count and state record is checked against the
+ * file's size before it is used (docs/robustness.md). load() throws, naming the file: Error when it cannot be
+ * read; ParseError for a file that is not a well-formed OpenFst binary FST (bad header, a count the file cannot
+ * hold, a state record pointing outside the arcs, trailing bytes); Unsupported for FST types other than vector and
+ * const or arc types other than the standard (tropical, float) one; InvalidArgument for graphs without a start
+ * state, NaN or −∞ weights, and ε-cycles whose total cost is ≤ 0 (the ε-closure of a frame could improve forever,
+ * or trace back in a circle).
  */
 
 #include <cstdint>
@@ -39,7 +43,7 @@ struct WfstGraphArrays {
 
 class WfstGraph {
  public:
-  /** Reads an OpenFst binary file (vector or const FST, standard arc). Throws InvalidArgument as described above. */
+  /** Reads an OpenFst binary file (vector or const FST, standard arc). Throws as described above. */
   static WfstGraph load(const std::string& path);
 
   std::int32_t num_states() const noexcept;

@@ -1,0 +1,113 @@
+// TextFileReader and SymbolTable: every text table asrdec reads goes through them, so the bounds of docs/robustness.md
+// (NUL bytes, line length, damaged gzip, ids bounded by the file) are tested here once.
+
+#include <zlib.h>
+
+#include <fstream>
+
+#include "support/test_support.hpp"
+
+namespace asrdec {
+namespace {
+
+std::string write_text(const std::string& name, const std::string& text) {
+  const std::string path = testing::temp_path(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string write_gzip(const std::string& name, const std::string& text) {
+  const std::string path = testing::temp_path(name);
+  gzFile file = gzopen(path.c_str(), "wb");
+  gzwrite(file, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(file);
+  return path;
+}
+
+std::vector<std::string> all_lines(TextFileReader& reader) {
+  std::vector<std::string> lines;
+  std::string line;
+  while (reader.next(line)) lines.push_back(line);
+  return lines;
+}
+
+TEST(TextFileReader, ReadsLfCrlfGzipAndALastLineWithoutItsEnd) {
+  const std::vector<std::string> expected = {"a b", "", "c", "last"};
+  TextFileReader plain(write_text("plain.txt", "a b\n\nc\nlast"));
+  EXPECT_EQ(all_lines(plain), expected);
+  EXPECT_EQ(plain.line_number(), 4);
+  EXPECT_EQ(plain.bytes_read(), 11u);
+  TextFileReader crlf(write_text("crlf.txt", "a b\r\n\r\nc\r\nlast\r\n"));
+  EXPECT_EQ(all_lines(crlf), expected);
+  TextFileReader gz(write_gzip("text.gz", "a b\n\nc\nlast\n"));
+  EXPECT_EQ(all_lines(gz), expected);
+  TextFileReader empty(write_text("empty.txt", ""));
+  EXPECT_TRUE(all_lines(empty).empty());
+}
+
+TEST(TextFileReader, LinesLongerThanTheReadBufferAreJoinedExactly) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> lines;
+  std::string text;
+  for (int i = 0; i < 40; ++i) {
+    std::string line(rng() % 200000, 'x');
+    for (char& c : line) c = static_cast<char>('a' + rng() % 26);
+    lines.push_back(line);
+    text += line + (rng() % 2 ? "\r\n" : "\n");
+  }
+  TextFileReader reader(write_gzip("long.gz", text));
+  EXPECT_EQ(all_lines(reader), lines);
+}
+
+TEST(TextFileReader, RefusesNulBytesLongLinesAndDamagedGzip) {
+  // A NUL byte used to end a line early and glue what followed onto the next one.
+  TextFileReader nul(write_text("nul.txt", std::string("ok\nab\0cd\nef\n", 12)));
+  std::string line;
+  ASSERT_TRUE(nul.next(line));
+  ASRDEC_EXPECT_THROW_MSG(nul.next(line), ParseError, "nul.txt:2: NUL byte in a text line");
+  TextFileReader zero("/dev/zero");
+  ASRDEC_EXPECT_THROW_MSG(zero.next(line), ParseError, "/dev/zero:1: NUL byte");
+  TextFileReader long_line(write_text("long.txt", "short\n" + std::string(5000, 'x') + "\n"), "", 4096);
+  ASSERT_TRUE(long_line.next(line));
+  ASRDEC_EXPECT_THROW_MSG(long_line.next(line), ParseError, "long.txt:2: line longer than 4096 bytes");
+  // A gzip stream cut short is an error, not a shorter file.
+  std::ifstream in(write_gzip("whole.gz", std::string(100000, 'a') + "\n"), std::ios::binary);
+  const std::string compressed(std::istreambuf_iterator<char>(in), {});
+  TextFileReader cut(write_text("cut.gz", compressed.substr(0, compressed.size() / 2)));
+  ASRDEC_EXPECT_THROW_MSG(all_lines(cut), ParseError, "cannot decompress");
+  ASRDEC_EXPECT_THROW_MSG(TextFileReader(testing::temp_path("absent.txt"), "the lexicon"), Error,
+                          "cannot open the lexicon for reading");
+  TextFileReader directory(testing::source_path("tests"));
+  ASRDEC_EXPECT_THROW_MSG(directory.next(line), Error, "read error");
+}
+
+TEST(SymbolTable, ReadsTwoColumnsOrOneWordPerLine) {
+  const SymbolTable two = SymbolTable::load(write_text("words.txt", "<eps> 0\r\nhello 1\n\nworld\t3\n"));
+  EXPECT_EQ(two.size(), 4u);
+  EXPECT_EQ(two.symbol(1), "hello");  // CRLF stripped
+  EXPECT_EQ(two.symbol(2), "");       // a gap
+  EXPECT_EQ(two.find("world"), 3);
+  EXPECT_FALSE(two.find("nope").has_value());
+  ASRDEC_EXPECT_THROW_MSG(two.symbol(4), InvalidArgument, "symbol id 4 is outside the table of 4 ids");
+  const SymbolTable one = SymbolTable::load(write_text("list.txt", "a\nb c\n"));
+  EXPECT_EQ(one.symbols(), (std::vector<std::string>{"a", "b c"}));
+}
+
+TEST(SymbolTable, IdsAreBoundedByTheFileAndUnique) {
+  // A 24-byte table used to ask for a 2^31-entry vector (16 GB).
+  const std::string huge = write_text("huge.txt", "<eps> 0\nword 2147483647\n");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(huge), ParseError,
+                          huge + ":2: id 2147483647 of 'word' is beyond what a 24-byte table can number");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("dup_id.txt", "a 0\nb 1\nc 1\n")), ParseError,
+                          ":3: id 1 is given to both 'b' (line 2) and 'c'");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("dup_word.txt", "a 0\nb 1\na 2\n")), ParseError,
+                          "word 'a' has two ids, 0 and 2");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("blank.txt", "\n \n")), ParseError, "empty symbol table");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("nul.txt", std::string("a 0\n\0b 1\n", 9))), ParseError,
+                          ":2: NUL byte");
+}
+
+}  // namespace
+}  // namespace asrdec
