@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
 #include "asrdec/core/error.hpp"
@@ -19,10 +20,45 @@ void check_fst(const fst::StdVectorFst& fst, const char* step) {
   if (fst.Properties(fst::kError, false) != 0) throw Error(concat("OpenFst failed while ", step));
 }
 
+// OpenFst's FSTERROR ends the process (LOG(FATAL), exit 1) while FLAGS_fst_error_fatal is set, its default. While
+// asrdec builds graphs the flag is cleared, so a failure marks the machine with kError, which check_fst turns into
+// an exception; the engine's own setting is restored when the last build ends.
+class OpenFstErrorsNotFatal {
+ public:
+  OpenFstErrorsNotFatal() {
+    const std::lock_guard<std::mutex> lock(mutex());
+    if (depth()++ == 0) {
+      saved() = FLAGS_fst_error_fatal;
+      FLAGS_fst_error_fatal = false;
+    }
+  }
+  ~OpenFstErrorsNotFatal() {
+    const std::lock_guard<std::mutex> lock(mutex());
+    if (--depth() == 0) FLAGS_fst_error_fatal = saved();
+  }
+  OpenFstErrorsNotFatal(const OpenFstErrorsNotFatal&) = delete;
+  OpenFstErrorsNotFatal& operator=(const OpenFstErrorsNotFatal&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& depth() {
+    static int d = 0;
+    return d;
+  }
+  static bool& saved() {
+    static bool s = true;
+    return s;
+  }
+};
+
 }  // namespace
 
 fst::StdVectorFst make_lg(const fst::StdVectorFst& lexicon, const fst::StdVectorFst& grammar) {
   using fst::StdArc;
+  const OpenFstErrorsNotFatal not_fatal;
   fst::StdVectorFst composed;
   fst::Compose(lexicon, grammar, &composed);
   check_fst(composed, "composing L and G");
@@ -47,6 +83,7 @@ fst::StdVectorFst make_lg(const fst::StdVectorFst& lexicon, const fst::StdVector
 
 fst::StdVectorFst make_tlg(const fst::StdVectorFst& topology, const fst::StdVectorFst& lg, std::int32_t num_columns) {
   using fst::StdArc;
+  const OpenFstErrorsNotFatal not_fatal;
   fst::StdVectorFst tlg;
   fst::Compose(topology, lg, &tlg);
   check_fst(tlg, "composing T and LG");
@@ -122,6 +159,7 @@ std::string CtcGraphSummary::to_string() const {
 CtcGraphSummary build_ctc_graph(const std::string& tokens_path, const Lexicon& lexicon, const std::string& arpa_path,
                                 const CtcGraphOptions& options, const std::string& graph_path,
                                 const std::string& words_path) {
+  const detail::OpenFstErrorsNotFatal not_fatal;  // Write() reports through FSTERROR too
   const auto started = std::chrono::steady_clock::now();
   options.validate();
   const detail::CtcGraph graph =

@@ -60,6 +60,10 @@ struct WfstDecoder::Impl {
     ASRDEC_CHECK_ARG(graph.max_input_label() <= p.columns, "the graph's input label ", graph.max_input_label(),
                      " scores model column ", graph.max_input_label() - 1, ", but logprobs have ", p.columns,
                      " columns (", graph.source(), ")");
+    for (const std::int32_t column : config.word_start_columns) {
+      ASRDEC_CHECK_ARG(column < p.columns, "WfstDecoderConfig.word_start_columns holds column ", column,
+                       ", but logprobs have ", p.columns, " columns (a token table of another model?)");
+    }
     return p;
   }
 

@@ -5,6 +5,8 @@ namespace asrdec::cli {
 BatchInput::BatchInput(const std::string& path, const std::string& what, Device device, std::int64_t max_batch)
     : array_(read_npy(path)), device_(device) {
   ASRDEC_CHECK_ARG(array_.shape().size() == 3, path, ": expected ", what, ", got shape ", array_.view().shape_string());
+  ASRDEC_CHECK_ARG(is_floating(array_.dtype()), path, ": expected ", what, " as float32 or float16, got ",
+                   dtype_name(array_.dtype()));
   if (device_.is_cuda()) {
     const auto row = static_cast<std::size_t>(frames() * columns()) * dtype_size(dtype());
     staging_ = DeviceBuffer<std::byte>(static_cast<std::size_t>(std::max<std::int64_t>(max_batch, 1)) * row, device_);
@@ -30,16 +32,29 @@ TensorView BatchInput::slice(std::int64_t first, std::int64_t count, std::int64_
 }
 
 NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames) {
+  NpyArray lengths(DType::i64, {utterances});
+  std::int64_t* out = lengths.mutable_data_as<std::int64_t>();
   if (path.empty()) {
-    NpyArray lengths(DType::i64, {utterances});
-    for (std::int64_t i = 0; i < utterances; ++i) lengths.mutable_data_as<std::int64_t>()[i] = frames;
+    for (std::int64_t i = 0; i < utterances; ++i) out[i] = frames;
     return lengths;
   }
-  NpyArray lengths = read_npy(path);
-  ASRDEC_CHECK_ARG(lengths.shape().size() == 1 && lengths.shape()[0] == utterances, path,
-                   ": expected lengths of shape [", utterances, "] to match the model outputs, got ",
-                   lengths.view().shape_string());
+  const NpyArray file = read_npy(path);
+  ASRDEC_CHECK_ARG(file.shape().size() == 1 && file.shape()[0] == utterances, path, ": expected lengths of shape [",
+                   utterances, "] to match the model outputs, got ", file.view().shape_string());
+  ASRDEC_CHECK_ARG(file.dtype() == DType::i32 || file.dtype() == DType::i64, path,
+                   ": lengths must be int32 or int64, got ", dtype_name(file.dtype()));
+  // Every decoder refuses lengths outside [0, T]; checking here names the file, and chunked decoding, which only
+  // hands the decoder each chunk's share, cannot clamp a bad length into a plausible one.
+  for (std::int64_t i = 0; i < utterances; ++i) {
+    out[i] = file.dtype() == DType::i32 ? file.data_as<std::int32_t>()[i] : file.data_as<std::int64_t>()[i];
+    ASRDEC_CHECK_ARG(out[i] >= 0 && out[i] <= frames, path, ": lengths[", i, "] = ", out[i], " is outside [0, ",
+                     frames, "] (T, the frames of the model outputs)");
+  }
   return lengths;
+}
+
+std::int64_t length_at(const NpyArray& lengths, std::int64_t utterance) {
+  return lengths.data_as<std::int64_t>()[utterance];
 }
 
 TensorView lengths_slice(const NpyArray& lengths, std::int64_t first, std::int64_t count) {
@@ -50,10 +65,7 @@ TensorView lengths_slice(const NpyArray& lengths, std::int64_t first, std::int64
 
 std::int64_t total_frames(const NpyArray& lengths, std::int64_t first, std::int64_t count) {
   std::int64_t total = 0;
-  const TensorView view = lengths_slice(lengths, first, count);
-  for (std::int64_t i = 0; i < count; ++i) {
-    total += view.dtype() == DType::i32 ? view.data_as<std::int32_t>()[i] : view.data_as<std::int64_t>()[i];
-  }
+  for (std::int64_t i = first; i < first + count; ++i) total += length_at(lengths, i);
   return total;
 }
 

@@ -32,8 +32,12 @@ class BatchInput {
   DeviceBuffer<std::byte> staging_;
 };
 
-/** Lengths [N] from a file, or T for every utterance when `path` is empty; checked against N. */
+/** Lengths [N] as int64: from a file (int32 or int64, shape [N], each in [0, T]; InvalidArgument naming the file
+ *  otherwise), or T for every utterance when `path` is empty. */
 NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames);
+
+/** The length of one utterance from load_lengths(). */
+std::int64_t length_at(const NpyArray& lengths, std::int64_t utterance);
 
 /** Lengths of utterances [first, first + count) as a host view. */
 TensorView lengths_slice(const NpyArray& lengths, std::int64_t first, std::int64_t count);

@@ -1,14 +1,14 @@
 // `asrdec decode ctc-wfst`: WFST beam search over CTC log-probabilities from .npy files through a decoding graph
 // (TLG), whole utterances or chunk by chunk, with optional word boosting.
 
-#include <fst/symbol-table.h>
-
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "decode_output.hpp"
 #include "progress_bar.hpp"
+#include "validators.hpp"
 
 namespace asrdec::cli {
 namespace {
@@ -43,30 +44,23 @@ struct CtcWfstOptions {
   bool json = false;
 };
 
-// words.txt (OpenFst text symbol table: "word id" per line).
-std::unique_ptr<fst::SymbolTable> load_words(const std::string& path) {
-  std::unique_ptr<fst::SymbolTable> table(fst::SymbolTable::ReadText(path));
-  ASRDEC_CHECK_ARG(table != nullptr, path, ": not a word symbol table (expected \"word id\" lines)");
-  return table;
-}
-
 // --boost: "word score" lines; every utterance gets the list.
-WordBoosts load_boosts(const std::string& path, const fst::SymbolTable& words) {
+WordBoosts load_boosts(const std::string& path, const SymbolTable& words) {
   WordBoosts boosts;
   if (path.empty()) return boosts;
-  std::ifstream in(path);
-  ASRDEC_CHECK_ARG(in.good(), "cannot open word boosting list '", path, "'");
+  TextFileReader in(path, "the word boosting list");
   std::string line;
-  for (std::int64_t number = 1; std::getline(in, line); ++number) {
+  while (in.next(line)) {
     std::istringstream fields(line);
-    std::string word;
+    std::string word, rest;
     double score = 0.0;
     if (!(fields >> word)) continue;  // blank line
-    ASRDEC_CHECK_ARG(static_cast<bool>(fields >> score), path, ":", number, ": expected \"word score\", got '", line,
-                     "'");
-    const std::int64_t id = words.Find(word);
-    ASRDEC_CHECK_ARG(id > 0, path, ":", number, ": word '", word, "' is not in the word table");
-    boosts.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(score));
+    if (!(fields >> score) || (fields >> rest) || !std::isfinite(score)) {
+      throw in.error(detail::concat("expected \"word score\" with a finite score, got '", line, "'"));
+    }
+    const std::optional<std::int32_t> id = words.find(word);
+    if (!id || *id == 0) throw in.error(detail::concat("word '", word, "' is not in the word table"));
+    boosts.emplace_back(*id, static_cast<float>(score));
   }
   return boosts;
 }
@@ -78,15 +72,15 @@ void run(const CtcWfstOptions& options) {
   const auto load_start = std::chrono::steady_clock::now();
   WfstGraph graph = WfstGraph::load(options.graph);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  const std::unique_ptr<fst::SymbolTable> words = load_words(options.words);
-  ASRDEC_CHECK_ARG(words->AvailableKey() > graph.max_output_label(), options.words, ": the graph outputs word id ",
-                   graph.max_output_label(), ", beyond the word table");
+  const SymbolTable words = SymbolTable::load(options.words);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(words.size()) > graph.max_output_label(), options.words,
+                   ": the graph outputs word id ", graph.max_output_label(), ", beyond the word table");
   BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::vector<std::string> refs =
       options.refs.empty() ? std::vector<std::string>{} : read_references(options.refs, utterances, options.logits);
-  const WordBoosts boost_list = load_boosts(options.boost, *words);
+  const WordBoosts boost_list = load_boosts(options.boost, words);
 
   WfstDecoderConfig config;
   config.beam = static_cast<float>(options.beam);
@@ -98,6 +92,7 @@ void run(const CtcWfstOptions& options) {
   if (!options.tokens.empty()) {
     // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
+    vocabulary.check_matches(input.columns() - 1, options.logits);
     for (std::size_t id = 0; id < vocabulary.size(); ++id) {
       if (vocabulary.token(static_cast<std::int32_t>(id)).rfind("\u2581", 0) == 0) {
         config.word_start_columns.push_back(static_cast<std::int32_t>(id));
@@ -117,17 +112,14 @@ void run(const CtcWfstOptions& options) {
     const std::int64_t count = std::min(batch_size, utterances - first);
     const std::vector<WordBoosts> boosts(boost_list.empty() ? 0 : static_cast<std::size_t>(count), boost_list);
     std::vector<WfstResult> results(static_cast<std::size_t>(count));
-    const TensorView all_lengths = lengths_slice(lengths, first, count);
     std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(count));
     for (std::int64_t frame = 0; frame < std::max<std::int64_t>(input.frames(), 1); frame += chunk) {
       const std::int64_t width = std::max<std::int64_t>(std::min(chunk, input.frames() - frame), 0);
       std::vector<WfstChunk> chunks;
       for (std::int64_t b = 0; b < count; ++b) {
-        const std::int64_t length = all_lengths.dtype() == DType::i64
-                                        ? static_cast<const std::int64_t*>(all_lengths.data())[b]
-                                        : static_cast<const std::int32_t*>(all_lengths.data())[b];
+        // The chunk's share of a length load_lengths() checked to lie in [0, T].
         chunk_lengths[static_cast<std::size_t>(b)] =
-            static_cast<std::int32_t>(std::clamp<std::int64_t>(length - frame, 0, width));
+            static_cast<std::int32_t>(std::clamp<std::int64_t>(length_at(lengths, first + b) - frame, 0, width));
         chunks.push_back(WfstChunk{first + b, frame == 0, frame + chunk >= input.frames()});
       }
       const TensorView piece = input.slice(first, count, frame, width, stream.handle());
@@ -144,7 +136,7 @@ void run(const CtcWfstOptions& options) {
     for (std::int64_t b = 0; b < count; ++b) {
       const WfstResult& r = results[static_cast<std::size_t>(b)];
       std::string text;
-      for (const std::int32_t w : r.words) text += (text.empty() ? "" : " ") + words->Find(w);
+      for (const std::int32_t w : r.words) text += (text.empty() ? "" : " ") + words.symbol(w);
       if (!refs.empty()) wer += word_errors(refs[static_cast<std::size_t>(first + b)], text);
       if (options.json) {
         nlohmann::json j;
@@ -222,6 +214,7 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--show", options->show, "Without --json: print at most N transcripts (-1: all)")
       ->capture_default_str();
   command->add_option("--frame-shift-ms", options->frame_shift_ms, "Frame duration, for the RTFx")
+      ->check(finite_positive())
       ->capture_default_str();
   command->add_option("--progress", options->progress, "Progress bar: auto, always or never")->capture_default_str();
   command->add_flag("--json", options->json,

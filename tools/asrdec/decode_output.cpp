@@ -7,6 +7,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "validators.hpp"
+
 namespace asrdec::cli {
 
 void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
@@ -25,7 +27,7 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--show", options.show, "Print at most this many transcripts in text mode (-1: all)")
       ->capture_default_str();
   command.add_option("--frame-shift-ms", options.frame_shift_ms, "Duration of one model frame, for RTFx")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_positive())
       ->capture_default_str();
   command.add_option("--progress", options.progress, "Progress bar on stderr: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -77,14 +79,10 @@ DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances
 }
 
 std::vector<std::string> read_references(const std::string& path, std::int64_t utterances, const std::string& source) {
-  std::ifstream in(path);
-  if (!in) throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+  TextFileReader in(path, "the references");
   std::vector<std::string> references;
   std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    references.push_back(line);
-  }
+  while (in.next(line)) references.push_back(line);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(references.size()) == utterances, path, " has ", references.size(),
                    " lines but ", source, " holds ", utterances, " utterances");
   return references;

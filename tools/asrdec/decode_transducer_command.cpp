@@ -143,10 +143,9 @@ void run(const TransducerOptions& options) {
     for (std::int64_t frame = 0; frame < input.frames(); frame += chunk) {
       const std::int64_t frames = std::min(chunk, input.frames() - frame);
       for (std::int64_t b = 0; b < count; ++b) {
-        const std::int64_t length = lengths_view.dtype() == DType::i32 ? lengths_view.data_as<std::int32_t>()[b]
-                                                                       : lengths_view.data_as<std::int64_t>()[b];
+        // The chunk's share of a length load_lengths() checked to lie in [0, T].
         chunk_lengths[static_cast<std::size_t>(b)] =
-            static_cast<std::int32_t>(std::clamp<std::int64_t>(length - frame, 0, frames));
+            static_cast<std::int32_t>(std::clamp<std::int64_t>(length_at(lengths, first + b) - frame, 0, frames));
       }
       const TensorView piece = input.slice(first, count, frame, frames, stream.handle());
       stream.synchronize();

@@ -41,14 +41,13 @@ Lexicon spell_words(const std::string& words_path, const std::string& bpe_path) 
   sentencepiece::SentencePieceProcessor tokenizer;
   const auto status = tokenizer.Load(bpe_path);
   if (!status.ok()) throw Error(detail::concat(bpe_path, ": cannot load the SentencePiece model: ", status.ToString()));
-  std::ifstream in(words_path);
-  if (!in) throw Error(detail::concat(words_path, ": cannot open the word list for reading: ", std::strerror(errno)));
+  TextFileReader in(words_path, "the word list");
   Lexicon lexicon;
   lexicon.source = words_path;
   std::string line;
   std::int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
+  while (in.next(line)) {
+    number = in.line_number();
     const std::vector<std::string> fields = split_words_ascii(line);
     if (fields.empty() || is_words_table_symbol(fields[0])) continue;
     LexiconEntry entry;

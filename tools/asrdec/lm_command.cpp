@@ -2,6 +2,8 @@
 // `asrdec lm info`: what a model holds.
 
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -16,7 +18,7 @@ constexpr double kLn10 = 2.302585092994045684;
 struct LmOptions {
   std::string lm;
   std::string vocab;
-  std::int64_t tokens = 0;
+  std::optional<std::int64_t> tokens;  // given: a token-level LM with this V (a non-positive V is an error)
   bool clamp_positive = false;
   bool no_bos = false;
   bool no_eos = false;
@@ -26,9 +28,11 @@ struct LmOptions {
 
 NgramLmOptions lm_options(const LmOptions& o) {
   NgramLmOptions options;
-  if (o.tokens > 0) {
+  if (o.tokens.has_value()) {
+    ASRDEC_CHECK_ARG(*o.tokens >= 1, "--tokens must be at least 1 (V, the model's tokens), got ", *o.tokens);
+    ASRDEC_CHECK_ARG(o.vocab.empty(), "--tokens and --vocab exclude each other: a token-level LM has no word table");
     options.vocabulary = LmVocabularyKind::token_level;
-    options.vocab_size = o.tokens;
+    options.vocab_size = *o.tokens;
   } else if (!o.vocab.empty()) {
     options.vocabulary = LmVocabularyKind::symbol_table;
     options.symbol_table = o.vocab;
@@ -86,7 +90,17 @@ void score(const LmOptions& o) {
   }
 }
 
+// True when both paths name one file (the output may not exist yet).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (std::filesystem::equivalent(a, b, error)) return true;
+  return std::filesystem::weakly_canonical(a, error) == std::filesystem::weakly_canonical(b, error);
+}
+
 void convert(const LmOptions& o) {
+  // The input may be an image mapped into memory while the output is written: writing over it would destroy it.
+  ASRDEC_CHECK_ARG(!same_file(o.lm, o.output), "lm convert: --output ", o.output, " is the input ", o.lm,
+                   "; write the image to another file");
   const NgramLm lm = NgramLm::load(o.lm, lm_options(o));
   lm.save_binary(o.output);
   std::cerr << "wrote " << o.output << ": " << lm.describe() << "\n";

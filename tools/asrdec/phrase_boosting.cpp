@@ -2,18 +2,14 @@
 
 #include <sentencepiece_processor.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 namespace asrdec::cli {
 
 std::vector<std::string> read_phrases(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+  TextFileReader in(path, "the phrase list");
   std::vector<std::string> phrases;
   std::string line;
-  while (std::getline(in, line)) {
+  while (in.next(line)) {
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
     const auto last = line.find_last_not_of(" \t\r");
