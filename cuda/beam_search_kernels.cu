@@ -115,10 +115,21 @@ __device__ LogSumExp block_lse(LogSumExp lse) {
 __device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
   float* logp = g.logits + r * g.outputs;
   LogSumExp lse = lse_identity();
+  bool finite = true;
   for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
     const float x = logp[o] + g.bias[o];
+    finite = finite && is_finite_value(x);
     logp[o] = x;
     lse = lse_add(lse, x);
+  }
+  for (std::int64_t o = g.token_columns + threadIdx.x; o < g.outputs; o += blockDim.x) {
+    finite = finite && is_finite_value(logp[o] + g.bias[o]);
+  }
+  if (g.check_values && !finite) {
+    // Finite encoder values too large for the joint: reported as the CPU reports them (bad_enc_value_error).
+    std::int64_t s = 0, b = 0;
+    std::int32_t frame = 0;
+    if (joint_row(g, r, s, b, frame)) atomicMin(g.bad_value, pack_bad_value(b, frame, kJointOutputColumn, false));
   }
   lse = block_lse(lse);
   const float norm = lse.max + logf(lse.sum);

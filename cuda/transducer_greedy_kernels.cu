@@ -39,6 +39,19 @@ __global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceStat
   }
 }
 
+// A joint row whose outputs overflowed (finite encoder values too large for float32): recorded like a bad input of
+// the row, at the joint-output marker column, and reported only if the row's choice is used (as on the CPU).
+__device__ void report_joint_output(const GreedyDeviceState& g, std::int64_t row) {
+  const std::int64_t b = row / g.window;
+  if (b >= g.args->batch) return;
+  const std::int32_t w = static_cast<std::int32_t>(row - b * g.window);
+  const std::int32_t length = g.state.lengths[b];
+  if (length == 0) return;
+  std::int32_t frame = safe_frame(g.state.time[b], length) + w;
+  frame = frame < length - 1 ? frame : length - 1;
+  atomicMin(g.row_bad + row, pack_bad_value(b, frame, kJointOutputColumn, false));
+}
+
 // One warp per row: lanes stride over the token columns (first-max argmax and log-sum-exp, merged with the
 // order-independent rules), then over the duration columns.
 __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceState g) {
@@ -49,16 +62,20 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
     const float* logits = g.logits + row * g.outputs;
     ArgMax best = argmax_identity();
     LogSumExp lse = lse_identity();
+    bool finite = true;
     for (std::int64_t o = lane; o < g.token_columns; o += 32) {
       const float x = logits[o] + g.bias[o];
+      finite = finite && is_finite_value(x);
       argmax_update(best, x, static_cast<std::int32_t>(o));
       lse = lse_add(lse, x);
     }
     ArgMax duration = argmax_identity();
     for (std::int32_t d = lane; d < g.num_durations; d += 32) {
       const std::int64_t o = g.token_columns + d;
+      finite = finite && is_finite_value(logits[o] + g.bias[o]);
       argmax_update(duration, logits[o] + g.bias[o], d);
     }
+    if (g.check_values && !finite) report_joint_output(g, row);
     for (int offset = 16; offset > 0; offset >>= 1) {
       best = argmax_merge(
           best, ArgMax{__shfl_xor_sync(kFullWarp, best.value, offset), __shfl_xor_sync(kFullWarp, best.index, offset)});
@@ -266,7 +283,28 @@ void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStre
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "greedy_phase_kernel");
 }
 
+__global__ void __launch_bounds__(kThreads) commit_state_kernel(GreedyStateCommit c) {
+  if (*c.bad_value != kNoBadValue) return;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (int k = 0; k < c.count; ++k) {
+    auto* to = static_cast<std::uint32_t*>(c.to[k]);
+    const auto* from = static_cast<const std::uint32_t*>(c.from[k]);
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < c.words[k]; i += step) {
+      to[i] = from[i];
+    }
+  }
+}
+
+void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream) {
+  std::int64_t largest = 1;
+  for (int k = 0; k < commit.count; ++k) largest = commit.words[k] > largest ? commit.words[k] : largest;
+  commit_state_kernel<<<blocks_for(largest, kThreads), kThreads, 0, stream>>>(commit);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "commit_state_kernel");
+}
+
 void preload_greedy_kernels() {
+  cudaFuncAttributes commit{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&commit, commit_state_kernel));
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_kernel));

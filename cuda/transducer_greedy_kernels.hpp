@@ -81,6 +81,18 @@ enum class GreedyPhase {
 /** One single-block kernel that applies `phase` to every utterance and updates the loop flags. */
 void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
 
+/** The carried stream state a chunk produced, copied over the stream's own only when the chunk found no bad value:
+ *  a chunk that will throw leaves the stream as it was. Every buffer holds 4-byte elements. */
+struct GreedyStateCommit {
+  static constexpr int kMaxCopies = 6;
+  void* to[kMaxCopies];
+  const void* from[kMaxCopies];
+  std::int64_t words[kMaxCopies];  ///< 4-byte elements per copy
+  int count;
+  const unsigned long long* bad_value;
+};
+void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream);
+
 void preload_greedy_kernels();
 
 }  // namespace asrdec::detail

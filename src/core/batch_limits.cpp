@@ -5,8 +5,10 @@
 namespace asrdec {
 
 void BatchLimits::validate() const {
-  ASRDEC_CHECK_ARG(max_batch > 0, "BatchLimits.max_batch must be positive, got ", max_batch);
-  ASRDEC_CHECK_ARG(max_frames > 0, "BatchLimits.max_frames must be positive, got ", max_frames);
+  ASRDEC_CHECK_ARG(max_batch > 0 && max_batch <= kMaxBatch, "BatchLimits.max_batch must be in [1, ", kMaxBatch,
+                   "], got ", max_batch);
+  ASRDEC_CHECK_ARG(max_frames > 0 && max_frames <= kMaxFrames, "BatchLimits.max_frames must be in [1, ", kMaxFrames,
+                   "], got ", max_frames);
 }
 
 std::string BatchLimits::to_string() const {

@@ -12,6 +12,7 @@
 #include "asrdec/detail/ctc_greedy_step.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "core/exclusive_use.hpp"
 #include "ctc/ctc_beam_backend.hpp"
 #include "ctc/ctc_beam_input.hpp"
 #include "hyps/ranked_beams.hpp"
@@ -56,6 +57,7 @@ struct CtcBeamDecoder::Impl {
   HostBuffer<std::int32_t> lm_next, boost_next;
   std::vector<float> frame;
   std::int64_t max_slots = 0;
+  detail::OwnerSlot owner;
 
   void reserve(std::int64_t slots, std::int64_t vocab) {
     if (slots <= max_slots && static_cast<std::int64_t>(lm_scores.size()) >= (config.lm ? slots * vocab : 0) &&
@@ -177,11 +179,12 @@ CtcBeamDecoder& CtcBeamDecoder::operator=(CtcBeamDecoder&&) noexcept = default;
 
 std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorView& logprobs, const TensorView& lengths,
                                                                   StreamHandle stream) {
-  const detail::CtcGreedyProblem problem =
-      detail::make_ctc_beam_problem(logprobs, lengths, impl_->config, impl_->device);
-  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
-  if (impl_->cuda) return impl_->cuda->decode(problem, stream);
-  return impl_->decode(problem);
+  Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::decode_nbest");
+  const detail::CtcGreedyProblem problem = detail::make_ctc_beam_problem(logprobs, lengths, self.config, self.device);
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
+  if (self.cuda) return self.cuda->decode(problem, stream);
+  return self.decode(problem);
 }
 
 std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
@@ -192,10 +195,11 @@ std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const
   return out;
 }
 
-const CtcBeamConfig& CtcBeamDecoder::config() const noexcept { return impl_->config; }
-Device CtcBeamDecoder::device() const noexcept { return impl_->device; }
-GraphMode CtcBeamDecoder::graph_mode() const noexcept {
-  return impl_->cuda ? impl_->cuda->graph_mode() : GraphMode::eager;
+const CtcBeamConfig& CtcBeamDecoder::config() const { return detail::live(impl_, "CtcBeamDecoder").config; }
+Device CtcBeamDecoder::device() const { return detail::live(impl_, "CtcBeamDecoder").device; }
+GraphMode CtcBeamDecoder::graph_mode() const {
+  const Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  return self.cuda ? self.cuda->graph_mode() : GraphMode::eager;
 }
 
 }  // namespace asrdec

@@ -5,6 +5,7 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/ctc_greedy_step.hpp"
+#include "core/exclusive_use.hpp"
 #include "ctc/ctc_greedy_backend.hpp"
 #include "lm/fusion_checks.hpp"
 
@@ -108,6 +109,7 @@ struct CtcGreedyDecoder::Impl {
   Device device;
   CtcGreedyConfig config;
   std::unique_ptr<detail::CtcGreedyBackend> backend;
+  detail::OwnerSlot owner;
 };
 
 CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits)
@@ -137,20 +139,30 @@ CtcGreedyDecoder& CtcGreedyDecoder::operator=(CtcGreedyDecoder&&) noexcept = def
 
 std::vector<Hypothesis> CtcGreedyDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
                                                  StreamHandle stream) {
-  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, impl_->device, impl_->config);
-  return impl_->backend->decode(problem, stream);
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode");
+  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, self.device, self.config);
+  return self.backend->decode(problem, stream);
 }
 
 CtcGreedyBatchResult CtcGreedyDecoder::decode_async(const TensorView& logprobs, const TensorView& lengths,
                                                     StreamHandle stream) {
-  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, impl_->device, impl_->config);
-  return impl_->backend->decode_async(problem, stream);
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_async");
+  const auto problem = detail::make_ctc_greedy_problem(logprobs, lengths, self.device, self.config);
+  return self.backend->decode_async(problem, stream);
 }
 
-void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) { impl_->backend->synchronize_and_check(stream); }
+void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::synchronize_and_check");
+  self.backend->synchronize_and_check(stream);
+}
 
-Device CtcGreedyDecoder::device() const noexcept { return impl_->device; }
-const CtcGreedyConfig& CtcGreedyDecoder::config() const noexcept { return impl_->config; }
-GraphMode CtcGreedyDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
+Device CtcGreedyDecoder::device() const { return detail::live(impl_, "CtcGreedyDecoder").device; }
+const CtcGreedyConfig& CtcGreedyDecoder::config() const { return detail::live(impl_, "CtcGreedyDecoder").config; }
+GraphMode CtcGreedyDecoder::graph_mode() const {
+  return detail::live(impl_, "CtcGreedyDecoder").backend->graph_mode();
+}
 
 }  // namespace asrdec

@@ -13,6 +13,7 @@
 #include "cuda/gemm.hpp"
 #include "cuda/ngram_kernels.hpp"
 #include "cuda/transducer_greedy_kernels.hpp"
+#include "transducer/bad_enc_value.hpp"
 #include "transducer/greedy_backend.hpp"
 
 namespace asrdec::detail {
@@ -126,13 +127,22 @@ class GreedyCuda final : public GreedyBackend {
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     executor(p.enc_proj.dtype()).run(stream);
     if (rows > 0) {
-      copy_rows(state.predictor_state.data(), work_state_.data(), rows * static_cast<std::size_t>(state_size()),
-                stream);
-      copy_rows(state.dec.data(), work_dec_.data(), rows * static_cast<std::size_t>(model_.joint_hidden()), stream);
-      copy_rows(state.time_jump.data(), time_jump_.data(), rows, stream);
-      copy_rows(state.last_label.data(), last_label_.data(), rows, stream);
-      copy_rows(state.lm_state.data(), lm_state_.data(), rows, stream);
-      copy_rows(state.boost_state.data(), boost_state_.data(), rows, stream);
+      // Committed on the device only when the chunk found no bad value, so a chunk that throws leaves the stream.
+      GreedyStateCommit commit{};
+      const auto add = [&](void* to, const void* from, std::size_t words) {
+        commit.to[commit.count] = to;
+        commit.from[commit.count] = from;
+        commit.words[commit.count] = static_cast<std::int64_t>(words);
+        ++commit.count;
+      };
+      add(state.predictor_state.data(), work_state_.data(), rows * static_cast<std::size_t>(state_size()));
+      add(state.dec.data(), work_dec_.data(), rows * static_cast<std::size_t>(model_.joint_hidden()));
+      add(state.time_jump.data(), time_jump_.data(), rows);
+      add(state.last_label.data(), last_label_.data(), rows);
+      add(state.lm_state.data(), lm_state_.data(), rows);
+      add(state.boost_state.data(), boost_state_.data(), rows);
+      commit.bad_value = bad_value_.data();
+      launch_commit_state(commit, stream);
     }
     last_batch_ = p.batch;
     return hyps_.view(device_, p.batch);
@@ -200,8 +210,7 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
-      throw InvalidArgument(concat("enc_proj[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "infinite",
-                                   "; encoder projections must be finite"));
+      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
     }
     for (std::int64_t b = 0; b < last_batch_; ++b) {
       ASRDEC_EXPECTS(!overflow[static_cast<std::size_t>(b)], Error,

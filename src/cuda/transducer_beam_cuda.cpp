@@ -24,6 +24,7 @@
 #include "cuda/ngram_kernels.hpp"
 #include "hyps/ranked_beams.hpp"
 #include "lm/ngram_lm_impl.hpp"
+#include "transducer/bad_enc_value.hpp"
 #include "transducer/beam_backend.hpp"
 #include "transducer/joint_impl.hpp"
 
@@ -393,14 +394,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);
+    // Bad input first: a decode that read one may also have broken the search's invariants.
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
+    }
     ASRDEC_EXPECTS(
         internal_error == 0, Error, "internal error: WIND beam search ",
         (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
-    if (bad != kNoBadValue) {
-      const BadValue at = unpack_bad_value(bad);
-      throw InvalidArgument(concat("enc_proj[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "infinite",
-                                   "; encoder projections must be finite"));
-    }
     BeamHypsRef view = h;
     view.batch = batch;
     return ranked_beams_of(view, batch, config_.length_normalized,

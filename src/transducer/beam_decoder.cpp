@@ -4,6 +4,8 @@
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/aes_step.hpp"
+#include "asrdec/detail/transducer_step.hpp"
+#include "core/exclusive_use.hpp"
 #include "lm/fusion_checks.hpp"
 #include "transducer/beam_backend.hpp"
 
@@ -52,8 +54,9 @@ BlankLmScoring parse_blank_lm_scoring(std::string_view name) {
 void TransducerBeamConfig::validate() const {
   ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "TransducerBeamConfig.beam must be in [1, ", detail::kMaxBeam,
                    "], got ", beam);
-  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerBeamConfig.max_symbols_per_frame must be at least 1, got ",
-                   max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1 && max_symbols_per_frame <= detail::kMaxSymbolsPerFrame,
+                   "TransducerBeamConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame,
+                   "], got ", max_symbols_per_frame);
   ASRDEC_CHECK_ARG(aes_num_steps >= 1 && aes_num_steps <= 64,
                    "TransducerBeamConfig.aes_num_steps must be in [1, 64], got ", aes_num_steps);
   ASRDEC_CHECK_ARG(aes_expansion_beta >= 0 && aes_expansion_beta <= detail::kMaxAesExpansionBeta,
@@ -61,8 +64,8 @@ void TransducerBeamConfig::validate() const {
                    aes_expansion_beta);
   ASRDEC_CHECK_ARG(aes_expansion_gamma > 0.0f, "TransducerBeamConfig.aes_expansion_gamma must be positive, got ",
                    aes_expansion_gamma);
-  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= 64, "TransducerBeamConfig.wind_window must be in [1, 64], got ",
-                   wind_window);
+  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= detail::kMaxWindow, "TransducerBeamConfig.wind_window must be in [1, ",
+                   detail::kMaxWindow, "], got ", wind_window);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
 }
@@ -115,14 +118,17 @@ void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& 
 }  // namespace detail
 
 struct TransducerBeamDecoder::Impl {
+  Impl(const TransducerModel& m, const TransducerBeamConfig& c) : model(m), config(c) {}
+
   TransducerModel model;
   TransducerBeamConfig config;
   std::unique_ptr<detail::TransducerBeamBackend> backend;
+  detail::OwnerSlot owner;
 };
 
 TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config,
                                              BatchLimits limits)
-    : impl_(std::make_unique<Impl>(Impl{model, config, nullptr})) {
+    : impl_(std::make_unique<Impl>(model, config)) {
   config.validate();
   limits.validate();
   detail::check_beam_model(model, config);
@@ -152,9 +158,11 @@ TransducerBeamDecoder& TransducerBeamDecoder::operator=(TransducerBeamDecoder&&)
 std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const TensorView& enc_proj,
                                                                          const TensorView& lengths,
                                                                          StreamHandle stream) {
-  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
-  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
-  return impl_->backend->decode(problem, stream);
+  Impl& self = detail::live(impl_, "TransducerBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_nbest");
+  const detail::GreedyProblem problem = detail::make_greedy_problem(self.model, enc_proj, lengths, stream);
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
+  return self.backend->decode(problem, stream);
 }
 
 std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
@@ -166,8 +174,14 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj
   return out;
 }
 
-const TransducerModel& TransducerBeamDecoder::model() const noexcept { return impl_->model; }
-const TransducerBeamConfig& TransducerBeamDecoder::config() const noexcept { return impl_->config; }
-GraphMode TransducerBeamDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
+const TransducerModel& TransducerBeamDecoder::model() const {
+  return detail::live(impl_, "TransducerBeamDecoder").model;
+}
+const TransducerBeamConfig& TransducerBeamDecoder::config() const {
+  return detail::live(impl_, "TransducerBeamDecoder").config;
+}
+GraphMode TransducerBeamDecoder::graph_mode() const {
+  return detail::live(impl_, "TransducerBeamDecoder").backend->graph_mode();
+}
 
 }  // namespace asrdec

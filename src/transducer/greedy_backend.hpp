@@ -15,6 +15,7 @@ struct TransducerStream::Impl {
   virtual ~Impl() = default;
   std::int64_t batch = 0;
   std::vector<std::int64_t> frames_decoded;
+  std::uint64_t decoder_id = 0;  // the decoder that started the stream; only it may continue it
 };
 
 namespace detail {
@@ -40,7 +41,9 @@ class GreedyBackend {
   virtual std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle stream) = 0;
   /** Puts an existing stream back to its start, reusing its memory (no allocation, no synchronisation). */
   virtual void restart(TransducerStream::Impl& state, StreamHandle stream) = 0;
-  /** Decodes the chunk and carries the stream state forward (frames_decoded is advanced by the caller). */
+  /** Decodes the chunk and carries the stream state forward (frames_decoded is advanced by the caller). The new
+   *  state is committed only when the chunk decodes without error: a call that throws here, or whose collect()
+   *  reports bad values, leaves the stream as it was. */
   virtual BatchedHypsView decode_chunk(const GreedyProblem& problem, TransducerStream::Impl& state,
                                        StreamHandle stream) = 0;
   /** Host hypotheses of the last decode_chunk, timestamps shifted by `offsets`. */

@@ -69,6 +69,18 @@ class GreedyCpu final : public GreedyBackend {
 
   BatchedHypsView decode_chunk(const GreedyProblem& p, TransducerStream::Impl& base, StreamHandle) override {
     auto& state = static_cast<CpuStream&>(base);
+    // A bad value is found as the frame is read, mid-chunk: the carried state is restored so that the stream is
+    // unchanged by a call that throws.
+    save(state);
+    try {
+      return decode_chunk_unsaved(p, state);
+    } catch (...) {
+      restore(state);
+      throw;
+    }
+  }
+
+  BatchedHypsView decode_chunk_unsaved(const GreedyProblem& p, CpuStream& state) {
     reserve(p.batch, p.frames);
     hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
     const GreedyStateRef s = state_ref(p);
@@ -148,6 +160,31 @@ class GreedyCpu final : public GreedyBackend {
       boost_next_.reserve_discard(rows * V);
     }
     choices_.resize(rows);
+  }
+
+  void save(const CpuStream& state) {
+    const auto rows = static_cast<std::size_t>(state.batch);
+    const auto S = static_cast<std::size_t>(model_.predictor().state_size());
+    const auto J = static_cast<std::size_t>(model_.joint_hidden());
+    saved_floats_.assign(state.predictor_state.data(), state.predictor_state.data() + rows * S);
+    saved_floats_.insert(saved_floats_.end(), state.dec.data(), state.dec.data() + rows * J);
+    saved_ints_.clear();
+    for (const auto* buffer : {&state.time_jump, &state.last_label, &state.lm_state, &state.boost_state}) {
+      saved_ints_.insert(saved_ints_.end(), buffer->data(), buffer->data() + rows);
+    }
+  }
+
+  void restore(CpuStream& state) const {
+    const auto rows = static_cast<std::size_t>(state.batch);
+    const auto S = static_cast<std::size_t>(model_.predictor().state_size());
+    std::copy(saved_floats_.begin(), saved_floats_.begin() + static_cast<std::ptrdiff_t>(rows * S),
+              state.predictor_state.data());
+    std::copy(saved_floats_.begin() + static_cast<std::ptrdiff_t>(rows * S), saved_floats_.end(), state.dec.data());
+    std::size_t at = 0;
+    for (auto* buffer : {&state.time_jump, &state.last_label, &state.lm_state, &state.boost_state}) {
+      std::copy_n(saved_ints_.begin() + static_cast<std::ptrdiff_t>(at), rows, buffer->data());
+      at += rows;
+    }
   }
 
   GreedyStateRef state_ref(const GreedyProblem& p) {
@@ -281,6 +318,8 @@ class GreedyCpu final : public GreedyBackend {
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;
+  std::vector<float> saved_floats_;  // the carried state before the chunk being decoded (save / restore)
+  std::vector<std::int32_t> saved_ints_;
 };
 
 }  // namespace

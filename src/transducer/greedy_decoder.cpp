@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "asrdec/core/error.hpp"
+#include "core/exclusive_use.hpp"
 #include "lm/fusion_checks.hpp"
 #include "transducer/greedy_backend.hpp"
 
@@ -34,9 +35,11 @@ TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name) {
 }
 
 void TransducerGreedyConfig::validate() const {
-  ASRDEC_CHECK_ARG(window >= 1, "TransducerGreedyConfig.window must be at least 1, got ", window);
-  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1, "TransducerGreedyConfig.max_symbols_per_frame must be at least 1, got ",
-                   max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(window >= 1 && window <= detail::kMaxWindow, "TransducerGreedyConfig.window must be in [1, ",
+                   detail::kMaxWindow, "], got ", window);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1 && max_symbols_per_frame <= detail::kMaxSymbolsPerFrame,
+                   "TransducerGreedyConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame,
+                   "], got ", max_symbols_per_frame);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerGreedyConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerGreedyConfig.boost_weight must be finite, got ",
                    boost_weight);
@@ -133,19 +136,38 @@ TransducerStream::TransducerStream(std::unique_ptr<Impl> impl) : impl_(std::move
 TransducerStream::~TransducerStream() = default;
 TransducerStream::TransducerStream(TransducerStream&&) noexcept = default;
 TransducerStream& TransducerStream::operator=(TransducerStream&&) noexcept = default;
-std::int64_t TransducerStream::batch() const noexcept { return impl_->batch; }
-std::vector<std::int64_t> TransducerStream::frames_decoded() const { return impl_->frames_decoded; }
+std::int64_t TransducerStream::batch() const { return detail::live(impl_, "TransducerStream").batch; }
+std::vector<std::int64_t> TransducerStream::frames_decoded() const {
+  return detail::live(impl_, "TransducerStream").frames_decoded;
+}
+TransducerStream::Impl& TransducerStream::impl() { return detail::live(impl_, "TransducerStream"); }
 
 struct TransducerGreedyDecoder::Impl {
+  Impl(const TransducerModel& m, const TransducerGreedyConfig& c) : model(m), config(c) {}
+
   TransducerModel model;
   TransducerGreedyConfig config;
   std::unique_ptr<detail::GreedyBackend> backend;
   std::unique_ptr<TransducerStream::Impl> scratch;  // the state of decode()/decode_async()
+  detail::OwnerSlot owner;
+  const std::uint64_t id = detail::next_object_id();  // streams remember the decoder that started them
+
+  BatchedHypsView decode_async(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream) {
+    const detail::GreedyProblem problem = detail::make_greedy_problem(model, enc_proj, lengths, stream);
+    if (config.boost != nullptr) config.boost->check_batch(problem.batch);
+    if (scratch != nullptr && scratch->batch == problem.batch) {
+      backend->restart(*scratch, stream);
+    } else {
+      scratch = backend->start(problem.batch, stream);
+      scratch->decoder_id = id;
+    }
+    return backend->decode_chunk(problem, *scratch, stream);
+  }
 };
 
 TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, TransducerGreedyConfig config,
                                                  BatchLimits limits)
-    : impl_(std::make_unique<Impl>(Impl{model, config, nullptr, nullptr})) {
+    : impl_(std::make_unique<Impl>(model, config)) {
   config.validate();
   limits.validate();
   ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
@@ -175,53 +197,71 @@ TransducerGreedyDecoder& TransducerGreedyDecoder::operator=(TransducerGreedyDeco
 
 BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj, const TensorView& lengths,
                                                       StreamHandle stream) {
-  stream = stream != nullptr ? stream : impl_->backend->default_stream();
-  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_proj, lengths, stream);
-  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(problem.batch);
-  if (impl_->scratch != nullptr && impl_->scratch->batch == problem.batch) {
-    impl_->backend->restart(*impl_->scratch, stream);
-  } else {
-    impl_->scratch = impl_->backend->start(problem.batch, stream);
-  }
-  return impl_->backend->decode_chunk(problem, *impl_->scratch, stream);
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_async");
+  return self.decode_async(enc_proj, lengths, stream != nullptr ? stream : self.backend->default_stream());
 }
 
 std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
                                                         StreamHandle stream) {
-  stream = stream != nullptr ? stream : impl_->backend->default_stream();
-  const BatchedHypsView view = decode_async(enc_proj, lengths, stream);
-  return impl_->backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true,
-                                 stream);
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode");
+  stream = stream != nullptr ? stream : self.backend->default_stream();
+  const BatchedHypsView view = self.decode_async(enc_proj, lengths, stream);
+  return self.backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true,
+                               stream);
 }
 
 void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {
-  impl_->backend->synchronize_and_check(stream);
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::synchronize_and_check");
+  self.backend->synchronize_and_check(stream);
 }
 
 TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::start_stream");
   ASRDEC_CHECK_ARG(batch >= 0, "start_stream: batch must not be negative, got ", batch);
-  if (impl_->config.boost != nullptr) impl_->config.boost->check_batch(batch);
-  return TransducerStream(impl_->backend->start(batch, stream));
+  if (self.config.boost != nullptr) self.config.boost->check_batch(batch);
+  std::unique_ptr<TransducerStream::Impl> state = self.backend->start(batch, stream);
+  state->decoder_id = self.id;
+  return TransducerStream(std::move(state));
 }
 
 std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
                                                               const TensorView& chunk_lengths, StreamHandle stream) {
-  stream = stream != nullptr ? stream : impl_->backend->default_stream();
-  const detail::GreedyProblem problem = detail::make_greedy_problem(impl_->model, enc_chunk, chunk_lengths, stream);
-  ASRDEC_CHECK_ARG(problem.batch == state.batch(), "enc_chunk holds ", problem.batch,
-                   " utterances but the stream was started for ", state.batch());
-  const std::vector<std::int64_t> offsets = state.impl().frames_decoded;
-  const BatchedHypsView view = impl_->backend->decode_chunk(problem, state.impl(), stream);
-  std::vector<Hypothesis> out = impl_->backend->collect(view, offsets, false, stream);
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_chunk");
+  TransducerStream::Impl& carried = state.impl();
+  // A stream holds this decoder's predictor, fusion and executor state: another decoder (another model, predictor,
+  // algorithm or device) would read it out of bounds or continue it with the wrong rules.
+  ASRDEC_CHECK_ARG(carried.decoder_id == self.id,
+                   "decode_chunk: the stream was started by another decoder; continue a stream with the decoder whose "
+                   "start_stream() created it");
+  stream = stream != nullptr ? stream : self.backend->default_stream();
+  const detail::GreedyProblem problem = detail::make_greedy_problem(self.model, enc_chunk, chunk_lengths, stream);
+  ASRDEC_CHECK_ARG(problem.batch == carried.batch, "enc_chunk holds ", problem.batch,
+                   " utterances but the stream was started for ", carried.batch);
+  const std::vector<std::int64_t> offsets = carried.frames_decoded;
+  // The executor commits the carried state only when the chunk decodes without error (bad values included), so a
+  // call that throws leaves the stream as it was.
+  const BatchedHypsView view = self.backend->decode_chunk(problem, carried, stream);
+  std::vector<Hypothesis> out = self.backend->collect(view, offsets, false, stream);
   for (std::int64_t b = 0; b < problem.batch; ++b) {
-    state.impl().frames_decoded[static_cast<std::size_t>(b)] += problem.lengths[static_cast<std::size_t>(b)];
+    carried.frames_decoded[static_cast<std::size_t>(b)] += problem.lengths[static_cast<std::size_t>(b)];
   }
   return out;
 }
 
-const TransducerModel& TransducerGreedyDecoder::model() const noexcept { return impl_->model; }
-const TransducerGreedyConfig& TransducerGreedyDecoder::config() const noexcept { return impl_->config; }
-Device TransducerGreedyDecoder::device() const noexcept { return impl_->model.device(); }
-GraphMode TransducerGreedyDecoder::graph_mode() const noexcept { return impl_->backend->graph_mode(); }
+const TransducerModel& TransducerGreedyDecoder::model() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").model;
+}
+const TransducerGreedyConfig& TransducerGreedyDecoder::config() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").config;
+}
+Device TransducerGreedyDecoder::device() const { return model().device(); }
+GraphMode TransducerGreedyDecoder::graph_mode() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").backend->graph_mode();
+}
 
 }  // namespace asrdec

@@ -1,9 +1,11 @@
 #include "transducer/joint_cpu.hpp"
 
 #include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/bad_value.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/detail/fusion_step.hpp"
 #include "asrdec/detail/logsumexp.hpp"
+#include "transducer/bad_enc_value.hpp"
 #include "transducer/weights.hpp"
 
 namespace asrdec::detail {
@@ -71,10 +73,7 @@ void JointCpu::fill_hidden(const EncodedView& enc, const JointRow* rows, std::in
     const float* g = dec_of(r);
     for (std::int64_t j = 0; j < J; ++j) {
       const float x = read(enc, base + j * enc.stride_j);
-      if (check_values && !is_finite_value(x)) {
-        throw InvalidArgument(concat("enc_proj[", b, ", ", rows[r].frame, ", ", j, "] is ", x != x ? "NaN" : "infinite",
-                                     "; encoder projections must be finite"));
-      }
+      if (check_values && !is_finite_value(x)) throw bad_enc_value_error(b, rows[r].frame, j, x != x);
       hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
     }
   }
@@ -91,6 +90,15 @@ void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const f
     for (std::int64_t r = 0; r < count; ++r) {
       out[r * outputs + o] = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
     }
+  }
+  if (check_values) {
+    for (std::int64_t r = 0; r < count; ++r) check_outputs(rows[r], out + r * outputs, outputs);
+  }
+}
+
+void JointCpu::check_outputs(const JointRow& row, const float* outputs, std::int64_t count) {
+  for (std::int64_t o = 0; o < count; ++o) {
+    if (!is_finite_value(outputs[o])) throw bad_enc_value_error(row.b, row.frame, kJointOutputColumn, false);
   }
 }
 
@@ -110,6 +118,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   for (std::int64_t o = 0; o < token_columns_; ++o) {
     for (std::int64_t r = 0; r < count; ++r) {
       const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
+      if (check_values) check_outputs(rows[r], &logit, 1);
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
       if (fused && o < fusion.vocab) {
@@ -136,8 +145,9 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
     for (std::int64_t d = 0; d < static_cast<std::int64_t>(durations_.size()); ++d) {
       const std::int64_t o = token_columns_ + d;
       for (std::int64_t r = 0; r < count; ++r) {
-        argmax_update(durations_best_[r], dot(weight + o * J, hidden_.data() + r * J, J) + bias[o],
-                      static_cast<std::int32_t>(d));
+        const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
+        if (check_values) check_outputs(rows[r], &logit, 1);
+        argmax_update(durations_best_[r], logit, static_cast<std::int32_t>(d));
       }
     }
     for (std::int64_t r = 0; r < count; ++r) {

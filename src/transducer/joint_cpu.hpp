@@ -43,7 +43,8 @@ class JointCpu {
                      std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out);
 
   /** All output logits (V+1 tokens, then D durations) of each row — utterance rows[r].b at rows[r].frame with
-   *  predictor output decs[r] — into out + r * output_size; each weight row is read once for all rows. */
+   *  predictor output decs[r] — into out + r * output_size; each weight row is read once for all rows. With
+   *  check_values, NaN/inf inputs and outputs that are not finite throw InvalidArgument. */
   void logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
                    bool check_values, float* out);
 
@@ -54,6 +55,8 @@ class JointCpu {
   // hidden_[r] <- act(enc_proj[rows[r]] + dec_of(r)), rounded to the weight dtype; checks values when asked.
   template <class DecOf>
   void fill_hidden(const EncodedView& enc, const JointRow* rows, std::int64_t count, bool check_values, DecOf dec_of);
+  // Finite values can still make the joint overflow float32; its outputs are checked too (with check_values).
+  static void check_outputs(const JointRow& row, const float* outputs, std::int64_t count);
 
   const TransducerJoint::Impl& joint_;
   std::int64_t token_columns_;

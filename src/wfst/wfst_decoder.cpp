@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "asrdec/core/error.hpp"
+#include "core/exclusive_use.hpp"
 #include "ctc/ctc_beam_input.hpp"
 #include "ctc/ctc_greedy_backend.hpp"
 #include "wfst/wfst_backend.hpp"
@@ -47,6 +48,7 @@ struct WfstDecoder::Impl {
   std::unique_ptr<detail::WfstBackend> cuda;  // the CUDA executor; null on the CPU
   std::unordered_map<std::int64_t, detail::WfstChannel> streams;
   std::vector<float> frame;  // one frame's log-probabilities as floats
+  detail::OwnerSlot owner;
 
   Impl(WfstGraph g, const WfstDecoderConfig& c, Device d)
       : graph(std::move(g)), config(c), device(d), searcher(graph, config) {}
@@ -117,39 +119,43 @@ WfstDecoder& WfstDecoder::operator=(WfstDecoder&&) noexcept = default;
 
 std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
                                             const std::vector<WordBoosts>& boosts) {
-  const detail::CtcGreedyProblem p = impl_->problem(logprobs, lengths);
+  Impl& self = detail::live(impl_, "WfstDecoder");
+  const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode");
+  const detail::CtcGreedyProblem p = self.problem(logprobs, lengths);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
                    "word boosting: expected one list per utterance (", p.batch, "), got ", boosts.size());
   std::vector<WfstResult> results;
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
-  if (impl_->cuda) {
-    if (impl_->config.check_values) impl_->check_values(p);
+  if (self.cuda) {
+    if (self.config.check_values) self.check_values(p);
     std::vector<detail::WfstChannel> channels(static_cast<std::size_t>(p.batch));
     std::vector<detail::WfstChannel*> rows;
     for (std::size_t b = 0; b < channels.size(); ++b) {
-      impl_->searcher.start(channels[b], boosts.empty() ? none : boosts[b]);
+      self.searcher.start(channels[b], boosts.empty() ? none : boosts[b]);
       rows.push_back(&channels[b]);
     }
-    impl_->advance(p, rows);
+    self.advance(p, rows);
     for (const detail::WfstChannel& channel : channels) {
-      results.push_back(impl_->searcher.result(channel, true, p.blank + 1));
+      results.push_back(self.searcher.result(channel, true, p.blank + 1));
     }
     return results;
   }
   // The CPU decodes utterance after utterance through one channel (checking values as it reads them).
   detail::WfstChannel channel;
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    impl_->searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
-    impl_->run(channel, p, b, impl_->config.check_values);
-    results.push_back(impl_->searcher.result(channel, true, p.blank + 1));
+    self.searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
+    self.run(channel, p, b, self.config.check_values);
+    results.push_back(self.searcher.result(channel, true, p.blank + 1));
   }
   return results;
 }
 
 std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
                                                    const TensorView& lengths, const std::vector<WordBoosts>& boosts) {
-  const detail::CtcGreedyProblem p = impl_->problem(logprobs, lengths);
+  Impl& self = detail::live(impl_, "WfstDecoder");
+  const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode_chunks");
+  const detail::CtcGreedyProblem p = self.problem(logprobs, lengths);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(chunks.size()) == p.batch, "decode_chunks: ", chunks.size(),
                    " chunk descriptions for a batch of ", p.batch);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
@@ -158,38 +164,40 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
   for (const WfstChunk& chunk : chunks) {
     ASRDEC_CHECK_ARG(seen.insert(chunk.stream).second, "decode_chunks: stream ", chunk.stream,
                      " appears more than once in one call");
-    ASRDEC_CHECK_ARG(chunk.first || impl_->streams.count(chunk.stream) == 1, "decode_chunks: stream ", chunk.stream,
+    ASRDEC_CHECK_ARG(chunk.first || self.streams.count(chunk.stream) == 1, "decode_chunks: stream ", chunk.stream,
                      " was not started (its first chunk needs first = true) or has already ended");
   }
   // Everything that can be rejected is checked before any stream changes, so a failed call leaves them as they were:
   // the frames' values, and the boosts of first chunks (their new channels are built aside).
-  if (impl_->config.check_values) impl_->check_values(p);
+  if (self.config.check_values) self.check_values(p);
   const WordBoosts none;
   std::vector<detail::WfstChannel> started(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
-    if (chunks[b].first) impl_->searcher.start(started[b], boosts.empty() ? none : boosts[b]);
+    if (chunks[b].first) self.searcher.start(started[b], boosts.empty() ? none : boosts[b]);
   }
   std::vector<detail::WfstChannel*> rows;
   for (std::size_t b = 0; b < chunks.size(); ++b) {
-    detail::WfstChannel& channel = impl_->streams[chunks[b].stream];
+    detail::WfstChannel& channel = self.streams[chunks[b].stream];
     if (chunks[b].first) channel = std::move(started[b]);
     rows.push_back(&channel);  // unordered_map keeps element addresses while others are inserted
   }
-  impl_->advance(p, rows);
+  self.advance(p, rows);
   std::vector<WfstResult> results;
   results.reserve(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
-    results.push_back(impl_->searcher.result(*rows[b], chunks[b].last, p.blank + 1));
+    results.push_back(self.searcher.result(*rows[b], chunks[b].last, p.blank + 1));
   }
   for (const WfstChunk& chunk : chunks) {
-    if (chunk.last) impl_->streams.erase(chunk.stream);
+    if (chunk.last) self.streams.erase(chunk.stream);
   }
   return results;
 }
 
-std::int64_t WfstDecoder::open_streams() const noexcept { return static_cast<std::int64_t>(impl_->streams.size()); }
-const WfstGraph& WfstDecoder::graph() const noexcept { return impl_->graph; }
-const WfstDecoderConfig& WfstDecoder::config() const noexcept { return impl_->config; }
-Device WfstDecoder::device() const noexcept { return impl_->device; }
+std::int64_t WfstDecoder::open_streams() const {
+  return static_cast<std::int64_t>(detail::live(impl_, "WfstDecoder").streams.size());
+}
+const WfstGraph& WfstDecoder::graph() const { return detail::live(impl_, "WfstDecoder").graph; }
+const WfstDecoderConfig& WfstDecoder::config() const { return detail::live(impl_, "WfstDecoder").config; }
+Device WfstDecoder::device() const { return detail::live(impl_, "WfstDecoder").device; }
 
 }  // namespace asrdec

@@ -230,7 +230,7 @@ TEST_P(CtcGreedy, RejectsBadShapesTypesLengthsAndBlank) {
   config.blank_id = -2;
   ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(device_, config), InvalidArgument, "CtcGreedyConfig.blank_id must be -1");
   ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(device_, {}, BatchLimits{0, 10}), InvalidArgument,
-                          "BatchLimits.max_batch must be positive, got 0");
+                          "BatchLimits.max_batch must be in [1, 16777216], got 0");
 }
 
 TEST_P(CtcGreedy, EmptyBatchAndZeroFrames) {

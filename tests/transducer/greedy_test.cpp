@@ -231,10 +231,10 @@ TEST_P(TransducerGreedy, RejectsBadInputWithPreciseMessages) {
   TransducerGreedyConfig bad;
   bad.max_symbols_per_frame = 0;
   ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument,
-                          "max_symbols_per_frame must be at least 1, got 0");
+                          "max_symbols_per_frame must be in [1, 100], got 0");
   bad = {};
   bad.window = 0;
-  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument, "window must be at least 1, got 0");
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, bad), InvalidArgument, "window must be in [1, 64], got 0");
   spec.tdt = true;
   std::mt19937_64 rng2(8);
   const testing::RandomTransducer tdt = make_random_transducer(spec, rng2);

@@ -8,10 +8,15 @@ namespace asrdec {
 /** Sizes a decoder allocates for at construction. A call that exceeds them grows the buffers (and re-captures
  *  CUDA graphs) before it starts, never inside a decode loop; size them for your largest batch to avoid that. */
 struct BatchLimits {
+  /** The largest limits a decoder accepts: utterances and frames are indexed with 32-bit integers on the device,
+   *  and a hostile or mistaken request (say 2^40 utterances) must be refused before anything is sized from it. */
+  static constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxFrames = (std::int64_t{1} << 30) - 1;
+
   std::int64_t max_batch = 32;
   std::int64_t max_frames = 2048;
 
-  /** Throws InvalidArgument unless both are positive. */
+  /** Throws InvalidArgument unless 1 ≤ max_batch ≤ kMaxBatch and 1 ≤ max_frames ≤ kMaxFrames. */
   void validate() const;
   std::string to_string() const;
 };

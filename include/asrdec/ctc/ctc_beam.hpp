@@ -93,10 +93,10 @@ class CtcBeamDecoder {
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths,
                                                     StreamHandle stream = nullptr);
 
-  const CtcBeamConfig& config() const noexcept;
-  Device device() const noexcept;
+  const CtcBeamConfig& config() const;
+  Device device() const;
   /** The graph mode the frame loop really runs in (eager on the CPU). */
-  GraphMode graph_mode() const noexcept;
+  GraphMode graph_mode() const;
 
   struct Impl;
 

@@ -111,10 +111,10 @@ class CtcGreedyDecoder {
   /** Waits for `stream` and throws InvalidArgument if the last decode_async() met invalid values. */
   void synchronize_and_check(StreamHandle stream = nullptr);
 
-  Device device() const noexcept;
-  const CtcGreedyConfig& config() const noexcept;
+  Device device() const;
+  const CtcGreedyConfig& config() const;
   /** The graph mode in use (eager on the CPU). */
-  GraphMode graph_mode() const noexcept;
+  GraphMode graph_mode() const;
 
   struct Impl;
 

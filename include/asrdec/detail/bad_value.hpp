@@ -16,6 +16,10 @@ constexpr unsigned long long kNoBadValue = ~0ull;
 constexpr int kBadValueShiftB = 2 * kBadValueFieldBits + 1;
 constexpr int kBadValueShiftT = kBadValueFieldBits + 1;
 constexpr int kBadValueShiftV = 1;
+// The v field of a key that reports a joint row whose outputs are not finite (encoder values finite but so large
+// that the joint overflows float32), rather than a bad input element: the largest v, so that a bad input element of
+// the same (b, t) is reported first, as the CPU reads the inputs before it computes the outputs.
+constexpr std::int64_t kJointOutputColumn = kBadValueFieldLimit - 1;
 
 ASRDEC_HD_INLINE unsigned long long pack_bad_value(std::int64_t b, std::int64_t t, std::int64_t v, bool is_nan) {
   return (static_cast<unsigned long long>(b) << kBadValueShiftB) |

@@ -11,6 +11,12 @@
 
 namespace asrdec::detail {
 
+/** Limits of the transducer configs. Labels per frame size every hypothesis store (frames × max_symbols + 1 entries
+ *  per utterance), and a window sizes the joint rows of every step (batch × window): bounded, a config cannot ask
+ *  for unbounded memory or time. Models emit a few labels per frame; the WIND paper's windows are 1–16. */
+constexpr std::int32_t kMaxSymbolsPerFrame = 100;
+constexpr std::int32_t kMaxWindow = 64;
+
 /** The outcome of one joint evaluation for one utterance (after WIND selection, if any). */
 struct JointChoice {
   std::int32_t label;     ///< argmax over the V+1 token columns (blank included), first maximum

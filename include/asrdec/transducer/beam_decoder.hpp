@@ -134,8 +134,8 @@ struct TransducerBeamConfig {
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
 
-  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols below 1, AES++ or WIND parameters out of
-   *  range, or non-finite weights. */
+  /** Throws InvalidArgument for a beam outside [1, 64], max_symbols_per_frame outside [1, 100], AES++ or WIND
+   *  parameters out of range (wind_window: [1, 64]), or non-finite weights. */
   void validate() const;
   std::string to_string() const;
 };
@@ -156,10 +156,10 @@ class TransducerBeamDecoder {
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& enc_proj, const TensorView& lengths,
                                                     StreamHandle stream = nullptr);
 
-  const TransducerModel& model() const noexcept;
-  const TransducerBeamConfig& config() const noexcept;
+  const TransducerModel& model() const;
+  const TransducerBeamConfig& config() const;
   /** The graph mode the decode loop really runs in (eager on the CPU). */
-  GraphMode graph_mode() const noexcept;
+  GraphMode graph_mode() const;
 
   struct Impl;
 

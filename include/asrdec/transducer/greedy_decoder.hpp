@@ -30,7 +30,9 @@
  * WHILE nodes, per_step = captured bodies with host-checked conditions, eager). Buffers are sized from the
  * BatchLimits at construction and grow (with graph re-capture) only between calls.
  *
- * Thread safety: a decoder and its streams have one owner at a time; the model may be shared.
+ * Thread safety: a decoder and its streams have one owner at a time; the model may be shared. A call made while
+ * another thread is inside a call on the same decoder throws InvalidArgument (it would mix their state), as does
+ * any use of a moved-from decoder or stream.
  */
 
 #include <cstdint>
@@ -79,7 +81,8 @@ struct TransducerGreedyConfig {
   /** β, the boosting weight. */
   float boost_weight = 1.0f;
 
-  /** Throws InvalidArgument for a window or max_symbols below 1, or a non-finite lm_weight or boost_weight. */
+  /** Throws InvalidArgument for a window outside [1, 64], max_symbols_per_frame outside [1, 100], or a non-finite
+   *  lm_weight or boost_weight. */
   void validate() const;
   std::string to_string() const;
 };
@@ -92,13 +95,14 @@ class TransducerStream {
   TransducerStream(TransducerStream&&) noexcept;
   TransducerStream& operator=(TransducerStream&&) noexcept;
 
-  std::int64_t batch() const noexcept;
+  /** Throws InvalidArgument when the stream was moved from (as every member does then). */
+  std::int64_t batch() const;
   /** Frames consumed so far per utterance (host copy). */
   std::vector<std::int64_t> frames_decoded() const;
 
   struct Impl;
   explicit TransducerStream(std::unique_ptr<Impl> impl);
-  Impl& impl() noexcept { return *impl_; }
+  Impl& impl();
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -126,14 +130,15 @@ class TransducerGreedyDecoder {
   TransducerStream start_stream(std::int64_t batch, StreamHandle stream = nullptr);
   /** Decodes the next chunk of every utterance of `state` (chunk_lengths[b] frames, 0 when it has none) and
    *  returns the labels found in it, timestamps absolute, is_final false. Concatenating the chunks' outputs gives
-   *  exactly the whole-utterance output. */
+   *  exactly the whole-utterance output. Only the decoder that started `state` may continue it (InvalidArgument
+   *  otherwise); a call that throws (bad input, NaN in the chunk) leaves `state` as it was. */
   std::vector<Hypothesis> decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
                                        const TensorView& chunk_lengths, StreamHandle stream = nullptr);
 
-  const TransducerModel& model() const noexcept;
-  const TransducerGreedyConfig& config() const noexcept;
-  Device device() const noexcept;
-  GraphMode graph_mode() const noexcept;
+  const TransducerModel& model() const;
+  const TransducerGreedyConfig& config() const;
+  Device device() const;
+  GraphMode graph_mode() const;
 
   struct Impl;
 

@@ -141,11 +141,11 @@ class WfstDecoder {
                                         const TensorView& lengths, const std::vector<WordBoosts>& boosts = {});
 
   /** Streams started and not yet ended. */
-  std::int64_t open_streams() const noexcept;
+  std::int64_t open_streams() const;
 
-  const WfstGraph& graph() const noexcept;
-  const WfstDecoderConfig& config() const noexcept;
-  Device device() const noexcept;
+  const WfstGraph& graph() const;
+  const WfstDecoderConfig& config() const;
+  Device device() const;
 
  private:
   struct Impl;

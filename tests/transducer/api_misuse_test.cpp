@@ -1,0 +1,266 @@
+// Misuse of the transducer API as an engine might commit it: streams continued by the wrong decoder, chunks that
+// throw halfway, moved-from objects, absurd limits and configs, extreme finite inputs, two threads on one decoder.
+// Each must be a typed error (or, for the stream, no change) on the CPU and, where a GPU is at hand, on CUDA.
+
+#include <atomic>
+#include <limits>
+#include <thread>
+
+#include "src/core/exclusive_use.hpp"
+#include "transducer/random_transducer.hpp"
+
+namespace asrdec {
+namespace {
+
+using testing::make_random_transducer;
+using testing::random_encoded;
+
+class TransducerMisuse : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      ASRDEC_SKIP_WITHOUT_CUDA();
+      device_ = Device::cuda(0);
+    }
+  }
+  // A host array as a tensor on the decoder's device (kept alive in `buffers_`).
+  TensorView place(const std::vector<float>& values, std::initializer_list<std::int64_t> shape) {
+    if (device_.is_cpu()) return TensorView(values.data(), DType::f32, shape);
+    buffers_.push_back(testing::to_device(values.data(), values.size() * 4, device_));
+    return TensorView(buffers_.back().data(), DType::f32, shape, device_);
+  }
+  Device device_;
+  std::vector<DeviceBuffer<std::byte>> buffers_;
+};
+
+std::string device_name(const ::testing::TestParamInfo<bool>& info) { return info.param ? "CUDA" : "cpu"; }
+INSTANTIATE_TEST_SUITE_P(Devices, TransducerMisuse, ::testing::Values(false, true), device_name);
+
+TEST_P(TransducerMisuse, StreamsOnlyContinueWithTheDecoderThatStartedThem) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  testing::RandomTransducerSpec rnnt_spec;
+  testing::RandomTransducerSpec tdt_spec;
+  tdt_spec.tdt = true;
+  testing::RandomTransducerSpec stateless_spec;
+  stateless_spec.stateless = true;
+  const testing::RandomTransducer rnnt = make_random_transducer(rnnt_spec, rng);
+  const testing::RandomTransducer tdt = make_random_transducer(tdt_spec, rng);
+  const testing::RandomTransducer stateless = make_random_transducer(stateless_spec, rng);
+  TransducerGreedyDecoder decoder(rnnt.build(device_));
+  const testing::RandomEncoded e = random_encoded(rng, rnnt_spec, 3, 6);
+  const TensorView enc = place(e.values, {e.batch, e.frames, e.hidden});
+  TransducerStream stream = decoder.start_stream(e.batch);
+  // An RNN-T stream into a TDT decoder, into another predictor kind, into another algorithm of the same model.
+  TransducerGreedyDecoder tdt_decoder(tdt.build(device_));
+  TransducerGreedyDecoder stateless_decoder(stateless.build(device_));
+  TransducerGreedyConfig frame_looping;
+  frame_looping.algorithm = TransducerGreedyAlgorithm::frame_looping;
+  TransducerGreedyDecoder other_algorithm(rnnt.build(device_), frame_looping);
+  for (TransducerGreedyDecoder* other : {&tdt_decoder, &stateless_decoder, &other_algorithm}) {
+    ASRDEC_EXPECT_THROW_MSG(other->decode_chunk(stream, enc, e.lens()), InvalidArgument,
+                            "the stream was started by another decoder");
+  }
+  // The refused calls changed nothing: the stream still decodes exactly as a fresh one.
+  const std::vector<Hypothesis> got = decoder.decode_chunk(stream, enc, e.lens());
+  TransducerGreedyDecoder fresh(rnnt.build(device_));
+  testing::expect_same_hypotheses(got, fresh.decode(enc, e.lens()), 1e-5, "after refused calls");
+}
+
+TEST_P(TransducerMisuse, AChunkThatThrowsLeavesTheStreamAsItWas) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  for (const bool tdt_model : {false, true}) {
+    testing::RandomTransducerSpec spec;
+    spec.tdt = tdt_model;
+    const testing::RandomTransducer model = make_random_transducer(spec, rng);
+    TransducerGreedyDecoder decoder(model.build(device_));
+    const std::int64_t B = 3, T = 8, J = spec.joint;
+    std::vector<float> values(static_cast<std::size_t>(B * T * J));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : values) v = normal(rng);
+    // Chunks [0, 4) and [4, 8); a copy of the second has a NaN in its last frame, read after others advanced.
+    std::vector<float> first, second, poisoned;
+    for (std::int64_t b = 0; b < B; ++b) {
+      const auto row = values.begin() + b * T * J;
+      first.insert(first.end(), row, row + 4 * J);
+      second.insert(second.end(), row + 4 * J, row + 8 * J);
+    }
+    poisoned = second;
+    poisoned[static_cast<std::size_t>((2 * 4 + 3) * J + 1)] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<std::int32_t> four(3, 4);
+    const TensorView lengths(four.data(), DType::i32, {B});
+    TransducerStream stream = decoder.start_stream(B);
+    const std::vector<Hypothesis> part1 = decoder.decode_chunk(stream, place(first, {B, 4, J}), lengths);
+    const std::vector<std::int64_t> frames = stream.frames_decoded();
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, place(poisoned, {B, 4, J}), lengths), InvalidArgument,
+                            "enc_proj[2, 3, 1] is NaN");
+    EXPECT_EQ(stream.frames_decoded(), frames);
+    const std::vector<Hypothesis> part2 = decoder.decode_chunk(stream, place(second, {B, 4, J}), lengths);
+    // The same two chunks through a stream that never saw the bad one.
+    TransducerStream clean = decoder.start_stream(B);
+    decoder.decode_chunk(clean, place(first, {B, 4, J}), lengths);
+    testing::expect_same_hypotheses(part2, decoder.decode_chunk(clean, place(second, {B, 4, J}), lengths), 0.0,
+                                    tdt_model ? "TDT" : "RNN-T");
+  }
+}
+
+TEST_P(TransducerMisuse, MovedFromObjectsRefuseEveryCall) {
+  std::mt19937_64 rng(3);
+  const testing::RandomTransducerSpec spec;
+  const testing::RandomTransducer model = make_random_transducer(spec, rng);
+  TransducerGreedyDecoder greedy(model.build(device_));
+  TransducerStream stream = greedy.start_stream(1);
+  const TransducerStream moved_stream = std::move(stream);
+  EXPECT_EQ(moved_stream.batch(), 1);
+  ASRDEC_EXPECT_THROW_MSG(stream.batch(), InvalidArgument, "TransducerStream: used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(stream.frames_decoded(), InvalidArgument, "used after it was moved from");
+  const TransducerGreedyDecoder moved_greedy = std::move(greedy);
+  const std::vector<float> values(static_cast<std::size_t>(spec.joint), 0.5f);
+  const std::vector<std::int32_t> one = {1};
+  const TensorView enc = place(values, {1, 1, spec.joint});
+  const TensorView lengths(one.data(), DType::i32, {1});
+  ASRDEC_EXPECT_THROW_MSG(greedy.decode(enc, lengths), InvalidArgument,
+                          "TransducerGreedyDecoder: used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.decode_chunk(stream, enc, lengths), InvalidArgument, "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.start_stream(1), InvalidArgument, "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.graph_mode(), InvalidArgument, "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.model(), InvalidArgument, "used after it was moved from");
+  EXPECT_EQ(moved_greedy.config().algorithm, TransducerGreedyAlgorithm::label_looping);
+
+  TransducerBeamDecoder beam(model.build(device_));
+  const TransducerBeamDecoder moved_beam = std::move(beam);
+  ASRDEC_EXPECT_THROW_MSG(beam.decode(enc, lengths), InvalidArgument,
+                          "TransducerBeamDecoder: used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(beam.config(), InvalidArgument, "used after it was moved from");
+  CtcGreedyDecoder ctc(device_);
+  const CtcGreedyDecoder moved_ctc = std::move(ctc);
+  ASRDEC_EXPECT_THROW_MSG(ctc.decode(enc, lengths), InvalidArgument, "CtcGreedyDecoder: used after it was moved from");
+  CtcBeamDecoder ctc_beam(device_);
+  const CtcBeamDecoder moved_ctc_beam = std::move(ctc_beam);
+  ASRDEC_EXPECT_THROW_MSG(ctc_beam.decode(enc, lengths), InvalidArgument,
+                          "CtcBeamDecoder: used after it was moved from");
+}
+
+TEST_P(TransducerMisuse, AbsurdLimitsAndConfigsAreRefusedBeforeAnythingIsSized) {
+  std::mt19937_64 rng(4);
+  const testing::RandomTransducerSpec spec;
+  const TransducerModel model = make_random_transducer(spec, rng).build(device_);
+  // Used to ask for a 2^46-byte allocation.
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, {}, BatchLimits{std::int64_t{1} << 40, 16}), InvalidArgument,
+                          "BatchLimits.max_batch must be in [1, 16777216], got 1099511627776");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(model, {}, BatchLimits{4, std::int64_t{1} << 40}), InvalidArgument,
+                          "BatchLimits.max_frames must be in [1, 1073741823]");
+  TransducerGreedyConfig greedy;
+  greedy.algorithm = TransducerGreedyAlgorithm::wind;
+  greedy.window = 1000000000;  // ran for minutes
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, greedy), InvalidArgument,
+                          "TransducerGreedyConfig.window must be in [1, 64], got 1000000000");
+  greedy = {};
+  greedy.max_symbols_per_frame = 1000000000;  // bad_alloc
+  ASRDEC_EXPECT_THROW_MSG(TransducerGreedyDecoder(model, greedy), InvalidArgument,
+                          "TransducerGreedyConfig.max_symbols_per_frame must be in [1, 100], got 1000000000");
+  TransducerBeamConfig beam;
+  beam.max_symbols_per_frame = 101;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(model, beam), InvalidArgument,
+                          "TransducerBeamConfig.max_symbols_per_frame must be in [1, 100], got 101");
+}
+
+TEST_P(TransducerMisuse, FiniteInputsThatOverflowTheJointAreRefusedByEveryDecoder) {
+  std::mt19937_64 rng(5);
+  const testing::RandomTransducerSpec spec;
+  const TransducerModel model = make_random_transducer(spec, rng).build(device_);
+  const std::int64_t B = 2, T = 6, J = spec.joint;
+  std::vector<float> values(static_cast<std::size_t>(B * T * J), 0.25f);
+  for (std::int64_t j = 0; j < J; ++j) values[static_cast<std::size_t>((1 * T + 4) * J + j)] = 3e38f;
+  const std::vector<std::int32_t> lengths = {6, 6};
+  const TensorView enc = place(values, {B, T, J});
+  const TensorView lens(lengths.data(), DType::i32, {B});
+  const std::string message = "enc_proj[1, 4, :] makes the joint's outputs overflow float32";
+  for (TransducerGreedyAlgorithm algorithm : {TransducerGreedyAlgorithm::frame_looping,
+                                              TransducerGreedyAlgorithm::label_looping, TransducerGreedyAlgorithm::wind}) {
+    TransducerGreedyConfig config;
+    config.algorithm = algorithm;
+    TransducerGreedyDecoder decoder(model, config);
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(enc, lens), InvalidArgument, message);
+  }
+  // WIND beam search used to stop with "internal error: 16 hypotheses on frame 0, more than the beam 4".
+  for (TransducerBeamAlgorithm algorithm :
+       {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
+    TransducerBeamConfig config;
+    config.algorithm = algorithm;
+    config.beam = 4;
+    TransducerBeamDecoder decoder(model, config);
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(enc, lens), InvalidArgument, message);
+  }
+  // Without check_values the caller asked for no checks.
+  TransducerGreedyConfig unchecked;
+  unchecked.check_values = false;
+  TransducerGreedyDecoder decoder(model, unchecked);
+  EXPECT_NO_THROW(decoder.decode(enc, lens));
+}
+
+TEST_P(TransducerMisuse, TwoThreadsOnOneDecoderGetAnErrorNeverWrongResults) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const testing::RandomTransducerSpec spec;
+  const TransducerModel model = make_random_transducer(spec, rng).build(device_);
+  const testing::RandomEncoded a = random_encoded(rng, spec, 8, 40);
+  const testing::RandomEncoded b = random_encoded(rng, spec, 8, 40);
+  const TensorView enc_a = place(a.values, {a.batch, a.frames, a.hidden});
+  const TensorView enc_b = place(b.values, {b.batch, b.frames, b.hidden});
+  TransducerGreedyDecoder reference(model);
+  const std::vector<Hypothesis> want_a = reference.decode(enc_a, a.lens());
+  const std::vector<Hypothesis> want_b = reference.decode(enc_b, b.lens());
+  TransducerGreedyDecoder shared(model);
+  std::atomic<int> refused{0}, wrong{0}, other{0};
+  const auto worker = [&](const TensorView& enc, const TensorView& lens, const std::vector<Hypothesis>& want) {
+    for (int i = 0; i < 200; ++i) {
+      try {
+        const std::vector<Hypothesis> got = shared.decode(enc, lens);
+        for (std::size_t k = 0; k < got.size(); ++k) {
+          if (got[k].tokens != want[k].tokens || got[k].timestamps != want[k].timestamps) ++wrong;
+        }
+      } catch (const InvalidArgument& error) {
+        if (std::string(error.what()).find("another thread is using this object") != std::string::npos) {
+          ++refused;
+        } else {
+          ++other;
+        }
+      }
+    }
+  };
+  std::thread first(worker, std::cref(enc_a), a.lens(), std::cref(want_a));
+  std::thread second(worker, std::cref(enc_b), b.lens(), std::cref(want_b));
+  first.join();
+  second.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+  std::printf("two threads, 400 calls: %d refused\n", refused.load());
+}
+
+TEST(ExclusiveCall, ASecondThreadIsRefusedWhileTheOwnerMayNest) {
+  detail::OwnerSlot slot;
+  {
+    const detail::ExclusiveCall outer(slot, "outer");
+    const detail::ExclusiveCall nested(slot, "nested");  // the same thread: decode() calling decode_async()
+    std::string message;
+    std::thread other([&] {
+      try {
+        const detail::ExclusiveCall call(slot, "Decoder::decode");
+      } catch (const InvalidArgument& error) {
+        message = error.what();
+      }
+    });
+    other.join();
+    EXPECT_NE(message.find("Decoder::decode: another thread is using this object"), std::string::npos) << message;
+  }
+  std::thread after([&] { EXPECT_NO_THROW(detail::ExclusiveCall(slot, "after")); });
+  after.join();
+}
+
+}  // namespace
+}  // namespace asrdec
