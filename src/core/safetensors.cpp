@@ -184,15 +184,23 @@ struct SafetensorsFile::Impl {
   }
 };
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : impl_(std::make_unique<Impl>()) {
-  impl_->path = path;
-  impl_->open();
-  impl_->parse();
+SafetensorsFile::SafetensorsFile(const std::string& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->path = path;
+  impl->open();
+  impl->parse();
+  impl_ = std::move(impl);
 }
 
 SafetensorsFile::~SafetensorsFile() = default;
-SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
+SafetensorsFile::SafetensorsFile(const SafetensorsFile&) = default;
+SafetensorsFile& SafetensorsFile::operator=(const SafetensorsFile&) = default;
+// The file is immutable once parsed: a move shares it rather than leaving a null one behind.
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept : impl_(other.impl_) {}
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
+  impl_ = other.impl_;
+  return *this;
+}
 
 const std::string& SafetensorsFile::path() const noexcept { return impl_->path; }
 

@@ -111,8 +111,14 @@ struct BoostingTree::Impl {
 
 BoostingTree::BoostingTree(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 BoostingTree::~BoostingTree() = default;
-BoostingTree::BoostingTree(BoostingTree&&) noexcept = default;
-BoostingTree& BoostingTree::operator=(BoostingTree&&) noexcept = default;
+BoostingTree::BoostingTree(const BoostingTree&) = default;
+BoostingTree& BoostingTree::operator=(const BoostingTree&) = default;
+// As for NgramLm: a move shares the immutable tree rather than leaving a null one behind.
+BoostingTree::BoostingTree(BoostingTree&& other) noexcept : impl_(other.impl_) {}
+BoostingTree& BoostingTree::operator=(BoostingTree&& other) noexcept {
+  impl_ = other.impl_;
+  return *this;
+}
 
 BoostingTree BoostingTree::build(const std::vector<PhraseList>& lists, std::int64_t vocab_size,
                                  const BoostingTreeOptions& options, Device device) {

@@ -87,8 +87,15 @@ void finish_ngram(NgramLm::Impl& impl) {
 
 NgramLm::NgramLm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NgramLm::~NgramLm() = default;
-NgramLm::NgramLm(NgramLm&&) noexcept = default;
-NgramLm& NgramLm::operator=(NgramLm&&) noexcept = default;
+NgramLm::NgramLm(const NgramLm&) = default;
+NgramLm& NgramLm::operator=(const NgramLm&) = default;
+// A move shares the tables instead of emptying the source: the LM is immutable, and an engine that moved one by
+// mistake gets a working LM rather than a null dereference.
+NgramLm::NgramLm(NgramLm&& other) noexcept : impl_(other.impl_) {}
+NgramLm& NgramLm::operator=(NgramLm&& other) noexcept {
+  impl_ = other.impl_;
+  return *this;
+}
 
 void NgramLmOptions::validate() const {
   switch (vocabulary) {

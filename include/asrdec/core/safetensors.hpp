@@ -33,6 +33,9 @@ class SafetensorsFile {
   /** Maps and validates the file. Throws ParseError (or Error when it cannot be opened). */
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
+  /** Copies share the mapping; a moved-from file still holds it. */
+  SafetensorsFile(const SafetensorsFile&);
+  SafetensorsFile& operator=(const SafetensorsFile&);
   SafetensorsFile(SafetensorsFile&&) noexcept;
   SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
 
@@ -49,7 +52,7 @@ class SafetensorsFile {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const Impl> impl_;
 };
 
 }  // namespace asrdec

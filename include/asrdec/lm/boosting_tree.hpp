@@ -21,7 +21,8 @@
  * Final weights are `final_eos_score` on phrase ends and 0 elsewhere (for decoders that score end of sentence;
  * greedy decoding does not).
  *
- * Thread safety: immutable after building; queries may run concurrently from any thread.
+ * Thread safety: immutable after building; queries may run concurrently from any thread. Copies share the tree, and
+ * a moved-from tree still holds it.
  */
 
 #include <cstdint>
@@ -63,6 +64,8 @@ class BoostingTree {
                             const BoostingTreeOptions& options = {}, Device device = Device::cpu());
 
   ~BoostingTree();
+  BoostingTree(const BoostingTree&);
+  BoostingTree& operator=(const BoostingTree&);
   BoostingTree(BoostingTree&&) noexcept;
   BoostingTree& operator=(BoostingTree&&) noexcept;
 
@@ -99,7 +102,7 @@ class BoostingTree {
  private:
   struct Impl;
   explicit BoostingTree(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared by copies, kept by a moved-from tree
 };
 
 }  // namespace asrdec

@@ -21,7 +21,8 @@
  * Words are separated by ASCII space and tab only, as KenLM does.
  *
  * Orders 1 and up are supported (KenLM refuses order 1; a unigram model here is a single START state).
- * Thread safety: immutable after loading; queries may run concurrently from any thread.
+ * Thread safety: immutable after loading; queries may run concurrently from any thread. Copies share the tables, and
+ * a moved-from LM still holds them (moving never leaves an LM that crashes when used).
  */
 
 #include <cstdint>
@@ -80,6 +81,8 @@ class NgramLm {
   static NgramLm load(const std::string& path, const NgramLmOptions& options, Device device = Device::cpu());
 
   ~NgramLm();
+  NgramLm(const NgramLm&);
+  NgramLm& operator=(const NgramLm&);
   NgramLm(NgramLm&&) noexcept;
   NgramLm& operator=(NgramLm&&) noexcept;
 
@@ -130,7 +133,7 @@ class NgramLm {
  private:
   friend class BoostingTree;  // builds its automata into the same tables
   explicit NgramLm(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared by copies, kept by a moved-from LM
 };
 
 }  // namespace asrdec

@@ -106,6 +106,11 @@ class TransducerModel {
    *  version or feature asrdec does not know. */
   static TransducerModel load(const std::string& path, Device device, const TransducerLoadOptions& options = {});
 
+  // Copies are cheap (the parts are shared). A move copies too, so that a moved-from model is still the same
+  // working model rather than one whose parts are null.
+  TransducerModel(const TransducerModel&) = default;
+  TransducerModel& operator=(const TransducerModel&) = default;
+
   TransducerType type() const noexcept { return durations_.empty() ? TransducerType::rnnt : TransducerType::tdt; }
   std::int64_t vocab_size() const noexcept { return vocab_size_; }  ///< V (tokens, blank excluded)
   std::int32_t blank_id() const noexcept { return blank_id_; }

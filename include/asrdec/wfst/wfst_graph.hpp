@@ -66,6 +66,10 @@ class WfstGraph {
   /** Builds from arrays already in CSR form (validated as for load). */
   static WfstGraph from_arrays(WfstGraphArrays arrays, std::string source);
 
+  // Copies share the immutable arrays. A move copies too, so that a moved-from graph is still the same graph.
+  WfstGraph(const WfstGraph&) = default;
+  WfstGraph& operator=(const WfstGraph&) = default;
+
  private:
   struct Impl;
   explicit WfstGraph(std::shared_ptr<const Impl> impl);
