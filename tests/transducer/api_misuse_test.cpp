@@ -3,6 +3,7 @@
 // Each must be a typed error (or, for the stream, no change) on the CPU and, where a GPU is at hand, on CUDA.
 
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -77,35 +78,36 @@ TEST_P(TransducerMisuse, AChunkThatThrowsLeavesTheStreamAsItWas) {
     spec.tdt = tdt_model;
     const testing::RandomTransducer model = make_random_transducer(spec, rng);
     TransducerGreedyDecoder decoder(model.build(device_));
-    const std::int64_t B = 3, T = 8, J = spec.joint;
+    const std::int64_t B = 3, T = 16, C = 8, J = spec.joint;
     std::vector<float> values(static_cast<std::size_t>(B * T * J));
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (float& v : values) v = normal(rng);
-    // Chunks [0, 4) and [4, 8); a copy of the second has NaNs in utterance 2's frames 1-3 (one of them is read
-    // whatever TDT skips), after the other utterances advanced on frame 0.
+    // Chunks [0, 8) and [8, 16); a copy of the second has NaNs in utterance 2's frames 4-7. A chunk starts at most 3
+    // frames in (TDT overshoot) and jumps at most 4, so some frame of 0-3 is read first, by every utterance, and some
+    // frame of 4-7 later: the NaN is found after the stream state has moved.
     std::vector<float> first, second, poisoned;
     for (std::int64_t b = 0; b < B; ++b) {
       const auto row = values.begin() + b * T * J;
-      first.insert(first.end(), row, row + 4 * J);
-      second.insert(second.end(), row + 4 * J, row + 8 * J);
+      first.insert(first.end(), row, row + C * J);
+      second.insert(second.end(), row + C * J, row + T * J);
     }
     poisoned = second;
-    for (std::int64_t t = 1; t < 4; ++t) {
-      poisoned[static_cast<std::size_t>((2 * 4 + t) * J + 1)] = std::numeric_limits<float>::quiet_NaN();
+    for (std::int64_t t = 4; t < C; ++t) {
+      poisoned[static_cast<std::size_t>((2 * C + t) * J + 1)] = std::numeric_limits<float>::quiet_NaN();
     }
-    const std::vector<std::int32_t> four(3, 4);
-    const TensorView lengths(four.data(), DType::i32, {B});
+    const std::vector<std::int32_t> eight(3, static_cast<std::int32_t>(C));
+    const TensorView lengths(eight.data(), DType::i32, {B});
     TransducerStream stream = decoder.start_stream(B);
-    const std::vector<Hypothesis> part1 = decoder.decode_chunk(stream, place(first, {B, 4, J}), lengths);
+    const std::vector<Hypothesis> part1 = decoder.decode_chunk(stream, place(first, {B, C, J}), lengths);
     const std::vector<std::int64_t> frames = stream.frames_decoded();
-    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, place(poisoned, {B, 4, J}), lengths), InvalidArgument,
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, place(poisoned, {B, C, J}), lengths), InvalidArgument,
                             ", 1] is NaN");
     EXPECT_EQ(stream.frames_decoded(), frames);
-    const std::vector<Hypothesis> part2 = decoder.decode_chunk(stream, place(second, {B, 4, J}), lengths);
+    const std::vector<Hypothesis> part2 = decoder.decode_chunk(stream, place(second, {B, C, J}), lengths);
     // The same two chunks through a stream that never saw the bad one.
     TransducerStream clean = decoder.start_stream(B);
-    decoder.decode_chunk(clean, place(first, {B, 4, J}), lengths);
-    testing::expect_same_hypotheses(part2, decoder.decode_chunk(clean, place(second, {B, 4, J}), lengths), 0.0,
+    decoder.decode_chunk(clean, place(first, {B, C, J}), lengths);
+    testing::expect_same_hypotheses(part2, decoder.decode_chunk(clean, place(second, {B, C, J}), lengths), 0.0,
                                     tdt_model ? "TDT" : "RNN-T");
   }
 }
@@ -197,6 +199,21 @@ TEST_P(TransducerMisuse, FiniteInputsThatOverflowTheJointAreRefusedByEveryDecode
     config.beam = 4;
     TransducerBeamDecoder decoder(model, config);
     ASRDEC_EXPECT_THROW_MSG(decoder.decode(enc, lens), InvalidArgument, message);
+  }
+  // Large but representable: every decoder still finds hypotheses with finite scores (AES++ used to prune even its
+  // best proposal once gamma was absorbed by scores near 1e21, and returned nothing).
+  for (std::int64_t j = 0; j < J; ++j) values[static_cast<std::size_t>((1 * T + 4) * J + j)] = 1e20f;
+  const TensorView large = place(values, {B, T, J});
+  for (TransducerBeamAlgorithm algorithm :
+       {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
+    TransducerBeamConfig config;
+    config.algorithm = algorithm;
+    config.beam = 4;
+    TransducerBeamDecoder decoder(model, config);
+    for (const std::vector<Hypothesis>& beam : decoder.decode_nbest(large, lens)) {
+      ASSERT_FALSE(beam.empty()) << to_string(algorithm);
+      EXPECT_TRUE(std::isfinite(beam.front().score) && beam.front().score < 0.0f) << to_string(algorithm);
+    }
   }
   // Without check_values the caller asked for no checks.
   TransducerGreedyConfig unchecked;

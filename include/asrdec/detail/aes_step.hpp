@@ -32,10 +32,13 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
 
 /** The `count` best labels of a hypothesis that is still expanding: by fused score over the whole vocabulary (late
  *  pruning, or no fusion), or the acoustic best `count` re-scored with fusion and kept in acoustic order (early
- *  pruning). Then the gamma rule: a proposal whose total (parent_score + its score) is not above the best total
- *  minus gamma is pruned (score -inf); the threshold is per hypothesis. `row.num_durations` must be 0. */
-ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, float parent_score,
-                                  std::int32_t count, float gamma, AesProposals& out) {
+ *  pruning). Then the gamma rule: a proposal whose total (the hypothesis' score + its score) is not above the best
+ *  total minus gamma is pruned (score -inf); the threshold is per hypothesis. The totals share the hypothesis'
+ *  score, so the rule is applied to the proposals' own scores: the same comparison without the hypothesis'
+ *  magnitude, which at large scores absorbed gamma and pruned even the best proposal. `row.num_durations` must
+ *  be 0. */
+ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t count, float gamma,
+                                  AesProposals& out) {
   const float offset = beam_token_offset(rule, row.logp[row.blank]);
   float scores[kMaxAesProposals];
   std::int32_t ids[kMaxAesProposals];
@@ -48,12 +51,9 @@ ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row
       topk_insert(scores, ids, count, kept, alsd_label_score(rule, row, v, offset), v);
   }
   float best = -__builtin_huge_valf();
+  for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
   for (std::int32_t j = 0; j < kept; ++j) {
-    const float total = parent_score + scores[j];
-    best = total > best ? total : best;
-  }
-  for (std::int32_t j = 0; j < kept; ++j) {
-    out.score[j] = parent_score + scores[j] > best - gamma ? scores[j] : -__builtin_huge_valf();
+    out.score[j] = scores[j] > best - gamma ? scores[j] : -__builtin_huge_valf();
     out.label[j] = ids[j];
   }
   out.count = kept;
@@ -178,7 +178,7 @@ ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& 
     if (!expanding[s]) {
       aes_keep(p);
     } else {
-      aes_propose(rule, frame.row(s), h.scores[s], C, gamma, p);
+      aes_propose(rule, frame.row(s), C, gamma, p);
       for (std::int32_t j = 0; j < p.count; ++j) {
         if (p.label[j] != frame.blank && p.score[j] != -__builtin_huge_valf() &&
             aes_already_in_beam(h, b, k, p.label[j])) {
