@@ -15,6 +15,7 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicSize = 6;
+constexpr std::uint64_t kMaxHeaderBytes = 1u << 20;
 
 // A cursor over the header, a Python dict literal such as
 // {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
@@ -184,7 +185,12 @@ NpyArray read_npy(const std::string& path) {
     throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
   }
   file.seekg(0, std::ios::end);
-  const auto file_size = static_cast<std::uint64_t>(file.tellg());
+  const std::streamoff end = file.tellg();
+  if (end < 0) {
+    // A pipe has no size to check the header against (and /dev/zero-like devices report 0, refused below).
+    throw Error(detail::concat(path, ": cannot determine the file's size (a pipe? .npy files must be regular files)"));
+  }
+  const auto file_size = static_cast<std::uint64_t>(end);
   file.seekg(0, std::ios::beg);
 
   unsigned char prefix[kMagicSize + 2];
@@ -208,6 +214,12 @@ NpyArray read_npy(const std::string& path) {
   }
   for (std::size_t i = 0; i < length_bytes; ++i) {
     header_size |= static_cast<std::uint64_t>(length[i]) << (8 * i);
+  }
+  // NumPy itself refuses headers above 10 000 bytes unless told otherwise; a header is a short dict literal.
+  if (header_size > kMaxHeaderBytes) {
+    throw ParseError(path, 0,
+                     detail::concat("header of ", header_size, " bytes is larger than the ", kMaxHeaderBytes,
+                                    " bytes a .npy header may have here"));
   }
   const std::uint64_t data_offset = sizeof prefix + length_bytes + header_size;
   if (data_offset > file_size) {
