@@ -109,5 +109,25 @@ TEST(SymbolTable, IdsAreBoundedByTheFileAndUnique) {
                           ":2: NUL byte");
 }
 
+TEST(TextTables, WordBoostListsAndPhraseLists) {
+  const SymbolTable words = SymbolTable::load(write_text("boost_words.txt", "<eps> 0\nhello 1\nworld 2\n"));
+  const WordBoosts boosts = read_word_boosts(write_text("boosts.txt", "hello 2.5\r\n\n  world\t-1\n"), words);
+  ASSERT_EQ(boosts.size(), 2u);
+  EXPECT_EQ(boosts[0], std::make_pair(1, 2.5f));
+  EXPECT_EQ(boosts[1], std::make_pair(2, -1.0f));
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("nan.txt", "hello nan\n"), words), ParseError,
+                          "nan.txt:1: expected \"word score\" with a finite score");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("big.txt", "hello 1e39\n"), words), ParseError, "finite score");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("three.txt", "hello 1 2\n"), words), ParseError, "finite score");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("oov.txt", "\nnope 1\n"), words), ParseError,
+                          "oov.txt:2: word 'nope' is not in the word table");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("eps.txt", "<eps> 1\n"), words), ParseError,
+                          "word '<eps>' is not in the word table");
+  const std::vector<std::string> phrases =
+      read_phrase_list(write_text("phrases.txt", "# comment\r\n  new york \r\n\n\tlos angeles\n"));
+  EXPECT_EQ(phrases, (std::vector<std::string>{"new york", "los angeles"}));
+  ASRDEC_EXPECT_THROW_MSG(read_phrase_list("/dev/zero"), ParseError, "/dev/zero:1: NUL byte");
+}
+
 }  // namespace
 }  // namespace asrdec

@@ -3,14 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "batch_input.hpp"
 #include "commands.hpp"
@@ -44,27 +41,6 @@ struct CtcWfstOptions {
   bool json = false;
 };
 
-// --boost: "word score" lines; every utterance gets the list.
-WordBoosts load_boosts(const std::string& path, const SymbolTable& words) {
-  WordBoosts boosts;
-  if (path.empty()) return boosts;
-  TextFileReader in(path, "the word boosting list");
-  std::string line;
-  while (in.next(line)) {
-    std::istringstream fields(line);
-    std::string word, rest;
-    double score = 0.0;
-    if (!(fields >> word)) continue;  // blank line
-    if (!(fields >> score) || (fields >> rest) || !std::isfinite(score)) {
-      throw in.error(detail::concat("expected \"word score\" with a finite score, got '", line, "'"));
-    }
-    const std::optional<std::int32_t> id = words.find(word);
-    if (!id || *id == 0) throw in.error(detail::concat("word '", word, "' is not in the word table"));
-    boosts.emplace_back(*id, static_cast<float>(score));
-  }
-  return boosts;
-}
-
 void run(const CtcWfstOptions& options) {
   ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
   ASRDEC_CHECK_ARG(options.batch_size >= 1, "--batch-size must be at least 1, got ", options.batch_size);
@@ -80,7 +56,7 @@ void run(const CtcWfstOptions& options) {
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::vector<std::string> refs =
       options.refs.empty() ? std::vector<std::string>{} : read_references(options.refs, utterances, options.logits);
-  const WordBoosts boost_list = load_boosts(options.boost, words);
+  const WordBoosts boost_list = options.boost.empty() ? WordBoosts{} : read_word_boosts(options.boost, words);
 
   WfstDecoderConfig config;
   config.beam = static_cast<float>(options.beam);

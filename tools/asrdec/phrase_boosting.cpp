@@ -5,19 +5,6 @@
 
 namespace asrdec::cli {
 
-std::vector<std::string> read_phrases(const std::string& path) {
-  TextFileReader in(path, "the phrase list");
-  std::vector<std::string> phrases;
-  std::string line;
-  while (in.next(line)) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const auto last = line.find_last_not_of(" \t\r");
-    phrases.push_back(line.substr(first, last - first + 1));
-  }
-  return phrases;
-}
-
 std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
                                                   bool quiet) {
   if (options.phrases.empty()) return nullptr;
@@ -28,7 +15,7 @@ std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, s
     throw Error(detail::concat(options.bpe, ": cannot load the SentencePiece model: ", status.ToString()));
   ASRDEC_CHECK_ARG(tokenizer.GetPieceSize() == vocab, "vocabulary mismatch: ", options.bpe, " has ",
                    tokenizer.GetPieceSize(), " pieces, the model ", vocab, " tokens");
-  const std::vector<std::string> phrases = read_phrases(options.phrases);
+  const std::vector<std::string> phrases = read_phrase_list(options.phrases);
   ASRDEC_CHECK_ARG(!phrases.empty(), options.phrases, " holds no phrases");
   PhraseList list;
   for (const std::string& phrase : phrases) {

@@ -23,7 +23,4 @@ struct BoostOptions {
 std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
                                                   bool quiet);
 
-/** The phrases of a phrase file, one per line, trimmed; blank lines and '#' comments skipped. */
-std::vector<std::string> read_phrases(const std::string& path);
-
 }  // namespace asrdec::cli

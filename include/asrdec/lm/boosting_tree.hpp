@@ -55,6 +55,11 @@ struct BoostingTreeOptions {
 /** One phrase list: each phrase a non-empty sequence of token ids. */
 using PhraseList = std::vector<std::vector<std::int32_t>>;
 
+/** Reads phrases to boost, one per line, trimmed; blank lines and lines starting with '#' are skipped (CRLF
+ *  accepted). The caller tokenises them (e.g. with the model's SentencePiece model) into a PhraseList. Throws the
+ *  errors of TextFileReader. */
+std::vector<std::string> read_phrase_list(const std::string& path);
+
 class BoostingTree {
  public:
   /** Builds the automata of `lists` (at least one; a list may be empty: no boosting for its utterances) over

@@ -69,6 +69,7 @@
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
+#include "asrdec/text/symbol_table.hpp"
 #include "asrdec/wfst/wfst_graph.hpp"
 
 namespace asrdec {
@@ -101,6 +102,11 @@ struct WfstDecoderConfig {
 
 /** Word id → boost (cost subtracted on every arc that outputs the word). */
 using WordBoosts = std::vector<std::pair<std::int32_t, float>>;
+
+/** Reads a word boosting list: "word score" per line (blank lines skipped, CRLF accepted), words looked up in
+ *  `words` (the graph's words table). Throws ParseError (file and line) for a malformed line, a non-finite score,
+ *  or a word the table lacks (or `<eps>`), and the errors of TextFileReader. */
+WordBoosts read_word_boosts(const std::string& path, const SymbolTable& words);
 
 struct WfstResult {
   std::vector<std::int32_t> words;
