@@ -152,8 +152,9 @@ NpyArray::NpyArray(DType dtype, std::vector<std::int64_t> shape) : dtype_(dtype)
   for (std::int64_t d : shape_) {
     ASRDEC_CHECK_ARG(d >= 0, "NpyArray: dimension of negative size ", d);
     const std::optional<std::uint64_t> product = detail::checked_mul(elements, static_cast<std::uint64_t>(d));
-    ASRDEC_CHECK_ARG(product.has_value() && *product <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                     "NpyArray: the shape's element count overflows int64");
+    ASRDEC_CHECK_ARG(
+        product.has_value() && *product <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+        "NpyArray: the shape's element count overflows int64");
     elements = *product;
   }
   data_ = HostBuffer<std::byte>(detail::checked_bytes(elements, dtype_size(dtype), "NpyArray"));

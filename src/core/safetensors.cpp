@@ -232,10 +232,10 @@ TensorView SafetensorsFile::tensor(const std::string& name) const {
   // itself is page-aligned), so a misaligned one comes from a damaged or hand-made file.
   const auto address = reinterpret_cast<std::uintptr_t>(impl_->data + e.begin);
   if (e.end > e.begin && address % dtype_size(dtype) != 0) {
-    throw ParseError(impl_->path, 0,
-                     detail::concat("tensor '", name, "' starts at byte ",
-                                    (impl_->data - impl_->file->data()) + e.begin,
-                                    " of the file, not aligned to its ", dtype_size(dtype), "-byte elements"));
+    throw ParseError(
+        impl_->path, 0,
+        detail::concat("tensor '", name, "' starts at byte ", (impl_->data - impl_->file->data()) + e.begin,
+                       " of the file, not aligned to its ", dtype_size(dtype), "-byte elements"));
   }
   std::int64_t strides[TensorView::kMaxDims] = {};
   std::int64_t stride = 1;

@@ -161,8 +161,6 @@ void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) {
 
 Device CtcGreedyDecoder::device() const { return detail::live(impl_, "CtcGreedyDecoder").device; }
 const CtcGreedyConfig& CtcGreedyDecoder::config() const { return detail::live(impl_, "CtcGreedyDecoder").config; }
-GraphMode CtcGreedyDecoder::graph_mode() const {
-  return detail::live(impl_, "CtcGreedyDecoder").backend->graph_mode();
-}
+GraphMode CtcGreedyDecoder::graph_mode() const { return detail::live(impl_, "CtcGreedyDecoder").backend->graph_mode(); }
 
 }  // namespace asrdec

@@ -1,11 +1,11 @@
 #include "lm/arpa_reader.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 #include <memory>
 #include <string_view>
 #include <unordered_set>
@@ -59,9 +59,7 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
   ArpaModel model;
   model.path = path;
   std::string line;
-  const auto fail = [&](const std::string& message) -> ParseError {
-    return reader.error(message);
-  };
+  const auto fail = [&](const std::string& message) -> ParseError { return reader.error(message); };
   const auto number = [&](std::string_view text, const char* what) -> double {
     double value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -72,8 +70,8 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
       throw fail(concat(what, " ", text, " is not finite"));
     }
     if (std::fabs(value) > kMaxLog10Magnitude) {
-      throw fail(concat(what, " ", text, " is outside [-", kMaxLog10Magnitude, ", ", kMaxLog10Magnitude,
-                        "] (damaged file?)"));
+      throw fail(
+          concat(what, " ", text, " is outside [-", kMaxLog10Magnitude, ", ", kMaxLog10Magnitude, "] (damaged file?)"));
     }
     return value;
   };
@@ -120,7 +118,8 @@ ArpaModel read_arpa(const std::string& path, bool clamp_positive_probabilities) 
       throw fail(concat("n-gram orders must be listed as 1, 2, 3, ...; found order ", order, " after ", counts.size()));
     }
     if (count > kMaxEntriesPerOrder) {
-      throw fail(concat("n-gram count ", count, " is more than the ", kMaxEntriesPerOrder, " entries an order may hold"));
+      throw fail(
+          concat("n-gram count ", count, " is more than the ", kMaxEntriesPerOrder, " entries an order may hold"));
     }
     counts.push_back(count);
   }

@@ -164,8 +164,8 @@ NgramTables read_binary(const std::string& path) {
   sizes.field<std::int64_t>(h.vocabulary, 0, 2, "vocabulary");
   const auto states = sizes.field<std::int64_t>(h.states, 2, std::numeric_limits<std::int32_t>::max() - 1, "states");
   const auto arcs = sizes.field<std::int64_t>(h.arcs, vocab + 1, std::numeric_limits<std::int32_t>::max(), "arcs");
-  const auto word_bytes = sizes.field<std::int64_t>(h.word_bytes, 0, std::numeric_limits<std::int64_t>::max(),
-                                                    "word_bytes");
+  const auto word_bytes =
+      sizes.field<std::int64_t>(h.word_bytes, 0, std::numeric_limits<std::int64_t>::max(), "word_bytes");
   const auto vocabulary = static_cast<LmVocabularyKind>(h.vocabulary);
   const std::int64_t expected_words = vocabulary == LmVocabularyKind::token_level ? 0 : vocab;
   sizes.field<std::int64_t>(h.word_count, expected_words, expected_words, "word_count");

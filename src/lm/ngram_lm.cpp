@@ -111,8 +111,7 @@ void NgramLmOptions::validate() const {
     case LmVocabularyKind::arpa_words:
       return;
   }
-  throw InvalidArgument(
-      detail::concat("NgramLmOptions.vocabulary: unknown kind ", static_cast<int>(vocabulary)));
+  throw InvalidArgument(detail::concat("NgramLmOptions.vocabulary: unknown kind ", static_cast<int>(vocabulary)));
 }
 
 NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, Device device) {
@@ -131,8 +130,7 @@ NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, De
                        " was built for V = ", impl->host.vocab_size, " tokens, the decoder has ", options.vocab_size);
     } else if (options.vocabulary == LmVocabularyKind::symbol_table) {
       ASRDEC_CHECK_ARG(SymbolTable::load(options.symbol_table).symbols() == impl->host.words,
-                       "vocabulary mismatch: ", path, " was built with another word table than ",
-                       options.symbol_table);
+                       "vocabulary mismatch: ", path, " was built with another word table than ", options.symbol_table);
     }
   } else {
     impl->host = detail::build_ngram_tables(detail::read_arpa(path, options.clamp_positive_probabilities), options);
@@ -255,9 +253,9 @@ std::string NgramLm::describe() const {
   const char* kind = "word-level (symbol table)";
   if (impl_->host.vocabulary == LmVocabularyKind::token_level) kind = "token-level";
   if (impl_->host.vocabulary == LmVocabularyKind::arpa_words) kind = "word-level (ARPA symbols)";
-  return detail::concat(order(), "-gram ", kind, " LM, V = ", vocab_size(),
-                        ", ", num_states(), " states, ", num_arcs(), " arcs, ",
-                        static_cast<double>(memory_bytes()) / (1024.0 * 1024.0), " MiB on ", device().to_string());
+  return detail::concat(order(), "-gram ", kind, " LM, V = ", vocab_size(), ", ", num_states(), " states, ", num_arcs(),
+                        " arcs, ", static_cast<double>(memory_bytes()) / (1024.0 * 1024.0), " MiB on ",
+                        device().to_string());
 }
 
 }  // namespace asrdec

@@ -50,7 +50,8 @@ SymbolTable SymbolTable::load(const std::string& path) {
   }
   if (entries.empty()) throw ParseError(path, 0, "empty symbol table");
   // An id costs one string slot: bounding ids by the bytes read keeps a 26-byte file from asking for gigabytes.
-  const auto id_limit = static_cast<std::int64_t>(std::min<std::uint64_t>(reader.bytes_read(), std::numeric_limits<std::int32_t>::max()));
+  const auto id_limit =
+      static_cast<std::int64_t>(std::min<std::uint64_t>(reader.bytes_read(), std::numeric_limits<std::int32_t>::max()));
   SymbolTable table;
   if (two_columns) {
     std::int64_t size = 0;

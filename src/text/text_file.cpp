@@ -25,8 +25,8 @@ TextFileReader::TextFileReader(const std::string& path, const std::string& what,
   errno = 0;
   file_->handle = gzopen(path.c_str(), "rb");
   if (file_->handle == nullptr) {
-    throw Error(detail::concat(path, ": cannot open ", what, what.empty() ? "" : " ", "for reading: ",
-                               errno != 0 ? std::strerror(errno) : "out of memory"));
+    throw Error(detail::concat(path, ": cannot open ", what, what.empty() ? "" : " ",
+                               "for reading: ", errno != 0 ? std::strerror(errno) : "out of memory"));
   }
   gzbuffer(file_->handle, kReadBytes);
 }
@@ -73,8 +73,8 @@ bool TextFileReader::next(std::string& line) {
     const char* start = buffer_.data() + scanned;
     const std::size_t available = end_ - scanned;
     const void* newline = std::memchr(start, '\n', available);
-    const std::size_t stop = newline != nullptr ? static_cast<std::size_t>(static_cast<const char*>(newline) - start)
-                                                : available;
+    const std::size_t stop =
+        newline != nullptr ? static_cast<std::size_t>(static_cast<const char*>(newline) - start) : available;
     if (std::memchr(start, '\0', stop) != nullptr) {
       throw ParseError(path_, line_number_ + 1, "NUL byte in a text line (a binary file, or damaged text)");
     }

@@ -10,8 +10,8 @@ InvalidArgument bad_enc_value_error(std::int64_t b, std::int64_t t, std::int64_t
                                   "far outside what an encoder produces); encoder projections must be finite and of ",
                                   "an encoder's magnitude"));
   }
-  return InvalidArgument(
-      concat("enc_proj[", b, ", ", t, ", ", j, "] is ", is_nan ? "NaN" : "infinite", "; encoder projections must be finite"));
+  return InvalidArgument(concat("enc_proj[", b, ", ", t, ", ", j, "] is ", is_nan ? "NaN" : "infinite",
+                                "; encoder projections must be finite"));
 }
 
 }  // namespace asrdec::detail

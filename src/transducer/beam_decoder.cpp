@@ -55,8 +55,8 @@ void TransducerBeamConfig::validate() const {
   ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "TransducerBeamConfig.beam must be in [1, ", detail::kMaxBeam,
                    "], got ", beam);
   ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1 && max_symbols_per_frame <= detail::kMaxSymbolsPerFrame,
-                   "TransducerBeamConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame,
-                   "], got ", max_symbols_per_frame);
+                   "TransducerBeamConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame, "], got ",
+                   max_symbols_per_frame);
   ASRDEC_CHECK_ARG(aes_num_steps >= 1 && aes_num_steps <= 64,
                    "TransducerBeamConfig.aes_num_steps must be in [1, 64], got ", aes_num_steps);
   ASRDEC_CHECK_ARG(aes_expansion_beta >= 0 && aes_expansion_beta <= detail::kMaxAesExpansionBeta,
@@ -64,8 +64,8 @@ void TransducerBeamConfig::validate() const {
                    aes_expansion_beta);
   ASRDEC_CHECK_ARG(aes_expansion_gamma > 0.0f, "TransducerBeamConfig.aes_expansion_gamma must be positive, got ",
                    aes_expansion_gamma);
-  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= detail::kMaxWindow, "TransducerBeamConfig.wind_window must be in [1, ",
-                   detail::kMaxWindow, "], got ", wind_window);
+  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= detail::kMaxWindow,
+                   "TransducerBeamConfig.wind_window must be in [1, ", detail::kMaxWindow, "], got ", wind_window);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
 }

@@ -208,8 +208,7 @@ std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_pr
   const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode");
   stream = stream != nullptr ? stream : self.backend->default_stream();
   const BatchedHypsView view = self.decode_async(enc_proj, lengths, stream);
-  return self.backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true,
-                               stream);
+  return self.backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true, stream);
 }
 
 void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {

@@ -167,9 +167,7 @@ WfstGraph WfstGraph::from_arrays(WfstGraphArrays a, std::string source) {
   return WfstGraph(std::move(impl));
 }
 
-WfstGraph WfstGraph::load(const std::string& path) {
-  return from_arrays(detail::read_openfst_file(path), path);
-}
+WfstGraph WfstGraph::load(const std::string& path) { return from_arrays(detail::read_openfst_file(path), path); }
 
 std::int32_t WfstGraph::num_states() const noexcept { return impl_->arrays.num_states; }
 std::int64_t WfstGraph::num_arcs() const noexcept { return impl_->arrays.emitting_begin.back(); }

@@ -103,8 +103,8 @@ TEST(Npy, SizesDerivedFromTheHeaderCannotWrap) {
   ASRDEC_EXPECT_THROW_MSG(read_npy(elements), ParseError, "the shape's element count");
   // An empty array whose other dimensions multiply past int64 would overflow every stride computed from them.
   const std::string extent = testing::temp_path("extent.npy");
-  write_bytes(extent, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }",
-                                ""));
+  write_bytes(extent,
+              npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", ""));
   ASRDEC_EXPECT_THROW_MSG(read_npy(extent), ParseError, "the shape's extent");
   // Large but honest: the header asks for more data than the file holds.
   const std::string big = testing::temp_path("big.npy");

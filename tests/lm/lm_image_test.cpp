@@ -15,8 +15,8 @@ namespace asrdec {
 namespace {
 
 // Offsets of the version-3 header fields (src/lm/ngram_binary.cpp).
-constexpr std::size_t kVersion = 8, kHeaderBytesField = 12, kCrc = 24, kVocabSize = 28, kOrder = 32,
-                      kVocabulary = 36, kMissingOffset = 40, kStates = 48, kArcs = 56, kWordCount = 64;
+constexpr std::size_t kVersion = 8, kHeaderBytesField = 12, kCrc = 24, kVocabSize = 28, kOrder = 32, kVocabulary = 36,
+                      kMissingOffset = 40, kStates = 48, kArcs = 56, kWordCount = 64;
 constexpr std::size_t kHeaderBytes = 128;
 
 std::string image_bytes() {
@@ -77,7 +77,8 @@ TEST(LmImage, HeaderFieldsAreCheckedBeforeTheyAreUsed) {
       {"vocabulary", [](std::string& b) { put<std::int32_t>(b, kVocabulary, 7); },
        "header field vocabulary = 7 is outside [0, 2]"},
       // states + 2^60 used to wrap the layout so that size and checksum checks passed.
-      {"states_wrap", [](std::string& b) { put<std::int64_t>(b, kStates, get<std::int64_t>(b, kStates) + (1ll << 60)); },
+      {"states_wrap",
+       [](std::string& b) { put<std::int64_t>(b, kStates, get<std::int64_t>(b, kStates) + (1ll << 60)); },
        "header field states = "},
       {"arcs_negative", [](std::string& b) { put<std::int64_t>(b, kArcs, -5); }, "header field arcs = -5 is outside"},
       {"order", [](std::string& b) { put<std::int32_t>(b, kOrder, 1000000); },
@@ -141,7 +142,8 @@ TEST(LmImage, TableValuesAreCheckedBeforeAnyQuery) {
        "state 2 has a non-finite or out-of-range backoff or final weight"},
       {"huge_final", [&](std::string& b) { put<float>(b, final_weight + 4 * 1, -1e30f); },
        "state 1 has a non-finite or out-of-range backoff or final weight"},
-      {"target", [&](std::string& b) { put<std::int32_t>(b, arc_target + 4 * last_arc, static_cast<std::int32_t>(states)); },
+      {"target",
+       [&](std::string& b) { put<std::int32_t>(b, arc_target + 4 * last_arc, static_cast<std::int32_t>(states)); },
        "corrupted arc"},
       {"label", [&](std::string& b) { put<std::int32_t>(b, arc_label + 4 * last_arc, 9); }, "corrupted arc"},
       {"unsorted",
@@ -157,7 +159,8 @@ TEST(LmImage, TableValuesAreCheckedBeforeAnyQuery) {
        "are not sorted by label"},
       {"backoff_up", [&](std::string& b) { put<std::int32_t>(b, backoff_to + 4 * 1, 5); },
        "corrupted backoff link of state 1"},
-      {"offsets", [&](std::string& b) { put<std::int32_t>(b, arc_begin + 4 * 1, 1 << 30); }, "corrupted arc offsets of state 0"},
+      {"offsets", [&](std::string& b) { put<std::int32_t>(b, arc_begin + 4 * 1, 1 << 30); },
+       "corrupted arc offsets of state 0"},
       {"missing_flag", [&](std::string& b) { b[missing + 3] = 7; }, "corrupted missing-token flag of token 3"},
   };
   for (const Case& c : cases) {

@@ -242,8 +242,7 @@ TEST(NgramLm, HostileArpaFilesAreBounded) {
     return path;
   };
   const auto with = [](const std::string& count, const std::string& unigram_e) {
-    return "\\data\\\nngram 1=" + count + "\n\n\\1-grams:\n-0.5\t<s>\n-0.6\t</s>\n" + unigram_e +
-           "\n\n\\end\\\n";
+    return "\\data\\\nngram 1=" + count + "\n\n\\1-grams:\n-0.5\t<s>\n-0.6\t</s>\n" + unigram_e + "\n\n\\end\\\n";
   };
   const NgramLmOptions options = tokens(8);
   // Counts drive reservations: a lying header must be refused or cost nothing, never bad_alloc or an undefined
@@ -255,8 +254,8 @@ TEST(NgramLm, HostileArpaFilesAreBounded) {
   ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("count_big.arpa", with("1000000", "-0.7\te")), options), ParseError,
                           "the \\1-grams: section has 3 entries, the header declares 1000000");
   // Finite as double but not as float (or beyond any real model): refused, not turned into ±inf.
-  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("backoff_1e39.arpa", with("3", "-0.7\te\t1e39")), options),
-                          ParseError, ":7: backoff 1e39 is outside [-1e+06, 1e+06]");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("backoff_1e39.arpa", with("3", "-0.7\te\t1e39")), options), ParseError,
+                          ":7: backoff 1e39 is outside [-1e+06, 1e+06]");
   ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("prob_big.arpa", with("3", "-3e38\te")), options), ParseError,
                           ":7: probability -3e38 is outside");
   // A NUL byte used to end a line early and glue the rest onto the next line.

@@ -184,8 +184,9 @@ TEST_P(TransducerMisuse, FiniteInputsThatOverflowTheJointAreRefusedByEveryDecode
   const TensorView enc = place(values, {B, T, J});
   const TensorView lens(lengths.data(), DType::i32, {B});
   const std::string message = "enc_proj[1, 4, :] makes the joint's outputs overflow float32";
-  for (TransducerGreedyAlgorithm algorithm : {TransducerGreedyAlgorithm::frame_looping,
-                                              TransducerGreedyAlgorithm::label_looping, TransducerGreedyAlgorithm::wind}) {
+  for (TransducerGreedyAlgorithm algorithm :
+       {TransducerGreedyAlgorithm::frame_looping, TransducerGreedyAlgorithm::label_looping,
+        TransducerGreedyAlgorithm::wind}) {
     TransducerGreedyConfig config;
     config.algorithm = algorithm;
     TransducerGreedyDecoder decoder(model, config);

@@ -1,10 +1,11 @@
 // asrdec's own reader of OpenFst binary files: equal to OpenFst's reading on every graph OpenFst writes (vector,
 // const, aligned const, with symbol tables), and bounded on every hostile file (the cases of docs/robustness.md).
 
+#include "src/wfst/openfst_file.hpp"
+
 #include <chrono>
 #include <cstring>
 
-#include "src/wfst/openfst_file.hpp"
 #include "wfst/random_wfst.hpp"
 
 namespace asrdec {

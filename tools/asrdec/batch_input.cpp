@@ -47,8 +47,8 @@ NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int
   // hands the decoder each chunk's share, cannot clamp a bad length into a plausible one.
   for (std::int64_t i = 0; i < utterances; ++i) {
     out[i] = file.dtype() == DType::i32 ? file.data_as<std::int32_t>()[i] : file.data_as<std::int64_t>()[i];
-    ASRDEC_CHECK_ARG(out[i] >= 0 && out[i] <= frames, path, ": lengths[", i, "] = ", out[i], " is outside [0, ",
-                     frames, "] (T, the frames of the model outputs)");
+    ASRDEC_CHECK_ARG(out[i] >= 0 && out[i] <= frames, path, ": lengths[", i, "] = ", out[i], " is outside [0, ", frames,
+                     "] (T, the frames of the model outputs)");
   }
   return lengths;
 }

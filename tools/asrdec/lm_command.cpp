@@ -3,9 +3,9 @@
 
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "asrdec/asrdec.hpp"
 #include "commands.hpp"

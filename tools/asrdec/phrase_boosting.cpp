@@ -2,7 +2,6 @@
 
 #include <sentencepiece_processor.h>
 
-
 namespace asrdec::cli {
 
 std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
