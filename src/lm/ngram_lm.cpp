@@ -120,15 +120,16 @@ NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, De
   impl->device = device;
   if (detail::is_binary_image(path)) {
     impl->host = detail::read_binary(path);
+    // arpa_words means "the file's own vocabulary", which an image records; an explicit kind must match it.
     const bool image_token_level = impl->host.vocabulary == LmVocabularyKind::token_level;
     const bool want_token_level = options.vocabulary == LmVocabularyKind::token_level;
-    ASRDEC_CHECK_ARG(image_token_level == want_token_level, "vocabulary mismatch: ", path, " is a ",
-                     image_token_level ? "token-level" : "word-level", " LM image, loaded as a ",
-                     want_token_level ? "token-level" : "word-level", " LM");
+    ASRDEC_CHECK_ARG(options.vocabulary == LmVocabularyKind::arpa_words || image_token_level == want_token_level,
+                     "vocabulary mismatch: ", path, " is a ", image_token_level ? "token-level" : "word-level",
+                     " LM image, loaded as a ", want_token_level ? "token-level" : "word-level", " LM");
     if (want_token_level && options.vocab_size > 0) {
       ASRDEC_CHECK_ARG(options.vocab_size == impl->host.vocab_size, "vocabulary mismatch: ", path,
                        " was built for V = ", impl->host.vocab_size, " tokens, the decoder has ", options.vocab_size);
-    } else if (options.vocabulary == LmVocabularyKind::symbol_table) {
+    } else if (options.vocabulary == LmVocabularyKind::symbol_table) {  // (a word-level image here)
       ASRDEC_CHECK_ARG(SymbolTable::load(options.symbol_table).symbols() == impl->host.words,
                        "vocabulary mismatch: ", path, " was built with another word table than ", options.symbol_table);
     }

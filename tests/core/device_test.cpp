@@ -74,7 +74,7 @@ TEST(TimerCUDA, MeasuresNonNegativeTime) {
 }
 
 TEST(Timer, RejectsCpuDevice) {
-  ASRDEC_EXPECT_THROW_MSG(CudaEventTimer(Device::cpu()), InvalidArgument, "CudaEventTimer needs a CUDA device");
+  ASRDEC_EXPECT_THROW_MSG(CudaEventTimer{Device::cpu()}, InvalidArgument, "CudaEventTimer needs a CUDA device");
 }
 
 }  // namespace

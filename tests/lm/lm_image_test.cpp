@@ -175,8 +175,14 @@ TEST(LmImage, TableValuesAreCheckedBeforeAnyQuery) {
 
 TEST(LmImage, KindAndVocabularyMustMatchTheRequest) {
   const std::string token_image = write("tokens.lm", image_bytes());
+  // arpa_words asks for the file's own vocabulary, which an image records.
+  NgramLmOptions own;
+  own.vocabulary = LmVocabularyKind::arpa_words;
+  EXPECT_EQ(NgramLm::load(token_image, own).vocab_size(), 8);
   NgramLmOptions words;
-  words.vocabulary = LmVocabularyKind::arpa_words;
+  words.vocabulary = LmVocabularyKind::symbol_table;
+  words.symbol_table = testing::temp_path("any_words.txt");
+  std::ofstream(words.symbol_table) << "a 0\n";
   ASRDEC_EXPECT_THROW_MSG(NgramLm::load(token_image, words), InvalidArgument,
                           "is a token-level LM image, loaded as a word-level LM");
   NgramLmOptions negative;

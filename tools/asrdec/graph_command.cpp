@@ -12,6 +12,7 @@
 #include "asrdec/asrdec.hpp"
 #include "asrdec/wfst/graph_builder.hpp"
 #include "commands.hpp"
+#include "sentencepiece_model.hpp"
 
 namespace asrdec::cli {
 namespace {
@@ -38,9 +39,8 @@ bool is_words_table_symbol(const std::string& word) {
 // The word list is the first field of each line, so an OpenFst symbol table (`word id`) serves as well as a plain
 // list. Its symbols (<eps>, <s>, </s>, #n) and <unk> are not words to spell and are skipped.
 Lexicon spell_words(const std::string& words_path, const std::string& bpe_path) {
-  sentencepiece::SentencePieceProcessor tokenizer;
-  const auto status = tokenizer.Load(bpe_path);
-  if (!status.ok()) throw Error(detail::concat(bpe_path, ": cannot load the SentencePiece model: ", status.ToString()));
+  const std::unique_ptr<sentencepiece::SentencePieceProcessor> model = load_sentencepiece(bpe_path);
+  const sentencepiece::SentencePieceProcessor& tokenizer = *model;
   TextFileReader in(words_path, "the word list");
   Lexicon lexicon;
   lexicon.source = words_path;

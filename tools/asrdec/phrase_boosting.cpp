@@ -1,6 +1,6 @@
 #include "phrase_boosting.hpp"
 
-#include <sentencepiece_processor.h>
+#include "sentencepiece_model.hpp"
 
 namespace asrdec::cli {
 
@@ -8,10 +8,8 @@ std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, s
                                                   bool quiet) {
   if (options.phrases.empty()) return nullptr;
   ASRDEC_CHECK_ARG(!options.bpe.empty(), "--boost needs --bpe: the SentencePiece model that tokenises the phrases");
-  sentencepiece::SentencePieceProcessor tokenizer;
-  const auto status = tokenizer.Load(options.bpe);
-  if (!status.ok())
-    throw Error(detail::concat(options.bpe, ": cannot load the SentencePiece model: ", status.ToString()));
+  const std::unique_ptr<sentencepiece::SentencePieceProcessor> model = load_sentencepiece(options.bpe);
+  const sentencepiece::SentencePieceProcessor& tokenizer = *model;
   ASRDEC_CHECK_ARG(tokenizer.GetPieceSize() == vocab, "vocabulary mismatch: ", options.bpe, " has ",
                    tokenizer.GetPieceSize(), " pieces, the model ", vocab, " tokens");
   const std::vector<std::string> phrases = read_phrase_list(options.phrases);
