@@ -16,8 +16,8 @@ class FuzzFile {
  public:
   explicit FuzzFile(const std::string& role) {
     const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/asrdec_fuzz_" +
-            std::to_string(::getpid()) + "_" + role;
+    path_ = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/asrdec_fuzz_" + std::to_string(::getpid()) +
+            "_" + role;
   }
   ~FuzzFile() { std::remove(path_.c_str()); }
   FuzzFile(const FuzzFile&) = delete;
@@ -46,8 +46,8 @@ class FuzzFile {
   std::abort();
 }
 
-#define ASRDEC_FUZZ_CHECK(condition)                            \
-  do {                                                          \
+#define ASRDEC_FUZZ_CHECK(condition)                             \
+  do {                                                           \
     if (!(condition)) ::asrdec::fuzz::oracle_failed(#condition); \
   } while (false)
 

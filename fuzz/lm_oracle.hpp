@@ -44,13 +44,15 @@ inline void check_lm_queries(const NgramLm& lm) {
 inline void check_lm_image_round_trip(const NgramLm& lm, const NgramLmOptions& options, FuzzFile& image) {
   lm.save_binary(image.path());
   NgramLmOptions image_options = options;
-  if (image_options.vocabulary == LmVocabularyKind::symbol_table) image_options.vocabulary = LmVocabularyKind::arpa_words;
+  if (image_options.vocabulary == LmVocabularyKind::symbol_table)
+    image_options.vocabulary = LmVocabularyKind::arpa_words;
   const NgramLm back = NgramLm::load(image.path(), image_options);
   ASRDEC_FUZZ_CHECK(back.vocab_size() == lm.vocab_size() && back.num_states() == lm.num_states() &&
                     back.num_arcs() == lm.num_arcs() && back.order() == lm.order());
   for (const std::int32_t state : sample_states(lm)) {
     for (std::int64_t v = 0; v < std::min<std::int64_t>(lm.vocab_size(), 64); ++v) {
-      ASRDEC_FUZZ_CHECK(back.score(state, static_cast<std::int32_t>(v)) == lm.score(state, static_cast<std::int32_t>(v)));
+      ASRDEC_FUZZ_CHECK(back.score(state, static_cast<std::int32_t>(v)) ==
+                        lm.score(state, static_cast<std::int32_t>(v)));
     }
     ASRDEC_FUZZ_CHECK(back.final_score(state) == lm.final_score(state));
   }

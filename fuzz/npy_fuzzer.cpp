@@ -14,7 +14,8 @@ namespace {
 using asrdec::fuzz::FuzzFile;
 
 float value_at(const asrdec::NpyArray& a, std::int64_t i) {
-  return a.dtype() == asrdec::DType::f32 ? a.data_as<float>()[i] : asrdec::detail::to_float(a.data_as<asrdec::half_t>()[i]);
+  return a.dtype() == asrdec::DType::f32 ? a.data_as<float>()[i]
+                                         : asrdec::detail::to_float(a.data_as<asrdec::half_t>()[i]);
 }
 
 struct Decoded {

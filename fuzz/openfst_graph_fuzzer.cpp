@@ -34,9 +34,9 @@ void check_decoding(const asrdec::WfstGraph& graph) {
   config.beam = 8.0f;
   config.max_active = 64;
   asrdec::WfstDecoder decoder(graph, config);
-  const std::vector<asrdec::WfstResult> whole = decoder.decode(
-      asrdec::TensorView(frames.data(), asrdec::DType::f32, {B, T, C}),
-      asrdec::TensorView(lengths.data(), asrdec::DType::i32, {B}));
+  const std::vector<asrdec::WfstResult> whole =
+      decoder.decode(asrdec::TensorView(frames.data(), asrdec::DType::f32, {B, T, C}),
+                     asrdec::TensorView(lengths.data(), asrdec::DType::i32, {B}));
   // Whole utterances decoded: the same frames in chunks must decode too (an exception here is a finding).
   // Chunks of 1, 2 and 3 frames.
   std::vector<asrdec::WfstResult> chunked(static_cast<std::size_t>(B));

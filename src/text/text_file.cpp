@@ -101,4 +101,16 @@ bool TextFileReader::next(std::string& line) {
   return true;
 }
 
+std::vector<std::string> split_fields(std::string_view line) {
+  std::vector<std::string> fields;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) fields.emplace_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
 }  // namespace asrdec

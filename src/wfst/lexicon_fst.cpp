@@ -14,18 +14,6 @@
 namespace asrdec {
 namespace {
 
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) fields.push_back(line.substr(start, i - start));
-  }
-  return fields;
-}
-
 // Symbols with a fixed meaning in the words table; a lexicon word spelled like one would be ambiguous.
 bool is_reserved_word(const std::string& word) {
   if (word == "<eps>" || word == "<s>" || word == "</s>") return true;

@@ -7,33 +7,16 @@
 #include "asrdec/wfst/wfst_decoder.hpp"
 
 namespace asrdec {
-namespace {
-
-bool is_field_space(char c) { return c == ' ' || c == '\t'; }
-
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && is_field_space(line[i])) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && !is_field_space(line[i])) ++i;
-    if (i > start) fields.push_back(line.substr(start, i - start));
-  }
-  return fields;
-}
-
-}  // namespace
 
 WordBoosts read_word_boosts(const std::string& path, const SymbolTable& words) {
   TextFileReader in(path, "the word boosting list");
   WordBoosts boosts;
   std::string line;
   while (in.next(line)) {
-    const std::vector<std::string> fields = fields_of(line);
+    const std::vector<std::string> fields = split_fields(line);
     if (fields.empty()) continue;
     double score = 0.0;
-    const std::string& text = fields.size() == 2 ? fields[1] : std::string();
+    const std::string text = fields.size() == 2 ? fields[1] : std::string();
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), score);
     if (fields.size() != 2 || error != std::errc() || end != text.data() + text.size() || !std::isfinite(score) ||
         !std::isfinite(static_cast<float>(score))) {

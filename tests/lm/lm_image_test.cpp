@@ -49,11 +49,7 @@ void fix_crc(std::string& bytes) {
   put<std::uint32_t>(bytes, kCrc, static_cast<std::uint32_t>(crc));
 }
 
-std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path = testing::temp_path(name);
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
+using testing::write_temp_file;
 
 NgramLmOptions image_options() {
   NgramLmOptions options;
@@ -61,17 +57,30 @@ NgramLmOptions image_options() {
   return options;
 }
 
+struct Case {
+  const char* name;
+  std::function<void(std::string&)> change;
+  const char* message;
+};
+
+// Each case changes a copy of `good`, recomputes the checksum and must be refused with its message.
+void expect_refused(const std::string& good, const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string bytes = good;
+    c.change(bytes);
+    fix_crc(bytes);
+    ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write_temp_file(std::string(c.name) + ".lm", bytes), image_options()),
+                            ParseError, c.message);
+  }
+}
+
 std::size_t aligned(std::size_t n) { return (n + 63) / 64 * 64; }
 
 TEST(LmImage, HeaderFieldsAreCheckedBeforeTheyAreUsed) {
   const std::string good = image_bytes();
   ASSERT_EQ(get<std::uint32_t>(good, kVersion), 3u);
-  EXPECT_NO_THROW(NgramLm::load(write("good.lm", good), image_options()));
-  struct Case {
-    const char* name;
-    std::function<void(std::string&)> change;
-    const char* message;
-  };
+  EXPECT_NO_THROW(NgramLm::load(write_temp_file("good.lm", good), image_options()));
   const std::vector<Case> cases = {
       // The vocabulary kind used to index an array in describe(): a SIGSEGV from one byte.
       {"vocabulary", [](std::string& b) { put<std::int32_t>(b, kVocabulary, 7); },
@@ -96,23 +105,16 @@ TEST(LmImage, HeaderFieldsAreCheckedBeforeTheyAreUsed) {
       {"trailing", [](std::string& b) { b += std::string(64, '\0'); }, "truncated or corrupted"},
       {"truncated", [](std::string& b) { b.resize(b.size() - 64); }, "truncated or corrupted"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::string bytes = good;
-    c.change(bytes);
-    fix_crc(bytes);
-    ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write(std::string(c.name) + ".lm", bytes), image_options()), ParseError,
-                            c.message);
-  }
+  expect_refused(good, cases);
   // Without a recomputed checksum, any one changed header byte is caught: the CRC covers the header now.
   for (std::size_t offset = kVocabSize; offset < 80; ++offset) {
     std::string bytes = good;
     bytes[offset] = static_cast<char>(bytes[offset] ^ 0x01);
-    EXPECT_THROW(NgramLm::load(write("flip.lm", bytes), image_options()), ParseError) << "byte " << offset;
+    EXPECT_THROW(NgramLm::load(write_temp_file("flip.lm", bytes), image_options()), ParseError) << "byte " << offset;
   }
   std::string old_version = good;
   put<std::uint32_t>(old_version, kVersion, 2);
-  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write("v2.lm", old_version), image_options()), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write_temp_file("v2.lm", old_version), image_options()), ParseError,
                           "LM image version 2 is not supported (expected 3)");
 }
 
@@ -129,11 +131,6 @@ TEST(LmImage, TableValuesAreCheckedBeforeAnyQuery) {
   const std::size_t final_weight = backoff_weight + aligned(states * 4);
   const std::size_t missing = final_weight + aligned(states * 4);
   const std::size_t last_arc = arcs - 1;  // of the last state with arcs: a bigram or trigram arc
-  struct Case {
-    const char* name;
-    std::function<void(std::string&)> change;
-    const char* message;
-  };
   const std::vector<Case> cases = {
       {"nan_weight", [&](std::string& b) { put<float>(b, arc_weight + 4 * last_arc, std::nanf("")); },
        "has a non-finite or out-of-range weight"},
@@ -163,18 +160,11 @@ TEST(LmImage, TableValuesAreCheckedBeforeAnyQuery) {
        "corrupted arc offsets of state 0"},
       {"missing_flag", [&](std::string& b) { b[missing + 3] = 7; }, "corrupted missing-token flag of token 3"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::string bytes = good;
-    c.change(bytes);
-    fix_crc(bytes);
-    ASRDEC_EXPECT_THROW_MSG(NgramLm::load(write(std::string(c.name) + ".lm", bytes), image_options()), ParseError,
-                            c.message);
-  }
+  expect_refused(good, cases);
 }
 
 TEST(LmImage, KindAndVocabularyMustMatchTheRequest) {
-  const std::string token_image = write("tokens.lm", image_bytes());
+  const std::string token_image = write_temp_file("tokens.lm", image_bytes());
   // arpa_words asks for the file's own vocabulary, which an image records.
   NgramLmOptions own;
   own.vocabulary = LmVocabularyKind::arpa_words;

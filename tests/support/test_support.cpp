@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 
 namespace asrdec::testing {
 
@@ -22,6 +23,12 @@ std::string temp_path(const std::string& name) {
   static std::atomic<int> counter{0};
   return ::testing::TempDir() + "asrdec_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
          name;
+}
+
+std::string write_temp_file(const std::string& name, const std::string& bytes) {
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
 }
 
 std::string source_path(const std::string& relative) { return std::string(ASRDEC_SOURCE_DIR) + "/" + relative; }

@@ -20,6 +20,9 @@ std::string seed_message(std::uint64_t seed);
 /** A path in the test temporary directory, unique within the process. */
 std::string temp_path(const std::string& name);
 
+/** Writes `bytes` to a new temp_path(name) and returns the path (files crafted by a test). */
+std::string write_temp_file(const std::string& name, const std::string& bytes);
+
 /** The repository's source tree (for examples/data and tests/data). */
 std::string source_path(const std::string& relative);
 

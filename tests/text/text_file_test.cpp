@@ -10,11 +10,7 @@
 namespace asrdec {
 namespace {
 
-std::string write_text(const std::string& name, const std::string& text) {
-  const std::string path = testing::temp_path(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using testing::write_temp_file;
 
 std::string write_gzip(const std::string& name, const std::string& text) {
   const std::string path = testing::temp_path(name);
@@ -33,15 +29,15 @@ std::vector<std::string> all_lines(TextFileReader& reader) {
 
 TEST(TextFileReader, ReadsLfCrlfGzipAndALastLineWithoutItsEnd) {
   const std::vector<std::string> expected = {"a b", "", "c", "last"};
-  TextFileReader plain(write_text("plain.txt", "a b\n\nc\nlast"));
+  TextFileReader plain(write_temp_file("plain.txt", "a b\n\nc\nlast"));
   EXPECT_EQ(all_lines(plain), expected);
   EXPECT_EQ(plain.line_number(), 4);
   EXPECT_EQ(plain.bytes_read(), 11u);
-  TextFileReader crlf(write_text("crlf.txt", "a b\r\n\r\nc\r\nlast\r\n"));
+  TextFileReader crlf(write_temp_file("crlf.txt", "a b\r\n\r\nc\r\nlast\r\n"));
   EXPECT_EQ(all_lines(crlf), expected);
   TextFileReader gz(write_gzip("text.gz", "a b\n\nc\nlast\n"));
   EXPECT_EQ(all_lines(gz), expected);
-  TextFileReader empty(write_text("empty.txt", ""));
+  TextFileReader empty(write_temp_file("empty.txt", ""));
   EXPECT_TRUE(all_lines(empty).empty());
 }
 
@@ -63,19 +59,19 @@ TEST(TextFileReader, LinesLongerThanTheReadBufferAreJoinedExactly) {
 
 TEST(TextFileReader, RefusesNulBytesLongLinesAndDamagedGzip) {
   // A NUL byte used to end a line early and glue what followed onto the next one.
-  TextFileReader nul(write_text("nul.txt", std::string("ok\nab\0cd\nef\n", 12)));
+  TextFileReader nul(write_temp_file("nul.txt", std::string("ok\nab\0cd\nef\n", 12)));
   std::string line;
   ASSERT_TRUE(nul.next(line));
   ASRDEC_EXPECT_THROW_MSG(nul.next(line), ParseError, "nul.txt:2: NUL byte in a text line");
   TextFileReader zero("/dev/zero");
   ASRDEC_EXPECT_THROW_MSG(zero.next(line), ParseError, "/dev/zero:1: NUL byte");
-  TextFileReader long_line(write_text("long.txt", "short\n" + std::string(5000, 'x') + "\n"), "", 4096);
+  TextFileReader long_line(write_temp_file("long.txt", "short\n" + std::string(5000, 'x') + "\n"), "", 4096);
   ASSERT_TRUE(long_line.next(line));
   ASRDEC_EXPECT_THROW_MSG(long_line.next(line), ParseError, "long.txt:2: line longer than 4096 bytes");
   // A gzip stream cut short is an error, not a shorter file.
   std::ifstream in(write_gzip("whole.gz", std::string(100000, 'a') + "\n"), std::ios::binary);
   const std::string compressed(std::istreambuf_iterator<char>(in), {});
-  TextFileReader cut(write_text("cut.gz", compressed.substr(0, compressed.size() / 2)));
+  TextFileReader cut(write_temp_file("cut.gz", compressed.substr(0, compressed.size() / 2)));
   ASRDEC_EXPECT_THROW_MSG(all_lines(cut), ParseError, "cannot decompress");
   ASRDEC_EXPECT_THROW_MSG(TextFileReader(testing::temp_path("absent.txt"), "the lexicon"), Error,
                           "cannot open the lexicon for reading");
@@ -84,47 +80,49 @@ TEST(TextFileReader, RefusesNulBytesLongLinesAndDamagedGzip) {
 }
 
 TEST(SymbolTable, ReadsTwoColumnsOrOneWordPerLine) {
-  const SymbolTable two = SymbolTable::load(write_text("words.txt", "<eps> 0\r\nhello 1\n\nworld\t3\n"));
+  const SymbolTable two = SymbolTable::load(write_temp_file("words.txt", "<eps> 0\r\nhello 1\n\nworld\t3\n"));
   EXPECT_EQ(two.size(), 4u);
   EXPECT_EQ(two.symbol(1), "hello");  // CRLF stripped
   EXPECT_EQ(two.symbol(2), "");       // a gap
   EXPECT_EQ(two.find("world"), 3);
   EXPECT_FALSE(two.find("nope").has_value());
   ASRDEC_EXPECT_THROW_MSG(two.symbol(4), InvalidArgument, "symbol id 4 is outside the table of 4 ids");
-  const SymbolTable one = SymbolTable::load(write_text("list.txt", "a\nb c\n"));
+  const SymbolTable one = SymbolTable::load(write_temp_file("list.txt", "a\nb c\n"));
   EXPECT_EQ(one.symbols(), (std::vector<std::string>{"a", "b c"}));
 }
 
 TEST(SymbolTable, IdsAreBoundedByTheFileAndUnique) {
   // A 24-byte table used to ask for a 2^31-entry vector (16 GB).
-  const std::string huge = write_text("huge.txt", "<eps> 0\nword 2147483647\n");
+  const std::string huge = write_temp_file("huge.txt", "<eps> 0\nword 2147483647\n");
   ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(huge), ParseError,
                           huge + ":2: id 2147483647 of 'word' is beyond what a 24-byte table can number");
-  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("dup_id.txt", "a 0\nb 1\nc 1\n")), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_temp_file("dup_id.txt", "a 0\nb 1\nc 1\n")), ParseError,
                           ":3: id 1 is given to both 'b' (line 2) and 'c'");
-  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("dup_word.txt", "a 0\nb 1\na 2\n")), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_temp_file("dup_word.txt", "a 0\nb 1\na 2\n")), ParseError,
                           "word 'a' has two ids, 0 and 2");
-  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("blank.txt", "\n \n")), ParseError, "empty symbol table");
-  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_text("nul.txt", std::string("a 0\n\0b 1\n", 9))), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_temp_file("blank.txt", "\n \n")), ParseError, "empty symbol table");
+  ASRDEC_EXPECT_THROW_MSG(SymbolTable::load(write_temp_file("nul.txt", std::string("a 0\n\0b 1\n", 9))), ParseError,
                           ":2: NUL byte");
 }
 
 TEST(TextTables, WordBoostListsAndPhraseLists) {
-  const SymbolTable words = SymbolTable::load(write_text("boost_words.txt", "<eps> 0\nhello 1\nworld 2\n"));
-  const WordBoosts boosts = read_word_boosts(write_text("boosts.txt", "hello 2.5\r\n\n  world\t-1\n"), words);
+  const SymbolTable words = SymbolTable::load(write_temp_file("boost_words.txt", "<eps> 0\nhello 1\nworld 2\n"));
+  const WordBoosts boosts = read_word_boosts(write_temp_file("boosts.txt", "hello 2.5\r\n\n  world\t-1\n"), words);
   ASSERT_EQ(boosts.size(), 2u);
   EXPECT_EQ(boosts[0], std::make_pair(1, 2.5f));
   EXPECT_EQ(boosts[1], std::make_pair(2, -1.0f));
-  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("nan.txt", "hello nan\n"), words), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_temp_file("nan.txt", "hello nan\n"), words), ParseError,
                           "nan.txt:1: expected \"word score\" with a finite score");
-  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("big.txt", "hello 1e39\n"), words), ParseError, "finite score");
-  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("three.txt", "hello 1 2\n"), words), ParseError, "finite score");
-  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("oov.txt", "\nnope 1\n"), words), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_temp_file("big.txt", "hello 1e39\n"), words), ParseError,
+                          "finite score");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_temp_file("three.txt", "hello 1 2\n"), words), ParseError,
+                          "finite score");
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_temp_file("oov.txt", "\nnope 1\n"), words), ParseError,
                           "oov.txt:2: word 'nope' is not in the word table");
-  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_text("eps.txt", "<eps> 1\n"), words), ParseError,
+  ASRDEC_EXPECT_THROW_MSG(read_word_boosts(write_temp_file("eps.txt", "<eps> 1\n"), words), ParseError,
                           "word '<eps>' is not in the word table");
   const std::vector<std::string> phrases =
-      read_phrase_list(write_text("phrases.txt", "# comment\r\n  new york \r\n\n\tlos angeles\n"));
+      read_phrase_list(write_temp_file("phrases.txt", "# comment\r\n  new york \r\n\n\tlos angeles\n"));
   EXPECT_EQ(phrases, (std::vector<std::string>{"new york", "los angeles"}));
   ASRDEC_EXPECT_THROW_MSG(read_phrase_list("/dev/zero"), ParseError, "/dev/zero:1: NUL byte");
 }

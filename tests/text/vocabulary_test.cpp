@@ -5,17 +5,13 @@
 namespace asrdec {
 namespace {
 
-std::string write_text(const std::string& name, const std::string& text) {
-  const std::string path = testing::temp_path(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
+using testing::write_temp_file;
 
 TEST(Vocabulary, LoadsOneTokenPerLineAndDetokenizesPieces) {
-  const Vocabulary v = Vocabulary::load(write_text("tokens.txt",
-                                                   "<unk>\n\xE2\x96\x81"
-                                                   "the\ns\n\xE2\x96\x81"
-                                                   "cat\r\nx\n\n"));
+  const Vocabulary v = Vocabulary::load(write_temp_file("tokens.txt",
+                                                        "<unk>\n\xE2\x96\x81"
+                                                        "the\ns\n\xE2\x96\x81"
+                                                        "cat\r\nx\n\n"));
   EXPECT_EQ(v.size(), 5u);
   EXPECT_EQ(v.token(2), "s");
   EXPECT_EQ(v.token(3),
@@ -29,19 +25,19 @@ TEST(Vocabulary, LoadsOneTokenPerLineAndDetokenizesPieces) {
 }
 
 TEST(Vocabulary, RecognisesTokenIdColumns) {
-  const Vocabulary v = Vocabulary::load(write_text("two_col.txt",
-                                                   "<blk> 0\n\xE2\x96\x81"
-                                                   "a 1\nb 2\n"));
+  const Vocabulary v = Vocabulary::load(write_temp_file("two_col.txt",
+                                                        "<blk> 0\n\xE2\x96\x81"
+                                                        "a 1\nb 2\n"));
   EXPECT_EQ(v.size(), 3u);
   EXPECT_EQ(v.token(2), "b");
   // Not every line ends with its own id: the table is one token per line.
-  const Vocabulary literal = Vocabulary::load(write_text("mixed.txt", "a 0\nb 7\n"));
+  const Vocabulary literal = Vocabulary::load(write_temp_file("mixed.txt", "a 0\nb 7\n"));
   EXPECT_EQ(literal.token(1), "b 7");
 }
 
 TEST(Vocabulary, ErrorsNameFileAndLine) {
-  ASRDEC_EXPECT_THROW_MSG(Vocabulary::load(write_text("empty.txt", "\n\n")), ParseError, "empty token table");
-  const std::string path = write_text("hole.txt", "a\n\nb\n");
+  ASRDEC_EXPECT_THROW_MSG(Vocabulary::load(write_temp_file("empty.txt", "\n\n")), ParseError, "empty token table");
+  const std::string path = write_temp_file("hole.txt", "a\n\nb\n");
   ASRDEC_EXPECT_THROW_MSG(Vocabulary::load(path), ParseError, path + ":2: empty token for id 1");
   ASRDEC_EXPECT_THROW_MSG(Vocabulary::load(testing::temp_path("absent.txt")), Error, "cannot open for reading");
 }

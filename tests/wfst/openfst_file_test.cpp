@@ -18,12 +18,6 @@ std::string read_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::string write_bytes(const std::string& name, const std::string& bytes) {
-  const std::string path = testing::temp_path(name);
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
 void expect_same_arrays(const WfstGraphArrays& got, const WfstGraphArrays& want) {
   EXPECT_EQ(got.num_states, want.num_states);
   EXPECT_EQ(got.start, want.start);
@@ -119,7 +113,7 @@ TEST(OpenFstFile, HostileFilesAreRefusedQuicklyWithTheReason) {
   const HeaderOffsets v = offsets_for("vector");
   const HeaderOffsets c = offsets_for("const");
   const auto load = [](const std::string& name, const std::string& bytes) {
-    return WfstGraph::load(write_bytes(name, bytes));
+    return WfstGraph::load(testing::write_temp_file(name, bytes));
   };
   EXPECT_EQ(load("vector.fst", vector_bytes).num_arcs(), 4);
   EXPECT_EQ(load("const.fst", const_bytes).num_arcs(), 4);

@@ -18,8 +18,6 @@ void add_decode_ctc_wfst_command(CLI::App& decode);
 void add_lm_commands(CLI::App& app);
 /** `asrdec graph build`. */
 void add_graph_commands(CLI::App& app);
-/** Splits on ASCII space and tab only (as KenLM does: token-level symbols may be other whitespace). */
-std::vector<std::string> split_words_ascii(const std::string& line);
 /** `asrdec decode rnnt` and `asrdec decode tdt`. */
 void add_decode_transducer_commands(CLI::App& decode);
 

@@ -48,7 +48,7 @@ Lexicon spell_words(const std::string& words_path, const std::string& bpe_path) 
   std::int64_t number = 0;
   while (in.next(line)) {
     number = in.line_number();
-    const std::vector<std::string> fields = split_words_ascii(line);
+    const std::vector<std::string> fields = split_fields(line);
     if (fields.empty() || is_words_table_symbol(fields[0])) continue;
     LexiconEntry entry;
     entry.word = fields[0];

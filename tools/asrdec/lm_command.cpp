@@ -50,7 +50,7 @@ void score(const LmOptions& o) {
   std::int64_t oov_total = 0, words_total = 0;
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::vector<std::string> words = split_words_ascii(line);
+    const std::vector<std::string> words = split_fields(line);
     std::int32_t state = lm.initial_state(!o.no_bos);
     double total = 0;
     std::int64_t oov = 0;
@@ -118,18 +118,6 @@ void add_lm_options(CLI::App& command, LmOptions& o) {
 }
 
 }  // namespace
-
-std::vector<std::string> split_words_ascii(const std::string& line) {
-  std::vector<std::string> words;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) words.push_back(line.substr(start, i - start));
-  }
-  return words;
-}
 
 void add_lm_commands(CLI::App& app) {
   CLI::App* lm = app.add_subcommand("lm", "n-gram language models: score sentences, convert to the binary image");

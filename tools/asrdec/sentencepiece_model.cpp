@@ -74,7 +74,8 @@ void check_pieces(const std::string& bytes, const std::string& path) {
     std::string_view text;
     while (piece.field(inner, text)) {
       if (inner == 1 && text.find('\0') != std::string_view::npos) {
-        throw ParseError(path, 0, detail::concat("piece ", index, " holds a NUL byte (not a usable SentencePiece model)"));
+        throw ParseError(path, 0,
+                         detail::concat("piece ", index, " holds a NUL byte (not a usable SentencePiece model)"));
       }
     }
     ++index;

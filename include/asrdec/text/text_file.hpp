@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "asrdec/core/error.hpp"
 
@@ -57,5 +59,9 @@ class TextFileReader {
   std::int64_t line_number_ = 0;
   std::uint64_t bytes_read_ = 0;
 };
+
+/** The fields of a text line, separated by runs of ASCII space and tab only (as KenLM splits words: token-level
+ *  vocabularies use other code points, U+00A0 among them, as symbols). */
+std::vector<std::string> split_fields(std::string_view line);
 
 }  // namespace asrdec
