@@ -3,7 +3,7 @@ include(CMakePackageConfigHelpers)
 
 set(ASRDEC_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/asrdec")
 
-install(TARGETS asrdec EXPORT asrdecTargets
+install(TARGETS asrdec asrdec_graph EXPORT asrdecTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"

@@ -7,6 +7,7 @@
 
 #include "asrdec/asrdec.hpp"
 #include "fuzz_file.hpp"
+#include "oracles/transducer_greedy_reference.hpp"
 
 namespace {
 

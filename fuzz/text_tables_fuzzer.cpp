@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "asrdec/asrdec.hpp"
+#include "asrdec/wfst/graph_builder.hpp"
 #include "fuzz_file.hpp"
 
 namespace {

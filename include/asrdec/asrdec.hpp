@@ -30,6 +30,6 @@
 #include "asrdec/transducer/greedy_decoder.hpp"
 #include "asrdec/transducer/predictor.hpp"
 #include "asrdec/transducer/transducer_model.hpp"
-#include "asrdec/wfst/graph_builder.hpp"
 #include "asrdec/wfst/wfst_decoder.hpp"
 #include "asrdec/wfst/wfst_graph.hpp"
+// Compiling decoding graphs (asrdec/wfst/graph_builder.hpp) is the separate target asrdec::graph, which links OpenFst.

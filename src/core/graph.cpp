@@ -11,8 +11,8 @@
 
 #if ASRDEC_WITH_CUDA
 #include "asrdec/core/buffer.hpp"
-#include "cuda/check.hpp"
-#include "cuda/graph_kernels.hpp"
+#include "core/cuda/check.hpp"
+#include "core/cuda/graph_kernels.hpp"
 #endif
 
 namespace asrdec {

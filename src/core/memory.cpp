@@ -7,7 +7,7 @@
 #include "asrdec/core/error.hpp"
 
 #if ASRDEC_WITH_CUDA
-#include "cuda/check.hpp"
+#include "core/cuda/check.hpp"
 #endif
 
 namespace asrdec {

@@ -13,8 +13,8 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/memory.hpp"
-#include "asrdec/detail/ngram_step.hpp"
 #include "lm/ngram_lm_impl.hpp"
+#include "lm/ngram_step.hpp"
 
 namespace asrdec {
 namespace {

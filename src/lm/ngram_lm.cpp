@@ -1,9 +1,9 @@
 #include "asrdec/lm/ngram_lm.hpp"
 
 #include "asrdec/core/error.hpp"
-#include "asrdec/detail/ngram_step.hpp"
 #include "asrdec/text/symbol_table.hpp"
 #include "lm/ngram_lm_impl.hpp"
+#include "lm/ngram_step.hpp"
 
 namespace asrdec {
 namespace detail {

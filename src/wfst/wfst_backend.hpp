@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "asrdec/config.hpp"
-#include "ctc/ctc_greedy_backend.hpp"
+#include "ctc/ctc_input.hpp"
 #include "wfst/wfst_channel.hpp"
 
 namespace asrdec::detail {
@@ -17,9 +17,9 @@ class WfstBackend {
   virtual ~WfstBackend() = default;
   /** Throws InvalidArgument for the first NaN or +inf among the frames that are read (before any channel changes),
    *  with the CPU executor's message. */
-  virtual void check_values(const CtcGreedyProblem& problem) = 0;
+  virtual void check_values(const CtcInput& problem) = 0;
   /** Decodes frames [0, lengths[b]) of every row b through channels[b]; returns when they are in the channels. */
-  virtual void advance(const CtcGreedyProblem& problem, const std::vector<WfstChannel*>& channels) = 0;
+  virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
 };
 

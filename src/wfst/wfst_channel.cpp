@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "asrdec/core/error.hpp"
-#include "asrdec/detail/wfst_step.hpp"
+#include "wfst/wfst_step.hpp"
 
 namespace asrdec::detail {
 namespace {

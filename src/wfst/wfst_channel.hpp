@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "asrdec/detail/wfst_step.hpp"
 #include "asrdec/wfst/wfst_decoder.hpp"
+#include "wfst/wfst_step.hpp"
 
 namespace asrdec::detail {
 

@@ -9,8 +9,7 @@
 
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
-#include "ctc/ctc_beam_input.hpp"
-#include "ctc/ctc_greedy_backend.hpp"
+#include "ctc/ctc_input.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_channel.hpp"
 
@@ -53,10 +52,8 @@ struct WfstDecoder::Impl {
   Impl(WfstGraph g, const WfstDecoderConfig& c, Device d)
       : graph(std::move(g)), config(c), device(d), searcher(graph, config) {}
 
-  detail::CtcGreedyProblem problem(const TensorView& logprobs, const TensorView& lengths) const {
-    CtcGreedyConfig rules;
-    rules.blank_id = config.blank_id;
-    detail::CtcGreedyProblem p = detail::make_ctc_greedy_problem(logprobs, lengths, device, rules);
+  detail::CtcInput problem(const TensorView& logprobs, const TensorView& lengths) const {
+    detail::CtcInput p = detail::make_ctc_input(logprobs, lengths, device, config.blank_id, nullptr, nullptr);
     ASRDEC_CHECK_ARG(p.lengths_on_host, "lengths: WFST decoding needs them in host memory, got ",
                      lengths.device().to_string());
     ASRDEC_CHECK_ARG(graph.max_input_label() <= p.columns, "the graph's input label ", graph.max_input_label(),
@@ -70,7 +67,7 @@ struct WfstDecoder::Impl {
   }
 
   // Rejects NaN and +inf in the frames that are read.
-  void check_values(const detail::CtcGreedyProblem& p) {
+  void check_values(const detail::CtcInput& p) {
     if (cuda) {
       cuda->check_values(p);
       return;
@@ -78,13 +75,13 @@ struct WfstDecoder::Impl {
     frame.resize(static_cast<std::size_t>(p.columns));
     for (std::int64_t b = 0; b < p.batch; ++b) {
       for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
-        detail::read_frame(p, b, t, true, frame.data());
+        detail::read_ctc_frame(p, b, t, true, frame.data());
       }
     }
   }
 
   // Frames [0, lengths[b]) of every row b through channels[b] (values already checked).
-  void advance(const detail::CtcGreedyProblem& p, const std::vector<detail::WfstChannel*>& channels) {
+  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& channels) {
     if (cuda) {
       cuda->advance(p, channels);
       return;
@@ -93,11 +90,11 @@ struct WfstDecoder::Impl {
   }
 
   // Frames [0, length) of row b, through the channel; `check`: reject NaN and +inf (unless already checked).
-  void run(detail::WfstChannel& channel, const detail::CtcGreedyProblem& p, std::int64_t b, bool check) {
+  void run(detail::WfstChannel& channel, const detail::CtcInput& p, std::int64_t b, bool check) {
     frame.resize(static_cast<std::size_t>(p.columns));
     const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
     for (std::int32_t t = 0; t < length; ++t) {
-      detail::read_frame(p, b, t, check, frame.data());
+      detail::read_ctc_frame(p, b, t, check, frame.data());
       searcher.advance(channel, frame.data());
     }
   }
@@ -121,7 +118,7 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
                                             const std::vector<WordBoosts>& boosts) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode");
-  const detail::CtcGreedyProblem p = self.problem(logprobs, lengths);
+  const detail::CtcInput p = self.problem(logprobs, lengths);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
                    "word boosting: expected one list per utterance (", p.batch, "), got ", boosts.size());
   std::vector<WfstResult> results;
@@ -155,7 +152,7 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
                                                    const TensorView& lengths, const std::vector<WordBoosts>& boosts) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode_chunks");
-  const detail::CtcGreedyProblem p = self.problem(logprobs, lengths);
+  const detail::CtcInput p = self.problem(logprobs, lengths);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(chunks.size()) == p.batch, "decode_chunks: ", chunks.size(),
                    " chunk descriptions for a batch of ", p.batch);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,

@@ -1,16 +1,16 @@
-// WfstGraph: loading an OpenFst file into CSR arrays, and the checks every graph passes before a decoder sees it.
+// WfstGraph: loading an OpenFst file into CSR arrays (wfst/openfst_file.cpp), and the checks every graph passes
+// before a decoder sees it.
 
 #include "asrdec/wfst/wfst_graph.hpp"
-
-#include <fst/fstlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "asrdec/core/error.hpp"
 #include "wfst/openfst_file.hpp"
-#include "wfst/wfst_graph_openfst.hpp"
 
 namespace asrdec {
 namespace {
@@ -26,41 +26,71 @@ struct CycleCost {
 
 bool less(const CycleCost& a, const CycleCost& b) { return a.cost < b.cost || (a.cost == b.cost && a.arcs > b.arcs); }
 
-// The strongly connected components of the ε-subgraph (OpenFst's SccVisitor) that contain a cycle.
+// The strongly connected components of the ε-subgraph that contain a cycle. Tarjan's algorithm with an explicit
+// stack (graphs have millions of states: recursion would overflow the thread's stack), visiting from every state, not
+// only the start: a cycle unreachable by ε from the start is reachable after a frame.
 struct EpsilonComponents {
-  std::vector<fst::StdArc::StateId> component;    // [states]
+  std::vector<std::int32_t> component;            // [states]
   std::vector<std::vector<std::int32_t>> cyclic;  // members of each component with a cycle
 };
 
 EpsilonComponents epsilon_components(const WfstGraphArrays& g) {
   EpsilonComponents out;
-  fst::StdVectorFst epsilon;
-  for (std::int32_t s = 0; s < g.num_states; ++s) epsilon.AddState();
-  epsilon.SetStart(g.start);
   bool any = false;
-  for (std::int32_t s = 0; s < g.num_states; ++s) {
-    for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1]; ++a) {
-      epsilon.AddArc(s, fst::StdArc(0, 0, g.weight[a], g.next_state[a]));
-      any = true;
-    }
-  }
+  for (std::int32_t s = 0; s < g.num_states && !any; ++s) any = g.epsilon_begin[s] < g.emitting_begin[s + 1];
   if (!any) return out;
-  std::vector<bool> access, coaccess;
-  std::uint64_t props = 0;
-  fst::SccVisitor<fst::StdArc> visitor(&out.component, &access, &coaccess, &props);
-  // Visit from every state, not only the start: a cycle unreachable by ε from the start is reachable after a frame.
-  fst::DfsVisit(epsilon, &visitor, fst::AnyArcFilter<fst::StdArc>(), /*access_only=*/false);
-  const std::int64_t count = *std::max_element(out.component.begin(), out.component.end()) + 1;
-  std::vector<std::vector<std::int32_t>> members(static_cast<std::size_t>(count));
-  for (std::int32_t s = 0; s < g.num_states; ++s) members[static_cast<std::size_t>(out.component[s])].push_back(s);
-  for (auto& component : members) {
-    bool cyclic = component.size() > 1;
-    for (std::int32_t s : component) {
-      for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1] && !cyclic; ++a) {
-        cyclic = g.next_state[a] == s;
+  const auto n = static_cast<std::size_t>(g.num_states);
+  constexpr std::int32_t kUnvisited = -1;
+  std::vector<std::int32_t> index(n, kUnvisited), low(n, 0);
+  std::vector<bool> on_stack(n, false);
+  std::vector<std::int32_t> members;                          // Tarjan's stack of visited, unassigned states
+  std::vector<std::pair<std::int32_t, std::int64_t>> frames;  // the DFS: (state, next ε-arc to follow)
+  out.component.assign(n, kUnvisited);
+  std::int32_t next_index = 0, next_component = 0;
+  for (std::int32_t root = 0; root < g.num_states; ++root) {
+    if (index[root] != kUnvisited) continue;
+    frames.emplace_back(root, g.epsilon_begin[root]);
+    index[root] = low[root] = next_index++;
+    members.push_back(root);
+    on_stack[root] = true;
+    while (!frames.empty()) {
+      auto& [s, a] = frames.back();
+      if (a < g.emitting_begin[s + 1]) {
+        const std::int32_t to = g.next_state[a++];
+        if (index[to] == kUnvisited) {
+          index[to] = low[to] = next_index++;
+          members.push_back(to);
+          on_stack[to] = true;
+          frames.emplace_back(to, g.epsilon_begin[to]);
+        } else if (on_stack[to]) {
+          low[s] = std::min(low[s], index[to]);
+        }
+        continue;
+      }
+      const std::int32_t done = s;
+      frames.pop_back();
+      if (!frames.empty()) low[frames.back().first] = std::min(low[frames.back().first], low[done]);
+      if (low[done] != index[done]) continue;
+      // `done` roots a component: its members are on the stack down to it.
+      std::vector<std::int32_t> component;
+      std::int32_t member;
+      do {
+        member = members.back();
+        members.pop_back();
+        on_stack[member] = false;
+        out.component[member] = next_component;
+        component.push_back(member);
+      } while (member != done);
+      ++next_component;
+      bool cyclic = component.size() > 1;
+      for (std::int64_t e = g.epsilon_begin[done]; e < g.emitting_begin[done + 1] && !cyclic; ++e) {
+        cyclic = g.next_state[e] == done;
+      }
+      if (cyclic) {
+        std::sort(component.begin(), component.end());
+        out.cyclic.push_back(std::move(component));
       }
     }
-    if (cyclic) out.cyclic.push_back(std::move(component));
   }
   return out;
 }
@@ -194,46 +224,4 @@ void WfstGraph::check_word_boosts(const std::vector<float>& boost_by_word) const
                        concat("word boosting: with these boosts ", impl_->source, " has"));
 }
 
-namespace detail {
-
-WfstGraphArrays wfst_arrays_from_fst(const fst::StdFst& graph, const std::string& source) {
-  ASRDEC_CHECK_ARG(graph.Start() != fst::kNoStateId, source, ": the graph has no start state");
-  std::int64_t states = 0;
-  for (fst::StateIterator<fst::StdFst> it(graph); !it.Done(); it.Next()) ++states;
-  ASRDEC_CHECK_ARG(states < std::numeric_limits<std::int32_t>::max(), source, ": ", states,
-                   " states do not fit 32-bit state ids");
-  WfstGraphArrays a;
-  a.num_states = static_cast<std::int32_t>(states);
-  a.start = static_cast<std::int32_t>(graph.Start());
-  a.emitting_begin.assign(static_cast<std::size_t>(states) + 1, 0);
-  a.epsilon_begin.assign(static_cast<std::size_t>(states) + 1, 0);
-  a.final_weight.assign(static_cast<std::size_t>(states), 0.0f);
-  for (std::int32_t s = 0; s < a.num_states; ++s) {
-    a.final_weight[s] = graph.Final(s).Value();
-    a.emitting_begin[s] = static_cast<std::int64_t>(a.ilabel.size());
-    // Two passes over the state's arcs: emitting ones, then ε ones, each in file order.
-    for (int pass = 0; pass < 2; ++pass) {
-      if (pass == 1) a.epsilon_begin[s] = static_cast<std::int64_t>(a.ilabel.size());
-      for (fst::ArcIterator<fst::StdFst> it(graph, s); !it.Done(); it.Next()) {
-        const fst::StdArc& arc = it.Value();
-        if ((arc.ilabel != 0) != (pass == 0)) continue;
-        ASRDEC_CHECK_ARG(arc.ilabel >= 0 && arc.olabel >= 0, source, ": state ", s, " has an arc with label ",
-                         arc.ilabel < 0 ? arc.ilabel : arc.olabel);
-        a.ilabel.push_back(static_cast<std::int32_t>(arc.ilabel));
-        a.olabel.push_back(static_cast<std::int32_t>(arc.olabel));
-        a.weight.push_back(arc.weight.Value());
-        a.next_state.push_back(static_cast<std::int32_t>(arc.nextstate));
-      }
-    }
-  }
-  a.emitting_begin[static_cast<std::size_t>(states)] = static_cast<std::int64_t>(a.ilabel.size());
-  a.epsilon_begin[static_cast<std::size_t>(states)] = static_cast<std::int64_t>(a.ilabel.size());
-  return a;
-}
-
-WfstGraph wfst_graph_from_fst(const fst::StdFst& graph, const std::string& source) {
-  return WfstGraph::from_arrays(wfst_arrays_from_fst(graph, source), source);
-}
-
-}  // namespace detail
 }  // namespace asrdec

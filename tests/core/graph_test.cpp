@@ -1,7 +1,7 @@
 #include "support/test_support.hpp"
 
 #if ASRDEC_WITH_CUDA
-#include "cuda/graph_kernels.hpp"
+#include "src/core/cuda/graph_kernels.hpp"
 #endif
 
 namespace asrdec {

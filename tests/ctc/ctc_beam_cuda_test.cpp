@@ -10,6 +10,7 @@
 #include "asrdec/asrdec.hpp"
 #include "ctc/ctc_batch_generator.hpp"
 #include "lm/random_fusion.hpp"
+#include "oracles/ctc_beam_reference.hpp"
 #include "support/test_support.hpp"
 #include "transducer/random_transducer.hpp"
 

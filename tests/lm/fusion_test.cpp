@@ -12,6 +12,7 @@
 #include "ctc/ctc_batch_generator.hpp"
 #include "lm/random_arpa.hpp"
 #include "lm/random_fusion.hpp"
+#include "oracles/transducer_greedy_reference.hpp"
 #include "support/test_support.hpp"
 #include "transducer/random_transducer.hpp"
 

@@ -1,3 +1,4 @@
+#include "oracles/transducer_greedy_reference.hpp"
 #include "transducer/random_transducer.hpp"
 
 namespace asrdec {

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "asrdec/asrdec.hpp"
+#include "oracles/transducer_beam_reference.hpp"
+#include "oracles/transducer_greedy_reference.hpp"
 #include "support/test_support.hpp"
 #include "transducer/beam_test_support.hpp"
 

@@ -2,6 +2,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "oracles/transducer_greedy_reference.hpp"
 #include "transducer/random_transducer.hpp"
 
 namespace asrdec {

@@ -16,7 +16,7 @@
 
 #include "lm/arpa_oracle.hpp"
 #include "src/lm/arpa_reader.hpp"
-#include "src/wfst/graph_builder_openfst.hpp"
+#include "src/wfst/graph_builder/graph_builder_openfst.hpp"
 #include "support/test_support.hpp"
 
 namespace asrdec {

@@ -16,8 +16,8 @@
 #include "asrdec/asrdec.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/wfst/graph_builder.hpp"
-#include "src/wfst/graph_builder_openfst.hpp"
-#include "src/wfst/wfst_graph_openfst.hpp"
+#include "src/wfst/graph_builder/graph_builder_openfst.hpp"
+#include "src/wfst/graph_builder/wfst_graph_openfst.hpp"
 #include "support/test_support.hpp"
 #include "wfst/openfst_oracle.hpp"
 

@@ -27,7 +27,7 @@
  * Executors: the CPU executor decodes utterance by utterance; the CUDA executor decodes the batch frame by frame
  * (one block per utterance: each thread keeps the K best of its share of the K·(V+1) proposals, and the merged
  * lists are exactly the K best, the order being total), with the frame loop inside CUDA graphs (graph_mode) and
- * buffers sized for the limits' batch × beam × frames. Both apply the same rules (detail/ctc_beam_step.hpp), so
+ * buffers sized for the limits' batch × beam × frames. Both apply the same rules (src/ctc/beam/ctc_beam_step.hpp), so
  * they keep the same hypotheses; scores agree to float rounding.
  *
  * Thread safety: a decoder has one owner at a time; LMs and trees may be shared.
@@ -103,10 +103,5 @@ class CtcBeamDecoder {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/** The oracle: the same search one utterance at a time with whole transcripts, merging by comparing them, and
- *  the LM and tree queried one token at a time. Returns each utterance's final beam, best first. CPU inputs. */
-std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logprobs, const TensorView& lengths,
-                                                        const CtcBeamConfig& config);
 
 }  // namespace asrdec

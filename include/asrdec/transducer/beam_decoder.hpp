@@ -57,12 +57,12 @@
  * lm_score − boost_score (the acoustic part, blank-scoring terms included). token_scores and token_confidences
  * are left empty.
  *
- * Executors: every algorithm runs on the CPU and on CUDA, with the same step rules (detail/alsd_step.hpp,
- * detail/aes_step.hpp, detail/wind_beam_step.hpp) in CPU loops and in kernels over the hypothesis slots (B·K; WIND:
- * B·K·(W+K)). On CUDA the decode loops run inside CUDA graphs (graph_mode: conditional = the whole decode is one
- * graph launch; per_step and eager as for greedy decoding), with no allocation in the loop (buffers sized for the
- * limits' batch × slots × frames, grown outside the loop when a call exceeds them). A CUDA decode returns after
- * synchronising its stream.
+ * Executors: every algorithm runs on the CPU and on CUDA, with the same step rules (src/transducer/beam/alsd_step.hpp,
+ * src/transducer/beam/aes_step.hpp, src/transducer/beam/wind_beam_step.hpp) in CPU loops and in kernels over the
+ * hypothesis slots (B·K; WIND: B·K·(W+K)). On CUDA the decode loops run inside CUDA graphs (graph_mode: conditional =
+ * the whole decode is one graph launch; per_step and eager as for greedy decoding), with no allocation in the loop
+ * (buffers sized for the limits' batch × slots × frames, grown outside the loop when a call exceeds them). A CUDA
+ * decode returns after synchronising its stream.
  *
  * Thread safety: a decoder has one owner at a time; the model, LM and tree may be shared.
  */
@@ -166,13 +166,5 @@ class TransducerBeamDecoder {
  private:
   std::unique_ptr<Impl> impl_;
 };
-
-/** The oracle: a plain beam search over one utterance at a time with the same rules, written for clarity (whole
- *  token sequences per hypothesis, merging by comparing them, LM and boosting queried one token at a time). Returns
- *  the final beam of each utterance, ranked as TransducerBeamDecoder::decode_nbest. Needs a CPU model, LM and
- *  tree. */
-std::vector<std::vector<Hypothesis>> transducer_beam_reference(const TransducerModel& model, const TensorView& enc_proj,
-                                                               const TensorView& lengths,
-                                                               const TransducerBeamConfig& config);
 
 }  // namespace asrdec

@@ -7,7 +7,7 @@
  * Per utterance, the cost of a path is Σ arc weights + Σ_frames −acoustic_scale · logp[t][ilabel − 1] (+ the final
  * weight of its last state). Before the first frame the start state's ε-closure is taken; then, on each frame t:
  *   1. every active token of frame t − 1 takes every emitting arc of its state; each state keeps its best way in
- *      (lowest cost, then fewest ε-arcs since the frame's emitting arc, then lowest arc id: detail/wfst_step.hpp);
+ *      (lowest cost, then fewest ε-arcs since the frame's emitting arc, then lowest arc id: src/wfst/wfst_step.hpp);
  *   2. cutoff = (best of step 1) + beam; tokens at or above it are dropped;
  *   3. ε-closure of the survivors, keeping only ways in below the cutoff (the result does not depend on the order
  *      arcs are tried);

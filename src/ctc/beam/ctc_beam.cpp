@@ -1,0 +1,216 @@
+// CtcBeamDecoder and its CPU executor: the batch's B·K hypothesis slots advance frame by frame through the shared
+// scoring rule (ctc/beam/ctc_beam_step.hpp) and the BatchedBeamHyps step functions.
+
+#include "asrdec/ctc/ctc_beam.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "core/exclusive_use.hpp"
+#include "ctc/beam/ctc_beam_backend.hpp"
+#include "ctc/beam/ctc_beam_step.hpp"
+#include "ctc/ctc_step.hpp"
+#include "hyps/beam_search_step.hpp"
+#include "hyps/ranked_beams.hpp"
+#include "lm/ngram_lm_impl.hpp"
+
+namespace asrdec {
+
+void CtcBeamConfig::validate() const {
+  ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "CtcBeamConfig.beam must be in [1, ", detail::kMaxBeam,
+                   "], got ", beam);
+  ASRDEC_CHECK_ARG(blank_id >= -1, "CtcBeamConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
+  ASRDEC_CHECK_ARG(std::isfinite(beam_beta), "CtcBeamConfig.beam_beta must be finite, got ", beam_beta);
+  ASRDEC_CHECK_ARG(beam_threshold > 0.0f, "CtcBeamConfig.beam_threshold must be positive (+inf: no threshold), got ",
+                   beam_threshold);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcBeamConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcBeamConfig.boost_weight must be finite, got ", boost_weight);
+}
+
+std::string CtcBeamConfig::to_string() const {
+  return detail::concat(
+      "CtcBeamConfig{blank_id=", blank_id, ", beam=", beam, ", beam_beta=", beam_beta,
+      ", beam_threshold=", beam_threshold,
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+namespace detail {
+
+CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengths, const CtcBeamConfig& config,
+                             Device device) {
+  CtcInput input = make_ctc_input(logprobs, lengths, device, config.blank_id, config.lm.get(), config.boost.get());
+  ASRDEC_CHECK_ARG(input.lengths_on_host, "lengths: CTC beam search needs them in host memory, got ",
+                   lengths.device().to_string());
+  return input;
+}
+
+}  // namespace detail
+
+struct CtcBeamDecoder::Impl {
+  Device device;
+  CtcBeamConfig config;
+  std::unique_ptr<detail::CtcBeamBackend> cuda;  // the CUDA executor; the CPU one is below
+  BatchedBeamHyps<MemoryKind::host> hyps;
+  HostBuffer<std::int32_t> lm_state, next_lm_state, boost_state, next_boost_state, emits;
+  HostBuffer<float> lm_total, next_lm_total, boost_total, next_boost_total;
+  HostBuffer<float> lm_scores, boost_scores;  // [slots, V] queries of each slot's states
+  HostBuffer<std::int32_t> lm_next, boost_next;
+  std::vector<float> frame;
+  std::int64_t max_slots = 0;
+  detail::OwnerSlot owner;
+
+  void reserve(std::int64_t slots, std::int64_t vocab) {
+    if (slots <= max_slots && static_cast<std::int64_t>(lm_scores.size()) >= (config.lm ? slots * vocab : 0) &&
+        static_cast<std::int64_t>(boost_scores.size()) >= (config.boost ? slots * vocab : 0)) {
+      return;
+    }
+    max_slots = std::max(max_slots, slots);
+    const auto n = static_cast<std::size_t>(max_slots);
+    for (auto* b : {&lm_state, &next_lm_state, &boost_state, &next_boost_state, &emits})
+      *b = HostBuffer<std::int32_t>(n);
+    for (auto* b : {&lm_total, &next_lm_total, &boost_total, &next_boost_total}) *b = HostBuffer<float>(n);
+    const auto cells = n * static_cast<std::size_t>(vocab);
+    lm_scores = HostBuffer<float>(config.lm ? cells : 0);
+    lm_next = HostBuffer<std::int32_t>(config.lm ? cells : 0);
+    boost_scores = HostBuffer<float>(config.boost ? cells : 0);
+    boost_next = HostBuffer<std::int32_t>(config.boost ? cells : 0);
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const detail::CtcInput& p) {
+    using namespace detail;
+    const std::int64_t B = p.batch;
+    const std::int32_t K = config.beam;
+    const auto C = static_cast<std::int32_t>(p.columns);
+    const std::int64_t V = p.columns - 1;
+    reserve(std::max<std::int64_t>(B, 1) * K, V);
+    hyps.reserve(B, K, static_cast<std::int32_t>(std::max<std::int64_t>(p.frames, 1)), BeamKind::ctc, p.blank,
+                 Device::cpu());
+    const BeamHypsRef h = hyps.ref();
+    CtcBeamStates states{};
+    FusionRef& fusion = states.fusion;
+    fusion.vocab = static_cast<std::int32_t>(V);
+    if (config.lm != nullptr) {
+      fusion.lm = FusionSource{lm_scores.data(), lm_next.data(), lm_state.data(), lm_total.data(), config.lm_weight};
+      states.next_lm_state = next_lm_state.data();
+      states.next_lm_total = next_lm_total.data();
+    }
+    if (config.boost != nullptr) {
+      fusion.boost = FusionSource{boost_scores.data(), boost_next.data(), boost_state.data(), boost_total.data(),
+                                  config.boost_weight};
+      states.next_boost_state = next_boost_state.data();
+      states.next_boost_total = next_boost_total.data();
+    }
+    const CtcBeamRule rule{p.blank, config.beam_beta};
+    for (std::int64_t b = 0; b < B; ++b) {
+      beam_clear(h, b);
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        lm_state[s] = NgramLm::bos_state();
+        boost_state[s] = config.boost != nullptr ? config.boost->root_for(b, B) : 0;
+        lm_total[s] = boost_total[s] = 0.0f;
+      }
+    }
+    frame.resize(static_cast<std::size_t>(C));
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+      for (std::int32_t t = 0; t < length; ++t) {
+        read_ctc_frame(p, b, t, config.check_values, frame.data());
+        float best[kMaxBeam];
+        std::int32_t ids[kMaxBeam];
+        std::int32_t kept = 0;
+        for (std::int32_t k = 0; k < K; ++k) {
+          const std::int64_t s = beam_slot(h, b, k);
+          if (h.scores[s] == kNegInf) continue;
+          if (config.lm != nullptr)
+            advance_row(config.lm->ref(), lm_state[s], lm_scores.data() + s * V, lm_next.data() + s * V);
+          if (config.boost != nullptr) {
+            advance_row(config.boost->ref(), boost_state[s], boost_scores.data() + s * V, boost_next.data() + s * V);
+          }
+          for (std::int32_t v = 0; v < C; ++v) {
+            const float extension =
+                ctc_beam_extension(rule, fusion, s, h.last_label[s], v, frame[static_cast<std::size_t>(v)]);
+            topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
+          }
+        }
+        ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
+      }
+    }
+
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        if (config.lm == nullptr || h.scores[s] == kNegInf) continue;
+        const float end = weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
+        h.scores[s] += end;
+        lm_total[s] += end;
+      }
+    }
+    return ranked_beams_of(h, B, /*length_normalized=*/false, config.lm != nullptr ? lm_total.data() : nullptr,
+                           config.boost != nullptr ? boost_total.data() : nullptr);
+  }
+};
+
+CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits limits)
+    : impl_(std::make_unique<Impl>()) {
+  config.validate();
+  limits.validate();
+  ASRDEC_EXPECTS(device.is_cpu() || ASRDEC_WITH_CUDA, Unsupported, "CTC beam search on ", device.to_string(),
+                 " needs a build with CUDA");
+  if (config.lm != nullptr || config.boost != nullptr) {
+    ASRDEC_CHECK_ARG((config.lm == nullptr || config.lm->device() == device) &&
+                         (config.boost == nullptr || config.boost->device() == device),
+                     "CtcBeamConfig: the LM and the boosting tree must be on the decoder's device (",
+                     device.to_string(), ")");
+  }
+  impl_->device = device;
+  impl_->config = std::move(config);
+#if ASRDEC_WITH_CUDA
+  if (device.is_cuda()) {
+    impl_->cuda = detail::make_ctc_beam_cuda(device, impl_->config, limits);
+    return;
+  }
+#endif
+  impl_->reserve(limits.max_batch * impl_->config.beam, 0);
+}
+
+CtcBeamDecoder::~CtcBeamDecoder() = default;
+CtcBeamDecoder::CtcBeamDecoder(CtcBeamDecoder&&) noexcept = default;
+CtcBeamDecoder& CtcBeamDecoder::operator=(CtcBeamDecoder&&) noexcept = default;
+
+std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorView& logprobs, const TensorView& lengths,
+                                                                  StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::decode_nbest");
+  const detail::CtcInput problem = detail::make_ctc_beam_input(logprobs, lengths, self.config, self.device);
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
+  if (self.cuda) return self.cuda->decode(problem, stream);
+  return self.decode(problem);
+}
+
+std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
+                                               StreamHandle stream) {
+  std::vector<std::vector<Hypothesis>> beams = decode_nbest(logprobs, lengths, stream);
+  std::vector<Hypothesis> out;
+  for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
+  return out;
+}
+
+const CtcBeamConfig& CtcBeamDecoder::config() const { return detail::live(impl_, "CtcBeamDecoder").config; }
+Device CtcBeamDecoder::device() const { return detail::live(impl_, "CtcBeamDecoder").device; }
+GraphMode CtcBeamDecoder::graph_mode() const {
+  const Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  return self.cuda ? self.cuda->graph_mode() : GraphMode::eager;
+}
+
+}  // namespace asrdec

@@ -1,0 +1,30 @@
+#pragma once
+// Internal: the validated request of CtcBeamDecoder and its CUDA executor (the CPU executor lives in ctc_beam.cpp).
+
+#include <memory>
+#include <vector>
+
+#include "asrdec/config.hpp"
+#include "asrdec/ctc/ctc_beam.hpp"
+#include "ctc/ctc_input.hpp"
+
+namespace asrdec::detail {
+
+/** make_ctc_input with the beam search's rules: the greedy ones, and lengths in host memory. */
+CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengths, const CtcBeamConfig& config,
+                             Device device);
+
+class CtcBeamBackend {
+ public:
+  virtual ~CtcBeamBackend() = default;
+  /** The final beam of each utterance of a validated request, best first; returns after synchronising `stream`
+   *  (nullptr: the executor's own). */
+  virtual std::vector<std::vector<Hypothesis>> decode(const CtcInput& problem, StreamHandle stream) = 0;
+  virtual GraphMode graph_mode() const noexcept = 0;
+};
+
+#if ASRDEC_WITH_CUDA
+std::unique_ptr<CtcBeamBackend> make_ctc_beam_cuda(Device device, const CtcBeamConfig& config, BatchLimits limits);
+#endif
+
+}  // namespace asrdec::detail

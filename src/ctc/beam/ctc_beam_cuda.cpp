@@ -1,0 +1,263 @@
+// The CUDA executor of CTC beam search (ctc_beam.hpp). The decode is a StreamProgram — a begin step, then "while
+// some utterance has frame t { fused queries; one frame; t += 1 }" — run by a GraphExecutor (one graph launch with
+// conditional graphs). Buffers are sized for the limits' batch × beam × frames; a larger call grows them first and
+// the graphs are captured again. The LM's end-of-sentence term is added on the host, from device queries, after
+// the loop.
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "ctc/beam/ctc_beam_backend.hpp"
+#include "ctc/beam/ctc_beam_kernels.hpp"
+#include "hyps/beam_hyps_copy.hpp"
+#include "hyps/ranked_beams.hpp"
+#include "lm/ngram_kernels.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+class CtcBeamCuda final : public CtcBeamBackend {
+ public:
+  CtcBeamCuda(Device device, const CtcBeamConfig& config, BatchLimits limits)
+      : device_(device),
+        config_(config),
+        limits_(limits),
+        stream_(device),
+        args_(1, device),
+        flags_(2, device),
+        bad_value_(1, device) {
+    DeviceGuard guard(device_);
+    preload_ctc_beam_kernels();
+    int multiprocessors = 0;
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
+    multiprocessors_ = std::max(multiprocessors, 1);
+    mode_ = resolve_graph_mode(config_.graph_mode, device_);
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const CtcInput& p, StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
+    if (p.batch == 0) return {};
+    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.logprobs.shape_string());
+    }
+    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    grow(p.batch, p.frames, p.columns, stream);
+    const std::int64_t slots = limits_.max_batch * config_.beam;
+    const auto n = static_cast<std::size_t>(slots);
+    CtcBeamArgs args{};
+    args.logprobs = p.logprobs.data();
+    args.stride_b = p.logprobs.stride(0);
+    args.stride_t = p.logprobs.stride(1);
+    args.stride_v = p.logprobs.stride(2);
+    args.batch = static_cast<std::int32_t>(p.batch);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
+    copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    // Every slot starts with the LM at <s>, boosting at the root of its utterance's list, totals 0.
+    if (config_.lm != nullptr) {
+      const std::vector<std::int32_t> bos(n, NgramLm::bos_state());
+      copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), n * 4, stream);
+      fill_bytes_async(lm_total_.data(), device_, 0, n * 4, stream);
+    }
+    if (config_.boost != nullptr) {
+      std::vector<std::int32_t> roots(n);
+      for (std::int64_t s = 0; s < slots; ++s) {
+        const std::int64_t b = s / config_.beam;
+        roots[static_cast<std::size_t>(s)] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
+      }
+      copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), n * 4, stream);
+      fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
+    }
+    executor(p.logprobs.dtype(), p.blank, static_cast<std::int32_t>(p.columns)).run(stream);
+    if (config_.lm != nullptr) {
+      launch_ngram_final_scores(config_.lm->ref(), lm_state_.data(), slots, final_scores_.data(), stream);
+    }
+    return collect(p.batch, stream);
+  }
+
+  GraphMode graph_mode() const noexcept override { return mode_; }
+
+ private:
+  // Grows the buffers (outside any loop) when a call exceeds the limits or the vocabulary changes. A failed
+  // allocation leaves the decoder unusable (its buffers no longer agree with the limits) until one succeeds.
+  void grow(std::int64_t batch, std::int64_t frames, std::int64_t columns, cudaStream_t stream) {
+    if (usable_ && batch <= limits_.max_batch && frames <= limits_.max_frames && columns == columns_) return;
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    limits_.max_batch = std::max(limits_.max_batch, batch);
+    limits_.max_frames = std::max(limits_.max_frames, frames);
+    columns_ = columns;
+    allocate();
+  }
+
+  void allocate() {
+    usable_ = false;
+    for (auto& slot : executors_) slot.reset();
+    executor_key_ = {};
+    const std::int64_t B = limits_.max_batch;
+    const std::int64_t slots = B * config_.beam;
+    const auto n = static_cast<std::size_t>(slots);
+    const auto V = static_cast<std::size_t>(std::max<std::int64_t>(columns_ - 1, 1));
+    const auto capacity = static_cast<std::int32_t>(std::max<std::int64_t>(limits_.max_frames, 1));
+    hyps_.reserve(B, config_.beam, capacity, BeamKind::ctc, 0, device_);
+    host_hyps_.reserve(B, config_.beam, capacity, BeamKind::ctc, 0, Device::cpu());
+    lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
+    query_mask_ = DeviceBuffer<std::int32_t>(n, device_);
+    const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
+    const std::size_t boost_slots = config_.boost != nullptr ? n : 1;
+    for (auto* buffer : {&lm_state_, &next_lm_state_}) *buffer = DeviceBuffer<std::int32_t>(lm_slots, device_);
+    for (auto* buffer : {&lm_total_, &next_lm_total_, &final_scores_}) {
+      *buffer = DeviceBuffer<float>(lm_slots, device_);
+    }
+    lm_scores_ = DeviceBuffer<float>(config_.lm != nullptr ? n * V : 1, device_);
+    lm_next_ = DeviceBuffer<std::int32_t>(config_.lm != nullptr ? n * V : 1, device_);
+    for (auto* buffer : {&boost_state_, &next_boost_state_}) {
+      *buffer = DeviceBuffer<std::int32_t>(boost_slots, device_);
+    }
+    for (auto* buffer : {&boost_total_, &next_boost_total_}) *buffer = DeviceBuffer<float>(boost_slots, device_);
+    boost_scores_ = DeviceBuffer<float>(config_.boost != nullptr ? n * V : 1, device_);
+    boost_next_ = DeviceBuffer<std::int32_t>(config_.boost != nullptr ? n * V : 1, device_);
+    host_lm_total_ = PinnedBuffer<float>(lm_slots, Device::cpu());
+    host_boost_total_ = PinnedBuffer<float>(boost_slots, Device::cpu());
+    host_final_ = PinnedBuffer<float>(lm_slots, Device::cpu());
+    usable_ = true;
+  }
+
+  CtcBeamDeviceState device_state(DType dtype, std::int32_t blank, std::int32_t columns) {
+    CtcBeamDeviceState g{};
+    g.args = args_.data();
+    g.lengths = lengths_.data();
+    hyps_.reserve(limits_.max_batch, config_.beam, hyps_.capacity(), BeamKind::ctc, blank, device_);
+    g.hyps = hyps_.ref();
+    g.max_batch = limits_.max_batch;
+    g.slots = limits_.max_batch * config_.beam;
+    g.columns = columns;
+    g.states.fusion.vocab = columns - 1;
+    if (config_.lm != nullptr) {
+      g.states.fusion.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};
+      g.states.next_lm_state = next_lm_state_.data();
+      g.states.next_lm_total = next_lm_total_.data();
+    }
+    if (config_.boost != nullptr) {
+      g.states.fusion.boost = FusionSource{boost_scores_.data(), boost_next_.data(), boost_state_.data(),
+                                           boost_total_.data(), config_.boost_weight};
+      g.states.next_boost_state = next_boost_state_.data();
+      g.states.next_boost_total = next_boost_total_.data();
+    }
+    g.rule = CtcBeamRule{blank, config_.beam_beta};
+    g.threshold = config_.beam_threshold;
+    g.frame = flags_.data();
+    g.any_frame = flags_.data() + 1;
+    g.query_mask = query_mask_.data();
+    g.dtype = dtype;
+    g.check_values = config_.check_values ? 1 : 0;
+    g.bad_value = bad_value_.data();
+    return g;
+  }
+
+  // The program for one input dtype and blank column (the blank is baked into the captured kernels' arguments).
+  GraphExecutor& executor(DType dtype, std::int32_t blank, std::int32_t columns) {
+    auto& slot = executors_[static_cast<std::size_t>(dtype)];
+    if (slot && executor_key_[static_cast<std::size_t>(dtype)] != blank) slot.reset();
+    if (!slot) {
+      const CtcBeamDeviceState g = device_state(dtype, blank, columns);
+      StreamProgram body;
+      body.then([this, g](StreamHandle s) {
+        if (config_.lm != nullptr) {
+          launch_ngram_advance(config_.lm->ref(), g.states.fusion.lm.state, g.slots,
+                               const_cast<float*>(g.states.fusion.lm.scores),
+                               const_cast<std::int32_t*>(g.states.fusion.lm.next), multiprocessors_, s, g.query_mask);
+        }
+        if (config_.boost != nullptr) {
+          launch_ngram_advance(config_.boost->ref(), g.states.fusion.boost.state, g.slots,
+                               const_cast<float*>(g.states.fusion.boost.scores),
+                               const_cast<std::int32_t*>(g.states.fusion.boost.next), multiprocessors_, s,
+                               g.query_mask);
+        }
+        launch_ctc_beam_frame(g, s);
+        launch_ctc_beam_next_frame(g, s);
+      });
+      StreamProgram program;
+      program.then([g](StreamHandle s) { launch_ctc_beam_begin(g, s); }).loop_while(g.any_frame, body);
+      slot.emplace(device_, mode_, program);
+      executor_key_[static_cast<std::size_t>(dtype)] = blank;
+    }
+    return *slot;
+  }
+
+  // The beams of the first `batch` utterances, copied back (only the filled entries), the LM's end-of-sentence
+  // term added, ranked on the host.
+  std::vector<std::vector<Hypothesis>> collect(std::int64_t batch, cudaStream_t stream) {
+    const BeamHypsRef d = hyps_.ref();
+    const BeamHypsRef h = host_hyps_.ref();
+    const auto n = static_cast<std::size_t>(batch * config_.beam);
+    const auto copy_back = [&](auto* target, const auto* source, std::size_t count) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
+    };
+    unsigned long long bad = 0;
+    copy_back(&bad, bad_value_.data(), 1);
+    if (config_.lm != nullptr) {
+      copy_back(host_lm_total_.data(), lm_total_.data(), n);
+      copy_back(host_final_.data(), final_scores_.data(), n);
+    }
+    if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
+    copy_beams_to_host(d, h, batch, stream);
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
+                                   "; log-probabilities must be finite or -inf"));
+    }
+    BeamHypsRef view = h;
+    view.batch = batch;
+    view.blank = d.blank;
+    if (config_.lm != nullptr) {
+      for (std::size_t s = 0; s < n; ++s) {
+        if (h.scores[s] == -std::numeric_limits<float>::infinity()) continue;
+        const float end = weighted(config_.lm_weight, host_final_[s]);
+        h.scores[s] += end;
+        host_lm_total_[s] += end;
+      }
+    }
+    return ranked_beams_of(view, batch, /*length_normalized=*/false,
+                           config_.lm != nullptr ? host_lm_total_.data() : nullptr,
+                           config_.boost != nullptr ? host_boost_total_.data() : nullptr);
+  }
+
+  Device device_;
+  CtcBeamConfig config_;
+  BatchLimits limits_;
+  std::int64_t columns_ = 0;
+  bool usable_ = false;  // the buffers match limits_ and columns_ (allocate() completed)
+  Stream stream_;
+  GraphMode mode_ = GraphMode::eager;
+  int multiprocessors_ = 1;
+  DeviceBuffer<CtcBeamArgs> args_;
+  DeviceBuffer<std::int32_t> flags_;  // t, loop flag
+  DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<std::int32_t> lengths_, query_mask_;
+  BatchedBeamHyps<MemoryKind::device> hyps_;
+  BatchedBeamHyps<MemoryKind::pinned> host_hyps_;
+  DeviceBuffer<std::int32_t> lm_state_, next_lm_state_, lm_next_;
+  DeviceBuffer<float> lm_total_, next_lm_total_, lm_scores_, final_scores_;
+  DeviceBuffer<std::int32_t> boost_state_, next_boost_state_, boost_next_;
+  DeviceBuffer<float> boost_total_, next_boost_total_, boost_scores_;
+  PinnedBuffer<float> host_lm_total_, host_boost_total_, host_final_;
+  std::array<std::optional<GraphExecutor>, 3> executors_;
+  std::array<std::int32_t, 3> executor_key_{};
+};
+
+}  // namespace
+
+std::unique_ptr<CtcBeamBackend> make_ctc_beam_cuda(Device device, const CtcBeamConfig& config, BatchLimits limits) {
+  return std::make_unique<CtcBeamCuda>(device, config, limits);
+}
+
+}  // namespace asrdec::detail

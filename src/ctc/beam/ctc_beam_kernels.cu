@@ -1,0 +1,139 @@
+// The kernels of CTC beam search on CUDA (launchers in ctc_beam_kernels.hpp).
+
+#include "asrdec/detail/float16.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "ctc/beam/ctc_beam_kernels.hpp"
+#include "ctc/ctc_step.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr int kPhaseThreads = 1024;
+constexpr int kCtcFrameThreads = 64;
+
+// Which slots query the fused models on frame t, and whether any utterance has frame t; one block.
+__device__ void ctc_frame_mask(const CtcBeamDeviceState& g, std::int32_t t) {
+  const std::int32_t batch = g.args->batch;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    const bool on = b < batch && t < g.lengths[b];
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.query_mask[s] = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
+    }
+    any |= on ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_frame = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) ctc_beam_begin_kernel(CtcBeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  if (threadIdx.x == 0) *g.frame = 0;
+  __syncthreads();
+  ctc_frame_mask(g, 0);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) ctc_beam_next_frame_kernel(CtcBeamDeviceState g) {
+  const std::int32_t t = *g.frame + 1;
+  __syncthreads();  // every thread has read t before it changes
+  if (threadIdx.x == 0) *g.frame = t;
+  ctc_frame_mask(g, t);
+}
+
+template <class T>
+__device__ float load_logprob(const CtcBeamDeviceState& g, const CtcBeamArgs& args, std::int64_t b, std::int32_t t,
+                              std::int32_t v) {
+  return to_float(static_cast<const T*>(args.logprobs)[b * args.stride_b + t * args.stride_t + v * args.stride_v]);
+}
+
+// Each thread keeps the K best of its share of the (slot, column) pairs; thread 0 merges the lists (a total order,
+// so the merge keeps exactly the K best of all pairs) and ends the frame.
+template <class T>
+__global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBeamDeviceState g) {
+  extern __shared__ unsigned char shared[];
+  const CtcBeamArgs args = *g.args;
+  const std::int32_t t = *g.frame;
+  const std::int32_t K = g.hyps.beam;
+  const std::int32_t C = g.columns;
+  float* list_scores = reinterpret_cast<float*>(shared);
+  std::int32_t* list_ids = reinterpret_cast<std::int32_t*>(list_scores + kCtcFrameThreads * K);
+  std::int32_t* list_counts = list_ids + kCtcFrameThreads * K;
+  for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
+    if (b >= args.batch || t >= g.lengths[b]) continue;  // block-uniform
+    if (g.check_values) {
+      for (std::int32_t v = threadIdx.x; v < C; v += blockDim.x) {
+        const float x = load_logprob<T>(g, args, b, t, v);
+        if (is_invalid_logprob(x)) atomicMin(g.bad_value, pack_bad_value(b, t, v, x != x));
+      }
+    }
+    float* my_scores = list_scores + threadIdx.x * K;
+    std::int32_t* my_ids = list_ids + threadIdx.x * K;
+    std::int32_t count = 0;
+    for (std::int32_t i = threadIdx.x; i < K * C; i += blockDim.x) {
+      const std::int32_t k = i / C;
+      const std::int32_t v = i - k * C;
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const float score = g.hyps.scores[s];
+      if (score == -__builtin_huge_valf()) continue;
+      const float extension =
+          ctc_beam_extension(g.rule, g.states.fusion, s, g.hyps.last_label[s], v, load_logprob<T>(g, args, b, t, v));
+      topk_insert(my_scores, my_ids, K, count, score + extension, i);
+    }
+    list_counts[threadIdx.x] = count;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float best[kMaxBeam];
+      std::int32_t ids[kMaxBeam];
+      std::int32_t kept = 0;
+      for (int j = 0; j < kCtcFrameThreads; ++j) {
+        for (std::int32_t e = 0; e < list_counts[j]; ++e) {
+          topk_insert(best, ids, K, kept, list_scores[j * K + e], list_ids[j * K + e]);
+        }
+      }
+      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states);
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  ctc_beam_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_begin_kernel");
+}
+
+void launch_ctc_beam_frame(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  const int blocks = static_cast<int>(g.max_batch < 65535 ? g.max_batch : 65535);
+  const std::size_t shared =
+      static_cast<std::size_t>(kCtcFrameThreads) * (static_cast<std::size_t>(g.hyps.beam) * 8 + 4);
+  switch (g.dtype) {
+    case DType::f16:
+      ctc_beam_frame_kernel<half_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      break;
+    case DType::bf16:
+      ctc_beam_frame_kernel<bfloat16_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      break;
+    default:
+      ctc_beam_frame_kernel<float><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+  }
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_frame_kernel");
+}
+
+void launch_ctc_beam_next_frame(const CtcBeamDeviceState& g, cudaStream_t stream) {
+  ctc_beam_next_frame_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_next_frame_kernel");
+}
+
+void preload_ctc_beam_kernels() {
+  cudaFuncAttributes a{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_next_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, ctc_beam_frame_kernel<bfloat16_t>));
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,73 @@
+#pragma once
+// One frame of batched CTC beam search, the scoring rule shared by the CPU loop and the CUDA kernels.
+
+#include <cstdint>
+
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/detail/hd.hpp"
+#include "lm/fusion_step.hpp"
+
+namespace asrdec::detail {
+
+struct CtcBeamRule {
+  std::int32_t blank;
+  float beta;  ///< insertion bonus per emitted token
+};
+
+/** What column v adds to a hypothesis whose last label is `last` (slot `slot` of the fusion queries): its
+ *  log-probability, plus β and the fusion bonus when v emits a token (not blank, not a repeat of `last`). */
+ASRDEC_HD_INLINE float ctc_beam_extension(const CtcBeamRule& rule, const FusionRef& fusion, std::int64_t slot,
+                                          std::int32_t last, std::int32_t v, float logp) {
+  if (v == rule.blank || v == last) return logp;
+  const float bonus = fusion.active() ? fusion_bonus(fusion, slot, v) : 0.0f;
+  return (logp + rule.beta) + bonus;
+}
+
+/** The fused states of every hypothesis slot: the current ones in `fusion` (queries [slots, V], state and total
+ *  [slots]; a model that is not fused has null pointers) and the next ones, written while a frame ends. */
+struct CtcBeamStates {
+  FusionRef fusion;
+  std::int32_t* next_lm_state;
+  float* next_lm_total;
+  std::int32_t* next_boost_state;
+  float* next_boost_total;
+};
+
+/** Utterance b's frame ends. `best`/`ids` hold its `kept` best proposals in beam_before order (id = k·columns + v:
+ *  slot k extended by column v); those more than `threshold` below the best die. Slot i becomes proposal i, its
+ *  fused states follow its parent (moved on when the column emits a token), then equal hypotheses merge. */
+ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const float* best, const std::int32_t* ids,
+                                    std::int32_t kept, std::int32_t columns, float threshold,
+                                    const CtcBeamStates& states) {
+  const FusionRef& f = states.fusion;
+  const float floor = kept > 0 ? best[0] - threshold : -__builtin_huge_valf();
+  for (std::int32_t i = 0; i < h.beam; ++i) {
+    const bool live = i < kept && best[i] != -__builtin_huge_valf() && best[i] > floor;
+    const std::int32_t parent = live ? ids[i] / columns : 0;
+    const std::int32_t label = live ? ids[i] % columns : -1;
+    const std::int64_t from = beam_slot(h, b, parent);
+    const std::int64_t s = beam_slot(h, b, i);
+    const std::int32_t token = live && beam_emits(h, label, h.last_label[from]) ? label : -1;
+    if (f.lm.state != nullptr) fusion_take(f.lm, f.vocab, states.next_lm_state, states.next_lm_total, s, from, token);
+    if (f.boost.state != nullptr) {
+      fusion_take(f.boost, f.vocab, states.next_boost_state, states.next_boost_total, s, from, token);
+    }
+    beam_stage_result(h, b, i, parent, label, live ? best[i] : -__builtin_huge_valf(), 0);
+  }
+  for (std::int32_t i = 0; i < h.beam; ++i) {
+    const std::int64_t s = beam_slot(h, b, i);
+    beam_commit_result(h, b, i);
+    if (f.lm.state != nullptr) {
+      f.lm.state[s] = states.next_lm_state[s];
+      f.lm.total[s] = states.next_lm_total[s];
+    }
+    if (f.boost.state != nullptr) {
+      f.boost.state[s] = states.next_boost_state[s];
+      f.boost.total[s] = states.next_boost_total[s];
+    }
+  }
+  for (std::int32_t i = 0; i < h.beam; ++i) beam_stage_recombination(h, b, i);
+  for (std::int32_t i = 0; i < h.beam; ++i) beam_commit_recombination(h, b, i);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,111 @@
+#include "asrdec/ctc/ctc_greedy.hpp"
+
+#include <cmath>
+
+#include "asrdec/config.hpp"
+#include "asrdec/core/error.hpp"
+#include "core/exclusive_use.hpp"
+#include "ctc/ctc_step.hpp"
+#include "ctc/greedy/ctc_greedy_backend.hpp"
+#include "lm/fusion_checks.hpp"
+
+namespace asrdec {
+
+void CtcGreedyConfig::validate() const {
+  ASRDEC_CHECK_ARG(blank_id >= -1, "CtcGreedyConfig.blank_id must be -1 (last column) or a column index, got ",
+                   blank_id);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcGreedyConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcGreedyConfig.boost_weight must be finite, got ", boost_weight);
+}
+
+std::string CtcGreedyConfig::to_string() const {
+  return detail::concat(
+      "CtcGreedyConfig{blank_id=", blank_id, blank_id < 0 ? " (last)" : "",
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      "}");
+}
+
+namespace detail {
+
+std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
+  std::vector<Hypothesis> hypotheses(static_cast<std::size_t>(result.batch));
+  for (std::int64_t b = 0; b < result.batch; ++b) {
+    Hypothesis& hypothesis = hypotheses[static_cast<std::size_t>(b)];
+    const std::int64_t begin = b * result.row_stride;
+    const std::int64_t end = begin + result.lengths[b];
+    hypothesis.tokens.assign(result.tokens + begin, result.tokens + end);
+    hypothesis.timestamps.assign(result.timestamps + begin, result.timestamps + end);
+    hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
+    hypothesis.am_score = result.scores[b];
+    hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
+    hypothesis.boost_score = result.boost_scores != nullptr ? result.boost_scores[b] : 0.0f;
+    hypothesis.score = hypothesis.am_score + hypothesis.lm_score + hypothesis.boost_score;
+  }
+  return hypotheses;
+}
+
+}  // namespace detail
+
+struct CtcGreedyDecoder::Impl {
+  Device device;
+  CtcGreedyConfig config;
+  std::unique_ptr<detail::CtcGreedyBackend> backend;
+  detail::OwnerSlot owner;
+};
+
+CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits)
+    : impl_(std::make_unique<Impl>()) {
+  config.validate();
+  limits.validate();
+  impl_->device = device;
+  impl_->config = config;
+  detail::check_fusion_device(config.lm.get(), config.boost.get(), device, "CtcGreedyConfig", "decoder");
+  if (device.is_cpu()) {
+    impl_->backend = detail::make_ctc_greedy_cpu(config, limits);
+  } else {
+#if ASRDEC_WITH_CUDA
+    if (!cuda_info().available) {
+      throw Unsupported(cuda_info().reason);
+    }
+    impl_->backend = detail::make_ctc_greedy_cuda(device, config, limits);
+#else
+    throw Unsupported(cuda_info().reason);
+#endif
+  }
+}
+
+CtcGreedyDecoder::~CtcGreedyDecoder() = default;
+CtcGreedyDecoder::CtcGreedyDecoder(CtcGreedyDecoder&&) noexcept = default;
+CtcGreedyDecoder& CtcGreedyDecoder::operator=(CtcGreedyDecoder&&) noexcept = default;
+
+std::vector<Hypothesis> CtcGreedyDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
+                                                 StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode");
+  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
+                                              self.config.lm.get(), self.config.boost.get());
+  return self.backend->decode(problem, stream);
+}
+
+CtcGreedyBatchResult CtcGreedyDecoder::decode_async(const TensorView& logprobs, const TensorView& lengths,
+                                                    StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_async");
+  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
+                                              self.config.lm.get(), self.config.boost.get());
+  return self.backend->decode_async(problem, stream);
+}
+
+void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::synchronize_and_check");
+  self.backend->synchronize_and_check(stream);
+}
+
+Device CtcGreedyDecoder::device() const { return detail::live(impl_, "CtcGreedyDecoder").device; }
+const CtcGreedyConfig& CtcGreedyDecoder::config() const { return detail::live(impl_, "CtcGreedyDecoder").config; }
+GraphMode CtcGreedyDecoder::graph_mode() const { return detail::live(impl_, "CtcGreedyDecoder").backend->graph_mode(); }
+
+}  // namespace asrdec

@@ -1,0 +1,224 @@
+#pragma once
+// One frame of AES++ (modified adaptive expansion search, RNN-T), the rules shared by the CPU loop and the CUDA
+// kernels: prefix search at the start of the frame, then up to num_steps expansion steps in which every hypothesis
+// still expanding proposes its K + beta best labels within gamma of its best, and each utterance keeps the K best
+// proposals (hypotheses done with the frame compete with their own score).
+
+#include <cstdint>
+
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "transducer/beam/alsd_step.hpp"
+
+namespace asrdec::detail {
+
+/** The largest expansion beta: proposal lists have K + beta entries. */
+constexpr std::int32_t kMaxAesExpansionBeta = 16;
+constexpr std::int32_t kMaxAesProposals = kMaxBeam + kMaxAesExpansionBeta;
+
+/** The proposals of one hypothesis in one expansion step: added score (-inf: pruned), label, in proposal order. */
+struct AesProposals {
+  float score[kMaxAesProposals];
+  std::int32_t label[kMaxAesProposals];
+  std::int32_t count;
+};
+
+/** ln(e^a + e^b), -inf when both are. */
+ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
+  const float hi = a > b ? a : b;
+  if (hi == -__builtin_huge_valf()) return hi;
+  const float lo = a > b ? b : a;
+  return hi + logf(1.0f + expf(lo - hi));
+}
+
+/** The `count` best labels of a hypothesis that is still expanding: by fused score over the whole vocabulary (late
+ *  pruning, or no fusion), or the acoustic best `count` re-scored with fusion and kept in acoustic order (early
+ *  pruning). Then the gamma rule: a proposal whose total (the hypothesis' score + its score) is not above the best
+ *  total minus gamma is pruned (score -inf); the threshold is per hypothesis. The totals share the hypothesis'
+ *  score, so the rule is applied to the proposals' own scores: the same comparison without the hypothesis'
+ *  magnitude, which at large scores absorbed gamma and pruned even the best proposal. `row.num_durations` must
+ *  be 0. */
+ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t count, float gamma,
+                                  AesProposals& out) {
+  const float offset = beam_token_offset(rule, row.logp[row.blank]);
+  float scores[kMaxAesProposals];
+  std::int32_t ids[kMaxAesProposals];
+  std::int32_t kept = 0;
+  if (rule.active && !rule.late) {
+    for (std::int32_t v = 0; v < row.tokens; ++v) topk_insert(scores, ids, count, kept, row.logp[v], v);
+    for (std::int32_t j = 0; j < kept; ++j) scores[j] = alsd_label_score(rule, row, ids[j], offset);
+  } else {
+    for (std::int32_t v = 0; v < row.tokens; ++v)
+      topk_insert(scores, ids, count, kept, alsd_label_score(rule, row, v, offset), v);
+  }
+  float best = -__builtin_huge_valf();
+  for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
+  for (std::int32_t j = 0; j < kept; ++j) {
+    out.score[j] = scores[j] > best - gamma ? scores[j] : -__builtin_huge_valf();
+    out.label[j] = ids[j];
+  }
+  out.count = kept;
+}
+
+/** The one proposal of a live hypothesis that is done with the frame: keep its score (label -1). */
+ASRDEC_HD_INLINE void aes_keep(AesProposals& out) {
+  out.score[0] = 0.0f;
+  out.label[0] = -1;
+  out.count = 1;
+}
+
+/** Whether extending slot `parent` of utterance b by token `label` gives a hypothesis already in the beam (a live
+ *  slot with the same hash, last label and token count): AES++ drops such proposals, so the hypotheses of a beam
+ *  stay distinct and never need recombining. */
+ASRDEC_HD_INLINE bool aes_already_in_beam(const BeamHypsRef& h, std::int64_t b, std::int32_t parent,
+                                          std::int32_t label) {
+  const std::int64_t p = beam_slot(h, b, parent);
+  const std::uint64_t hash = beam_hash_extend(h.hash[p], label);
+  const std::int32_t tokens = h.tokens[p] + 1;
+  for (std::int32_t j = 0; j < h.beam; ++j) {
+    const std::int64_t o = beam_slot(h, b, j);
+    if (h.scores[o] != -__builtin_huge_valf() && h.hash[o] == hash && h.last_label[o] == label &&
+        h.tokens[o] == tokens) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Prefix search, phase 1: the score slot k of utterance b takes. Only slots on frame `frame` take part (AES++: all
+ *  of them; WIND beam search: the group being expanded). For every such live slot y holding k's transcript without
+ *  its last token, the probability of y emitting that token on the frame is added:
+ *  score_k ⊕ ⊕_y (score_y + token_score(y, last label of k)), ⊕ = log-add, in slot order. `token_score(j, label)`
+ *  is slot j's fused score of the label on the frame. Writes h.staged_score. */
+template <class TokenScore>
+ASRDEC_HD_INLINE void beam_stage_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t frame,
+                                               const TokenScore& token_score) {
+  const std::int64_t s = beam_slot(h, b, k);
+  float score = h.scores[s];
+  if (score != -__builtin_huge_valf() && h.tokens[s] > 0 && h.next_time[s] == frame) {
+    float extra = -__builtin_huge_valf();
+    for (std::int32_t j = 0; j < h.beam; ++j) {
+      const std::int64_t y = beam_slot(h, b, j);
+      if (j == k || h.scores[y] == -__builtin_huge_valf() || h.next_time[y] != frame || h.hash[y] != h.prefix_hash[s] ||
+          h.tokens[y] != h.tokens[s] - 1) {
+        continue;
+      }
+      extra = aes_log_add(extra, h.scores[y] + token_score(j, h.last_label[s]));
+    }
+    score = aes_log_add(score, extra);
+  }
+  h.staged_score[s] = score;
+}
+
+/** Prefix search, phase 2 (the same as recombination's). */
+ASRDEC_HD_INLINE void beam_commit_prefix_search(const BeamHypsRef& h, std::int64_t b, std::int32_t k) {
+  beam_commit_recombination(h, b, k);
+}
+
+/** What one utterance's AES++ frame reads: the log-softmax of every slot evaluated on the frame ([slots, V+1],
+ *  rows of slots not evaluated are never read) and the fused queries of those slots. */
+struct AesFrame {
+  const float* logp;
+  std::int32_t tokens;  ///< V + 1
+  std::int32_t blank;
+  const FusionRef* fusion;
+
+  ASRDEC_HD_INLINE AlsdRow row(std::int64_t s) const {
+    return AlsdRow{logp + s * tokens, nullptr, blank, tokens, nullptr, 0, fusion, s};
+  }
+};
+
+/** Slot j's fused score of `label` on the frame (prefix search's token_score). */
+struct AesTokenScore {
+  const BeamFusionRule& rule;
+  const AesFrame& frame;
+  const BeamHypsRef& h;
+  std::int64_t b;
+
+  ASRDEC_HD_INLINE float operator()(std::int32_t j, std::int32_t label) const {
+    const AlsdRow row = frame.row(beam_slot(h, b, j));
+    return alsd_label_score(rule, row, label, beam_token_offset(rule, row.logp[frame.blank]));
+  }
+};
+
+/** Prefix search of utterance b on frame t (both phases). */
+ASRDEC_HD_INLINE void aes_prefix_search(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                        std::int32_t t, const AesFrame& frame) {
+  const AesTokenScore token_score{rule, frame, h, b};
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_prefix_search(h, b, k);
+}
+
+/** Whether some slot of utterance b is still expanding on the frame. */
+ASRDEC_HD_INLINE bool aes_any_expanding(const BeamHypsRef& h, std::int64_t b, const std::int32_t* expanding) {
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    if (expanding[beam_slot(h, b, k)]) return true;
+  }
+  return false;
+}
+
+/** One expansion step of utterance b: every expanding slot proposes (aes_propose, proposals that would recreate a
+ *  hypothesis already in the beam dropped), the others keep their score (aes_keep), the K best of all proposals
+ *  become the new beam. For each new slot s, from[s] is the slot its state comes from and label[s] what it took in
+ *  (a token moves the predictor, LM and boosting states on); `expanding` follows: a slot goes on expanding after a
+ *  token. `proposals` (indexed by slot) is scratch. */
+ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                 std::int32_t per_hypothesis, float gamma, const AesFrame& frame,
+                                 AesProposals* proposals, std::int32_t* expanding, std::int64_t* from,
+                                 std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  const std::int32_t C = per_hypothesis;
+  float best[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t kept = 0;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    AesProposals& p = proposals[s];
+    p.count = 0;
+    if (h.scores[s] == -__builtin_huge_valf()) continue;
+    if (!expanding[s]) {
+      aes_keep(p);
+    } else {
+      aes_propose(rule, frame.row(s), C, gamma, p);
+      for (std::int32_t j = 0; j < p.count; ++j) {
+        if (p.label[j] != frame.blank && p.score[j] != -__builtin_huge_valf() &&
+            aes_already_in_beam(h, b, k, p.label[j])) {
+          p.score[j] = -__builtin_huge_valf();
+        }
+      }
+    }
+    for (std::int32_t j = 0; j < p.count; ++j) topk_insert(best, ids, K, kept, h.scores[s] + p.score[j], k * C + j);
+  }
+  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
+  for (std::int32_t i = 0; i < K; ++i) {
+    const bool live = i < kept && best[i] != -__builtin_huge_valf();
+    parents[i] = live ? ids[i] / C : 0;
+    labels[i] = live ? proposals[beam_slot(h, b, parents[i])].label[ids[i] % C] : -1;
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), 0);
+  }
+  for (std::int32_t i = 0; i < K; ++i) {
+    beam_commit_result(h, b, i);
+    const std::int64_t s = beam_slot(h, b, i);
+    from[s] = beam_slot(h, b, parents[i]);
+    label[s] = labels[i];
+    // A hypothesis goes on expanding after a token (its own label: NeMo's mask ignores the reorder).
+    expanding[s] = labels[i] >= 0 && labels[i] != frame.blank ? 1 : 0;
+  }
+}
+
+/** The end of utterance b's frame: hypotheses still expanding after num_steps leave it with a blank (scored with
+ *  their last evaluation); the others add a no-op entry, as the slots of an utterance write their back-pointer
+ *  entries in lockstep. Nothing is written when no slot is expanding. */
+ASRDEC_HD_INLINE void aes_end_frame(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                    const std::int32_t* expanding, const AesFrame& frame) {
+  if (!aes_any_expanding(h, b, expanding)) return;
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    const bool leaves = expanding[s] != 0;
+    const float score =
+        leaves ? h.scores[s] + beam_blank_score(rule, frame.logp[s * frame.tokens + frame.blank]) : h.scores[s];
+    beam_stage_result(h, b, k, k, leaves ? frame.blank : -1, score, 0);
+  }
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_result(h, b, k);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,181 @@
+#pragma once
+// One step of ALSD++ (alignment-length synchronous beam search, transducers), the rules shared by the CPU loop and
+// the CUDA kernels: every hypothesis proposes up to K extensions (a token, blank, or -1 once it has finished its
+// utterance), and each utterance keeps the best K of the K·K proposals.
+
+#include <cstdint>
+
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "hyps/beam_search_step.hpp"
+
+namespace asrdec::detail {
+
+/** What one hypothesis sees at its frame. */
+struct AlsdRow {
+  const float* logp;           ///< [V+1] log-softmax of the token logits
+  const float* logp_duration;  ///< TDT: [D] log-softmax of the duration logits; nullptr for RNN-T
+  std::int32_t blank;
+  std::int32_t tokens;            ///< V + 1
+  const std::int32_t* durations;  ///< TDT: [D] frame jumps
+  std::int32_t num_durations;     ///< D (0 for RNN-T)
+  const FusionRef* fusion;        ///< LM/boosting queries, indexed by `slot`
+  std::int64_t slot;
+};
+
+/** Up to K extensions of one hypothesis: added score, label, frame jump (TDT; RNN-T 0), in proposal order. */
+struct AlsdProposals {
+  float score[kMaxBeam];
+  std::int32_t label[kMaxBeam];
+  std::int32_t jump[kMaxBeam];
+  std::int32_t count;
+};
+
+/** The frame jump of TDT duration index d for `label`: the duration, but a blank moves at least one frame. */
+ASRDEC_HD_INLINE std::int32_t alsd_jump(const AlsdRow& row, std::int32_t label, std::int32_t d) {
+  const std::int32_t jump = row.durations[d];
+  return label == row.blank && jump < 1 ? 1 : jump;
+}
+
+/** The fused score of label v of the row (blank-scoring offset precomputed). */
+ASRDEC_HD_INLINE float alsd_label_score(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t v, float offset) {
+  if (v == row.blank) return beam_blank_score(rule, row.logp[v]);
+  const float bonus = rule.active ? fusion_bonus(*row.fusion, row.slot, v) : 0.0f;
+  return beam_token_score(rule, row.logp[v], offset, bonus);
+}
+
+/** The K best extensions of a hypothesis that is on a frame of its utterance and may still emit.
+ *  - Late pruning (and no fusion): the K best labels (RNN-T) or (label, duration) pairs (TDT) by fused score.
+ *  - Early pruning: the K best labels by acoustic log-probability, then scored with fusion; TDT pairs each with
+ *    every duration and keeps the K best pairs. The LM can reorder but never bring in a label outside the
+ *    acoustic top K. */
+ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t k, AlsdProposals& out) {
+  const float offset = beam_token_offset(rule, row.logp[row.blank]);
+  const bool early = rule.active && !rule.late;
+  float scores[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t count = 0;
+  // Labels: the whole vocabulary by fused score, or (early) the acoustic top K.
+  std::int32_t labels[kMaxBeam];
+  float label_scores[kMaxBeam];
+  std::int32_t label_count = 0;
+  if (early) {
+    for (std::int32_t v = 0; v < row.tokens; ++v) topk_insert(label_scores, labels, k, label_count, row.logp[v], v);
+    for (std::int32_t j = 0; j < label_count; ++j) label_scores[j] = alsd_label_score(rule, row, labels[j], offset);
+  }
+  if (row.num_durations == 0) {
+    if (early) {
+      for (std::int32_t j = 0; j < label_count; ++j) {
+        out.score[j] = label_scores[j];
+        out.label[j] = labels[j];
+        out.jump[j] = 0;
+      }
+      out.count = label_count;
+      return;
+    }
+    for (std::int32_t v = 0; v < row.tokens; ++v)
+      topk_insert(scores, ids, k, count, alsd_label_score(rule, row, v, offset), v);
+    for (std::int32_t j = 0; j < count; ++j) {
+      out.score[j] = scores[j];
+      out.label[j] = ids[j];
+      out.jump[j] = 0;
+    }
+    out.count = count;
+    return;
+  }
+  const std::int32_t D = row.num_durations;
+  if (early) {
+    for (std::int32_t j = 0; j < label_count; ++j) {
+      for (std::int32_t d = 0; d < D; ++d) {
+        topk_insert(scores, ids, k, count, label_scores[j] + row.logp_duration[d], j * D + d);
+      }
+    }
+    for (std::int32_t j = 0; j < count; ++j) {
+      const std::int32_t label = labels[ids[j] / D];
+      out.score[j] = scores[j];
+      out.label[j] = label;
+      out.jump[j] = alsd_jump(row, label, ids[j] % D);
+    }
+  } else {
+    for (std::int32_t v = 0; v < row.tokens; ++v) {
+      const float score = alsd_label_score(rule, row, v, offset);
+      for (std::int32_t d = 0; d < D; ++d) topk_insert(scores, ids, k, count, score + row.logp_duration[d], v * D + d);
+    }
+    for (std::int32_t j = 0; j < count; ++j) {
+      const std::int32_t label = ids[j] / D;
+      out.score[j] = scores[j];
+      out.label[j] = label;
+      out.jump[j] = alsd_jump(row, label, ids[j] % D);
+    }
+  }
+  out.count = count;
+}
+
+/** The only extension of a hypothesis that has emitted max_symbols labels on its frame: blank to the next frame,
+ *  as in greedy decoding (so beam 1 is greedy), scored with the fused blank score (TDT: + the best duration's
+ *  log-probability, NeMo's forced-blank score). */
+ASRDEC_HD_INLINE void alsd_force_blank(const BeamFusionRule& rule, const AlsdRow& row, AlsdProposals& out) {
+  float score = beam_blank_score(rule, row.logp[row.blank]);
+  if (row.num_durations > 0) {
+    float best = row.logp_duration[0];
+    for (std::int32_t d = 1; d < row.num_durations; ++d)
+      best = row.logp_duration[d] > best ? row.logp_duration[d] : best;
+    score += best;
+  }
+  out.score[0] = score;
+  out.label[0] = row.blank;
+  out.jump[0] = 1;
+  out.count = 1;
+}
+
+/** Whether slot s is evaluated this step: a live hypothesis on a frame of its utterance (of `length` frames). */
+ASRDEC_HD_INLINE bool alsd_row_active(const BeamHypsRef& h, std::int64_t s, std::int32_t length) {
+  return h.scores[s] != -__builtin_huge_valf() && h.next_time[s] < length;
+}
+
+/** The proposals of a slot that is not evaluated this step. A live hypothesis past the end of a still running
+ *  utterance competes with its own score (one -1 entry that adds nothing); a dead slot proposes nothing. */
+ASRDEC_HD_INLINE void alsd_idle_proposals(bool utterance_running, float score, AlsdProposals& out) {
+  out.count = 0;
+  if (!utterance_running || score == -__builtin_huge_valf()) return;
+  out.score[0] = 0.0f;
+  out.label[0] = -1;
+  out.jump[0] = 0;
+  out.count = 1;
+}
+
+/** Utterance b keeps the K best of its slots' proposals (`proposals` indexed by slot) and adds them to `h`: the
+ *  result entries, then recombination of equal hypotheses. For each new slot s of the utterance, from[s] is the slot
+ *  its state comes from and label[s] what that state must take in (a token moves the predictor, LM and boosting
+ *  states on; blank, -1, and slots that died in recombination take nothing). */
+ASRDEC_HD_INLINE void alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals,
+                                  std::int64_t* from, std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  float best[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t kept = 0;
+  for (std::int32_t k = 0; k < K; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    for (std::int32_t j = 0; j < proposals[s].count; ++j) {
+      topk_insert(best, ids, K, kept, h.scores[s] + proposals[s].score[j], k * K + j);
+    }
+  }
+  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
+  for (std::int32_t i = 0; i < K; ++i) {
+    const bool live = i < kept && best[i] != -__builtin_huge_valf();
+    parents[i] = live ? ids[i] / K : 0;
+    const AlsdProposals& p = proposals[beam_slot(h, b, parents[i])];
+    const std::int32_t j = live ? ids[i] % K : 0;
+    labels[i] = live ? p.label[j] : -1;
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), live ? p.jump[j] : 0);
+  }
+  for (std::int32_t i = 0; i < K; ++i) beam_commit_result(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
+  for (std::int32_t i = 0; i < K; ++i) {
+    const std::int64_t s = beam_slot(h, b, i);
+    from[s] = beam_slot(h, b, parents[i]);
+    label[s] = h.scores[s] != -__builtin_huge_valf() ? labels[i] : -1;
+  }
+}
+
+}  // namespace asrdec::detail

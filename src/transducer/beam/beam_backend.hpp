@@ -1,0 +1,41 @@
+#pragma once
+// Internal: the executor interface behind TransducerBeamDecoder.
+
+#include <memory>
+#include <vector>
+
+#include "asrdec/config.hpp"
+#include "asrdec/transducer/beam_decoder.hpp"
+#include "hyps/beam_search_step.hpp"
+#include "transducer/transducer_input.hpp"
+
+namespace asrdec::detail {
+
+class TransducerBeamBackend {
+ public:
+  virtual ~TransducerBeamBackend() = default;
+  /** The final beam of each utterance of a validated request, best first. CUDA executors work on `stream`
+   *  (nullptr: their own) and return after synchronising it. */
+  virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem, StreamHandle stream) = 0;
+  virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
+};
+
+/** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++) or 1e-6 (AES++). */
+BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);
+
+/** Throws InvalidArgument when the algorithm, LM or tree of `config` does not fit `model`. */
+void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config);
+
+#if ASRDEC_WITH_CUDA
+std::unique_ptr<TransducerBeamBackend> make_transducer_beam_cuda(const TransducerModel& model,
+                                                                 const TransducerBeamConfig& config,
+                                                                 BatchLimits limits);
+#endif
+std::unique_ptr<TransducerBeamBackend> make_alsd_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
+                                                     BatchLimits limits);
+std::unique_ptr<TransducerBeamBackend> make_wind_beam_cpu(const TransducerModel& model,
+                                                          const TransducerBeamConfig& config, BatchLimits limits);
+std::unique_ptr<TransducerBeamBackend> make_aes_cpu(const TransducerModel& model, const TransducerBeamConfig& config,
+                                                    BatchLimits limits);
+
+}  // namespace asrdec::detail

@@ -1,0 +1,457 @@
+// The CUDA executor of ALSD++, AES++ and WIND beam search (beam_decoder.hpp). The decode is a StreamProgram run by a
+// GraphExecutor (with conditional graphs the whole decode is one graph launch):
+// - ALSD++: a begin step, then "while any hypothesis is on a frame of its utterance { one ALSD++ step }";
+// - AES++: a begin step, then "while some utterance has frame t { evaluate; prefix search; while a hypothesis
+//   expands and steps are left { one expansion step }; end of frame }" (nested conditional loops);
+// - WIND: a begin step, then "while some utterance has a group { evaluate the group's windows; propose; step }".
+// Every buffer is sized for the limits' largest batch × pool × frames (the pool is the beam, or WIND's K·(W+K)
+// slots), so the loop allocates nothing; a larger call grows them first and captures the graphs again. The step
+// kernels (beam_kernels.cu) apply the same shared rules as the CPU executors.
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/core/graph.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "core/cuda/gemm.hpp"
+#include "hyps/beam_hyps_copy.hpp"
+#include "hyps/ranked_beams.hpp"
+#include "lm/ngram_kernels.hpp"
+#include "lm/ngram_lm_impl.hpp"
+#include "transducer/beam/beam_backend.hpp"
+#include "transducer/beam/beam_kernels.hpp"
+#include "transducer/model/bad_enc_value.hpp"
+#include "transducer/model/joint_impl.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+class TransducerBeamCuda final : public TransducerBeamBackend {
+ public:
+  TransducerBeamCuda(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
+      : model_(model),
+        config_(config),
+        limits_(limits),
+        pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
+        device_(model.device()),
+        stream_(device_),
+        args_(1, device_),
+        flags_(5, device_),
+        bad_value_(1, device_) {
+    DeviceGuard guard(device_);
+    preload_beam_kernels();
+    int multiprocessors = 0;
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
+    multiprocessors_ = std::max(multiprocessors, 1);
+    mode_ = resolve_graph_mode(config_.graph_mode, device_);
+    std::vector<std::int32_t> durations = model_.durations();
+    if (durations.empty()) durations.push_back(0);
+    durations_ = DeviceBuffer<std::int32_t>(durations.size(), device_);
+    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4,
+                     stream_.handle());
+    allocate();
+    stream_.synchronize();
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
+    if (p.batch == 0) return {};
+    for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.enc_proj.shape_string());
+    }
+    grow(p.batch, p.frames, stream);
+    if (p.enc_proj.numel() > 0) check_device_readable(p.enc_proj.data(), device_, "enc_proj");
+
+    // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
+    // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
+    const std::int64_t slots = limits_.max_batch * pool_;
+    const auto n = static_cast<std::size_t>(slots);
+    BeamArgs args{};
+    args.enc = p.enc_proj.data();
+    args.stride_b = p.enc.stride_b;
+    args.stride_t = p.enc.stride_t;
+    args.stride_j = p.enc.stride_j;
+    args.batch = static_cast<std::int32_t>(p.batch);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
+    copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), p.lengths.size() * 4, stream);
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    fill_bytes_async(flags_.data() + 4, device_, 0, sizeof(std::int32_t), stream);
+    session_->initial_state(state_.data(), slots, stream);
+    session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream);
+    if (config_.lm != nullptr) {
+      copy_bytes_async(lm_state_.data(), device_, bos_states_.data(), device_, n * 4, stream);
+      fill_bytes_async(lm_total_.data(), device_, 0, n * 4, stream);
+    }
+    if (config_.boost != nullptr) {
+      for (std::int64_t s = 0; s < slots; ++s) {
+        const std::int64_t b = s / pool_;
+        boost_roots_[static_cast<std::size_t>(s)] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
+      }
+      copy_bytes_async(boost_state_.data(), device_, boost_roots_.data(), Device::cpu(), n * 4, stream);
+      fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
+    }
+    executor(p.enc_proj.dtype()).run(stream);
+    return collect(p.batch, stream);
+  }
+
+  GraphMode graph_mode() const noexcept override { return mode_; }
+
+ private:
+  // Grows the buffers (outside any loop) when a call exceeds the limits; graphs are then captured again. A failed
+  // allocation leaves the decoder unusable (its buffers no longer agree with the limits) until one succeeds.
+  void grow(std::int64_t batch, std::int64_t frames, cudaStream_t stream) {
+    if (usable_ && batch <= limits_.max_batch && frames <= limits_.max_frames) return;
+    const std::int64_t max_frames = std::max(limits_.max_frames, frames);
+    capacity(max_frames);  // throws before anything changes
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    limits_.max_batch = std::max(limits_.max_batch, batch);
+    limits_.max_frames = max_frames;
+    allocate();
+  }
+
+  bool aes() const { return config_.algorithm == TransducerBeamAlgorithm::aes; }
+  bool wind() const { return config_.algorithm == TransducerBeamAlgorithm::wind; }
+
+  // Rows of the joint per step: a slot each, or WIND's window rows of each utterance's (at most K) group members.
+  std::int64_t joint_rows() const {
+    return limits_.max_batch * (wind() ? std::int64_t{config_.beam} * config_.wind_window : pool_);
+  }
+
+  // Entries per hypothesis slot: every step writes one; a frame takes at most max_symbols tokens and a blank
+  // (ALSD++; WIND: a step per first output, whose frame holds at most max_symbols tokens), or num_steps expansion
+  // steps and the end-of-frame entry (AES++).
+  std::int32_t capacity(std::int64_t max_frames) const {
+    const std::int64_t per_frame = aes() ? config_.aes_num_steps : config_.max_symbols_per_frame;
+    const std::int64_t capacity = std::max<std::int64_t>(1, max_frames * (per_frame + 1));
+    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", max_frames,
+                     ") for ", to_string(config_.algorithm), " beam search with ",
+                     aes() ? "aes_num_steps " : "max_symbols_per_frame ", per_frame);
+    return static_cast<std::int32_t>(capacity);
+  }
+
+  void allocate() {
+    usable_ = false;
+    for (auto& slot : executors_) slot.reset();
+    const std::int64_t B = limits_.max_batch;
+    const std::int32_t K = config_.beam;
+    const std::int64_t slots = B * pool_;
+    const auto n = static_cast<std::size_t>(slots);
+    const auto rows = static_cast<std::size_t>(joint_rows());
+    const auto S = static_cast<std::size_t>(model_.predictor().state_size());
+    const auto J = static_cast<std::size_t>(model_.joint_hidden());
+    const auto O = static_cast<std::size_t>(model_.joint().output_size());
+    const auto V = static_cast<std::size_t>(model_.vocab_size());
+    const BeamKind kind =
+        wind() ? BeamKind::windowed : (model_.type() == TransducerType::tdt ? BeamKind::tdt : BeamKind::rnnt);
+    const std::int32_t entries = capacity(limits_.max_frames);
+    hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), device_);
+    host_hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), Device::cpu());
+    session_ = model_.predictor().start_session(slots);
+    gemm_ = std::make_unique<Gemm>(device_);
+    lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
+    running_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
+    for (auto* buffer : {&state_, &next_state_}) *buffer = DeviceBuffer<float>(n * S, device_);
+    for (auto* buffer : {&dec_, &next_dec_}) *buffer = DeviceBuffer<float>(n * J, device_);
+    for (auto* buffer : {&step_label_, &step_mask_, &take_label_, &row_active_, &blanks_, &ones_}) {
+      *buffer = DeviceBuffer<std::int32_t>(n, device_);
+    }
+    take_from_ = DeviceBuffer<std::int64_t>(n, device_);
+    proposals_ = DeviceBuffer<AlsdProposals>(aes() ? 1 : (wind() ? static_cast<std::size_t>(B * K) : n), device_);
+    for (auto* buffer : {&wind_frame_, &wind_width_, &group_size_}) {
+      *buffer = DeviceBuffer<std::int32_t>(wind() ? static_cast<std::size_t>(B) : 1, device_);
+    }
+    group_ = DeviceBuffer<std::int32_t>(wind() ? static_cast<std::size_t>(B * K) : 1, device_);
+    wind_candidates_ = DeviceBuffer<WindCandidate>(wind() ? n : 1, device_);
+    aes_proposals_ = DeviceBuffer<AesProposals>(aes() ? n : 1, device_);
+    expanding_ = DeviceBuffer<std::int32_t>(n, device_);
+    hidden_ = DeviceBuffer<std::byte>(rows * J * dtype_size(model_.joint().weight_dtype()), device_);
+    logits_ = DeviceBuffer<float>(rows * O, device_);
+    const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
+    const std::size_t boost_slots = config_.boost != nullptr ? n : 1;
+    for (auto* buffer : {&lm_state_, &next_lm_state_, &bos_states_})
+      *buffer = DeviceBuffer<std::int32_t>(lm_slots, device_);
+    for (auto* buffer : {&lm_total_, &next_lm_total_}) *buffer = DeviceBuffer<float>(lm_slots, device_);
+    lm_scores_ = DeviceBuffer<float>(lm_slots * (config_.lm != nullptr ? V : 1), device_);
+    lm_next_ = DeviceBuffer<std::int32_t>(lm_slots * (config_.lm != nullptr ? V : 1), device_);
+    for (auto* buffer : {&boost_state_, &next_boost_state_}) *buffer = DeviceBuffer<std::int32_t>(boost_slots, device_);
+    for (auto* buffer : {&boost_total_, &next_boost_total_}) *buffer = DeviceBuffer<float>(boost_slots, device_);
+    boost_scores_ = DeviceBuffer<float>(boost_slots * (config_.boost != nullptr ? V : 1), device_);
+    boost_next_ = DeviceBuffer<std::int32_t>(boost_slots * (config_.boost != nullptr ? V : 1), device_);
+    boost_roots_.assign(boost_slots, 0);
+    host_lm_total_ = PinnedBuffer<float>(lm_slots, Device::cpu());
+    host_boost_total_ = PinnedBuffer<float>(boost_slots, Device::cpu());
+
+    Stream stream(device_);
+    const std::vector<std::int32_t> blanks(n, model_.blank_id()), ones(n, 1);
+    copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), n * 4, stream.handle());
+    copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), n * 4, stream.handle());
+    const std::vector<std::int32_t> bos(lm_slots, NgramLm::bos_state());
+    copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), lm_slots * 4, stream.handle());
+    copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), lm_slots * 4, stream.handle());
+    // Boosting states of slots no call has written must be valid states too (the queries are masked, but the
+    // buffers are read whole by the take kernel's gathers only where a slot is live).
+    fill_bytes_async(boost_state_.data(), device_, 0, boost_slots * 4, stream.handle());
+    // Warm-up outside any capture: the first GEMM of the joint's shape (cuBLAS heuristics, lazy module loading)
+    // and a predictor step, on zeroed buffers.
+    fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
+    fill_bytes_async(state_.data(), device_, 0, state_.bytes(), stream.handle());
+    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(),
+                               model_.joint().output_size(), model_.joint_hidden(), hidden_.data(),
+                               model_.joint_hidden(), joint_rows(), logits_.data(), model_.joint().output_size(),
+                               stream.handle());
+    session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream.handle());
+    stream.synchronize();
+    usable_ = true;
+  }
+
+  BeamDeviceState device_state(DType enc_dtype) {
+    BeamDeviceState g{};
+    g.args = args_.data();
+    g.lengths = lengths_.data();
+    g.hyps = hyps_.ref();
+    g.max_batch = limits_.max_batch;
+    g.slots = limits_.max_batch * pool_;
+    g.beam = config_.beam;
+    g.joint_rows = joint_rows();
+    g.state = state_.data();
+    g.next_state = next_state_.data();
+    g.dec = dec_.data();
+    g.next_dec = next_dec_.data();
+    g.state_size = model_.predictor().state_size();
+    g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
+    if (config_.lm != nullptr) {
+      g.fusion.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};
+      g.next_lm_state = next_lm_state_.data();
+      g.next_lm_total = next_lm_total_.data();
+    }
+    if (config_.boost != nullptr) {
+      g.fusion.boost = FusionSource{boost_scores_.data(), boost_next_.data(), boost_state_.data(), boost_total_.data(),
+                                    config_.boost_weight};
+      g.next_boost_state = next_boost_state_.data();
+      g.next_boost_total = next_boost_total_.data();
+    }
+    g.step_label = step_label_.data();
+    g.step_mask = step_mask_.data();
+    g.take_from = take_from_.data();
+    g.take_label = take_label_.data();
+    g.row_active = row_active_.data();
+    g.running = running_.data();
+    g.any_running = flags_.data();
+    if (aes()) {
+      g.frame = flags_.data() + 1;
+      g.step = flags_.data() + 2;
+      g.any_expanding = flags_.data() + 3;
+      g.expanding = expanding_.data();
+      g.aes_proposals = aes_proposals_.data();
+      g.aes_steps = config_.aes_num_steps;
+      g.aes_per_hypothesis = config_.beam + config_.aes_expansion_beta;
+      g.aes_gamma = config_.aes_expansion_gamma;
+    }
+    if (wind()) {
+      g.wind_window = config_.wind_window;
+      g.wind_frame = wind_frame_.data();
+      g.wind_width = wind_width_.data();
+      g.group_size = group_size_.data();
+      g.group = group_.data();
+      g.wind_candidates = wind_candidates_.data();
+      g.internal_error = flags_.data() + 4;
+    }
+    g.hidden = hidden_.data();
+    g.logits = logits_.data();
+    g.bias = model_.joint().impl().device_bias.data();
+    g.durations = durations_.data();
+    g.num_durations = static_cast<std::int32_t>(model_.durations().size());
+    g.hidden_size = model_.joint_hidden();
+    g.outputs = model_.joint().output_size();
+    g.token_columns = model_.vocab_size() + 1;
+    g.blank = model_.blank_id();
+    g.proposals = proposals_.data();
+    g.rule = beam_fusion_rule(config_);
+    g.max_symbols = config_.max_symbols_per_frame;
+    g.activation = model_.joint().activation();
+    g.enc_dtype = enc_dtype;
+    g.weight_dtype = model_.joint().weight_dtype();
+    g.check_values = config_.check_values ? 1 : 0;
+    g.bad_value = bad_value_.data();
+    return g;
+  }
+
+  // Joint and fused queries of the slots in row_active: logits (without bias) for every joint row (zeros where
+  // the row is idle), queries for those slots.
+  void joint_and_queries(const BeamDeviceState& g, cudaStream_t stream) {
+    launch_beam_joint_hidden(g, stream);
+    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
+                               g.hidden, g.hidden_size, g.joint_rows, g.logits, g.outputs, stream);
+    if (config_.lm != nullptr) {
+      launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.slots, const_cast<float*>(g.fusion.lm.scores),
+                           const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, g.row_active);
+    }
+    if (config_.boost != nullptr) {
+      launch_ngram_advance(config_.boost->ref(), g.fusion.boost.state, g.slots,
+                           const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
+                           multiprocessors_, stream, g.row_active);
+    }
+  }
+
+  // Every slot takes over the states of take_from with take_label, and the predictor steps the tokens.
+  void take_over(const BeamDeviceState& g, cudaStream_t stream) {
+    launch_beam_take(g, stream);
+    launch_beam_commit(g, stream);
+    session_->step(g.step_label, g.step_mask, g.state, g.dec, g.slots, stream);
+  }
+
+  // ALSD++ and WIND share the loop "begin; while a slot is active { joint and fused queries; propose; select (WIND:
+  // the per-utterance step); take over states; activity (WIND: the next groups) }"; only the launchers differ.
+  StreamProgram step_program(const BeamDeviceState g) {
+    const bool windowed = wind();
+    StreamProgram body;
+    body.then([this, g, windowed](StreamHandle s) {
+      joint_and_queries(g, s);
+      if (windowed) {
+        launch_wind_propose(g, s);
+        launch_wind_step(g, s);
+      } else {
+        launch_alsd_propose(g, s);
+        launch_alsd_select(g, s);
+      }
+      take_over(g, s);
+      if (windowed) {
+        launch_wind_groups(g, s);
+      } else {
+        launch_alsd_activity(g, s);
+      }
+    });
+    StreamProgram program;
+    program
+        .then([g, windowed](StreamHandle s) {
+          if (windowed) {
+            launch_wind_begin(g, s);
+          } else {
+            launch_alsd_begin(g, s);
+          }
+        })
+        .loop_while(g.any_running, body);
+    return program;
+  }
+
+  StreamProgram aes_program(const BeamDeviceState g) {
+    const auto evaluate = [this, g](StreamHandle s) {
+      joint_and_queries(g, s);
+      launch_beam_log_softmax(g, s);
+    };
+    StreamProgram steps;
+    steps.then([this, g, evaluate](StreamHandle s) {
+      launch_aes_expand(g, s);
+      take_over(g, s);
+      launch_aes_mark_rows(g, s);
+      evaluate(s);  // also after the last step: the end of the frame scores the blank of those still expanding
+    });
+    StreamProgram frames;
+    frames
+        .then([g, evaluate](StreamHandle s) {
+          evaluate(s);
+          launch_aes_prefix_search(g, s);
+        })
+        .loop_while(g.any_expanding, steps)
+        .then([g](StreamHandle s) {
+          launch_aes_end_frame(g, s);
+          launch_aes_next_frame(g, s);
+        });
+    StreamProgram program;
+    program.then([g](StreamHandle s) { launch_aes_begin(g, s); }).loop_while(g.any_running, frames);
+    return program;
+  }
+
+  GraphExecutor& executor(DType enc_dtype) {
+    auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
+    if (!slot) {
+      const BeamDeviceState g = device_state(enc_dtype);
+      slot.emplace(device_, mode_, aes() ? aes_program(g) : step_program(g));
+    }
+    return *slot;
+  }
+
+  // The beams of the first `batch` utterances, copied back (only the filled entries) and ranked on the host.
+  std::vector<std::vector<Hypothesis>> collect(std::int64_t batch, cudaStream_t stream) {
+    const BeamHypsRef d = hyps_.ref();
+    const BeamHypsRef h = host_hyps_.ref();
+    const auto n = static_cast<std::size_t>(batch * pool_);
+    const auto copy_back = [&](auto* target, const auto* source, std::size_t count) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
+    };
+    unsigned long long bad = 0;
+    copy_back(&bad, bad_value_.data(), 1);
+    std::int32_t internal_error = 0;
+    copy_back(&internal_error, flags_.data() + 4, 1);
+    if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
+    if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
+    copy_beams_to_host(d, h, batch, stream);
+    // Bad input first: a decode that read one may also have broken the search's invariants.
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
+    }
+    ASRDEC_EXPECTS(
+        internal_error == 0, Error, "internal error: WIND beam search ",
+        (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
+    BeamHypsRef view = h;
+    view.batch = batch;
+    return ranked_beams_of(view, batch, config_.length_normalized,
+                           config_.lm != nullptr ? host_lm_total_.data() : nullptr,
+                           config_.boost != nullptr ? host_boost_total_.data() : nullptr);
+  }
+
+  TransducerModel model_;
+  TransducerBeamConfig config_;
+  BatchLimits limits_;
+  std::int32_t pool_;  // hypothesis slots per utterance
+  Device device_;
+  Stream stream_;
+  GraphMode mode_ = GraphMode::eager;
+  bool usable_ = false;  // the buffers match limits_ (allocate() completed)
+  int multiprocessors_ = 1;
+  std::unique_ptr<PredictorSession> session_;
+  std::unique_ptr<Gemm> gemm_;
+  DeviceBuffer<BeamArgs> args_;
+  DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag; WIND internal error
+  DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<std::int32_t> durations_, lengths_, running_;
+  BatchedBeamHyps<MemoryKind::device> hyps_;
+  BatchedBeamHyps<MemoryKind::pinned> host_hyps_;
+  DeviceBuffer<float> state_, next_state_, dec_, next_dec_;
+  DeviceBuffer<std::int32_t> step_label_, step_mask_, take_label_, row_active_;
+  DeviceBuffer<std::int32_t> blanks_, ones_;  // [slots] constants for the start symbol
+  DeviceBuffer<std::int64_t> take_from_;
+  DeviceBuffer<AlsdProposals> proposals_;
+  DeviceBuffer<AesProposals> aes_proposals_;
+  DeviceBuffer<std::int32_t> expanding_;
+  DeviceBuffer<std::int32_t> wind_frame_, wind_width_, group_size_, group_;
+  DeviceBuffer<WindCandidate> wind_candidates_;
+  DeviceBuffer<std::byte> hidden_;
+  DeviceBuffer<float> logits_;
+  DeviceBuffer<std::int32_t> lm_state_, next_lm_state_, bos_states_, lm_next_;
+  DeviceBuffer<float> lm_total_, next_lm_total_, lm_scores_;
+  DeviceBuffer<std::int32_t> boost_state_, next_boost_state_, boost_next_;
+  DeviceBuffer<float> boost_total_, next_boost_total_, boost_scores_;
+  std::vector<std::int32_t> boost_roots_;  // [slots] host staging of each slot's starting boosting state
+  PinnedBuffer<float> host_lm_total_, host_boost_total_;
+  std::array<std::optional<GraphExecutor>, 3> executors_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransducerBeamBackend> make_transducer_beam_cuda(const TransducerModel& model,
+                                                                 const TransducerBeamConfig& config,
+                                                                 BatchLimits limits) {
+  return std::make_unique<TransducerBeamCuda>(model, config, limits);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,187 @@
+#include "asrdec/transducer/beam_decoder.hpp"
+
+#include <cmath>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/detail/transducer_step.hpp"
+#include "core/exclusive_use.hpp"
+#include "lm/fusion_checks.hpp"
+#include "transducer/beam/aes_step.hpp"
+#include "transducer/beam/beam_backend.hpp"
+
+namespace asrdec {
+
+const char* to_string(TransducerBeamAlgorithm algorithm) noexcept {
+  switch (algorithm) {
+    case TransducerBeamAlgorithm::alsd:
+      return "alsd++";
+    case TransducerBeamAlgorithm::aes:
+      return "aes++";
+    case TransducerBeamAlgorithm::wind:
+      return "wind-beam";
+  }
+  return "unknown";
+}
+
+const char* to_string(FusionPruning pruning) noexcept { return pruning == FusionPruning::early ? "early" : "late"; }
+
+const char* to_string(BlankLmScoring scoring) noexcept {
+  return scoring == BlankLmScoring::none ? "none" : "lm-weighted-full";
+}
+
+TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name) {
+  if (name == "alsd++" || name == "alsd" || name == "malsd") return TransducerBeamAlgorithm::alsd;
+  if (name == "aes++" || name == "aes" || name == "maes") return TransducerBeamAlgorithm::aes;
+  if (name == "wind-beam" || name == "wind") return TransducerBeamAlgorithm::wind;
+  throw InvalidArgument(
+      detail::concat("unknown beam-search algorithm '", name, "': expected alsd++, aes++ or wind-beam"));
+}
+
+FusionPruning parse_fusion_pruning(std::string_view name) {
+  if (name == "early") return FusionPruning::early;
+  if (name == "late") return FusionPruning::late;
+  throw InvalidArgument(detail::concat("unknown fusion pruning '", name, "': expected early or late"));
+}
+
+BlankLmScoring parse_blank_lm_scoring(std::string_view name) {
+  if (name == "none") return BlankLmScoring::none;
+  if (name == "full" || name == "lm-weighted-full" || name == "lm_weighted_full") {
+    return BlankLmScoring::lm_weighted_full;
+  }
+  throw InvalidArgument(detail::concat("unknown blank LM scoring '", name, "': expected none or full"));
+}
+
+void TransducerBeamConfig::validate() const {
+  ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "TransducerBeamConfig.beam must be in [1, ", detail::kMaxBeam,
+                   "], got ", beam);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1 && max_symbols_per_frame <= detail::kMaxSymbolsPerFrame,
+                   "TransducerBeamConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame, "], got ",
+                   max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(aes_num_steps >= 1 && aes_num_steps <= 64,
+                   "TransducerBeamConfig.aes_num_steps must be in [1, 64], got ", aes_num_steps);
+  ASRDEC_CHECK_ARG(aes_expansion_beta >= 0 && aes_expansion_beta <= detail::kMaxAesExpansionBeta,
+                   "TransducerBeamConfig.aes_expansion_beta must be in [0, ", detail::kMaxAesExpansionBeta, "], got ",
+                   aes_expansion_beta);
+  ASRDEC_CHECK_ARG(aes_expansion_gamma > 0.0f, "TransducerBeamConfig.aes_expansion_gamma must be positive, got ",
+                   aes_expansion_gamma);
+  ASRDEC_CHECK_ARG(wind_window >= 1 && wind_window <= detail::kMaxWindow,
+                   "TransducerBeamConfig.wind_window must be in [1, ", detail::kMaxWindow, "], got ", wind_window);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
+}
+
+std::string TransducerBeamConfig::to_string() const {
+  const bool fused = lm != nullptr || boost != nullptr;
+  return detail::concat(
+      "TransducerBeamConfig{algorithm=", asrdec::to_string(algorithm), ", beam=", beam,
+      algorithm == TransducerBeamAlgorithm::aes
+          ? detail::concat(", aes_num_steps=", aes_num_steps, ", aes_expansion_beta=", aes_expansion_beta,
+                           ", aes_expansion_gamma=", aes_expansion_gamma)
+          : detail::concat(", max_symbols_per_frame=", max_symbols_per_frame),
+      algorithm == TransducerBeamAlgorithm::wind ? detail::concat(", wind_window=", wind_window) : "",
+      ", length_normalized=", length_normalized ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      fused ? detail::concat(", pruning=", asrdec::to_string(pruning),
+                             ", blank_scoring=", asrdec::to_string(blank_scoring))
+            : "",
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
+}
+
+namespace detail {
+
+BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config) {
+  BeamFusionRule rule;
+  rule.active = config.lm != nullptr || config.boost != nullptr;
+  rule.late = config.pruning == FusionPruning::late;
+  rule.blank_full = config.blank_scoring == BlankLmScoring::lm_weighted_full;
+  rule.lambda =
+      (config.lm != nullptr ? config.lm_weight : 0.0f) + (config.boost != nullptr ? config.boost_weight : 0.0f);
+  // NeMo's values: ALSD++ clamps harder (chosen for bf16 log-probabilities).
+  rule.blank_clamp = config.algorithm == TransducerBeamAlgorithm::aes ? 1e-6f : 1e-2f;
+  return rule;
+}
+
+/** The checks decoders and the reference make on a beam config against the model. */
+void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config) {
+  ASRDEC_CHECK_ARG(config.algorithm == TransducerBeamAlgorithm::alsd || model.type() == TransducerType::rnnt,
+                   to_string(config.algorithm), " beam search is for RNN-T models; use alsd++ for a ",
+                   to_string(model.type()), " model");
+  if (config.lm == nullptr && config.boost == nullptr) return;
+  check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
+  check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));
+  ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
+                   "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
+                   model.blank_id());
+}
+
+}  // namespace detail
+
+struct TransducerBeamDecoder::Impl {
+  Impl(const TransducerModel& m, const TransducerBeamConfig& c) : model(m), config(c) {}
+
+  TransducerModel model;
+  TransducerBeamConfig config;
+  std::unique_ptr<detail::TransducerBeamBackend> backend;
+  detail::OwnerSlot owner;
+};
+
+TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config,
+                                             BatchLimits limits)
+    : impl_(std::make_unique<Impl>(model, config)) {
+  config.validate();
+  limits.validate();
+  detail::check_beam_model(model, config);
+#if ASRDEC_WITH_CUDA
+  if (model.device().is_cuda()) {
+    impl_->backend = detail::make_transducer_beam_cuda(model, config, limits);
+    return;
+  }
+#endif
+  switch (config.algorithm) {
+    case TransducerBeamAlgorithm::alsd:
+      impl_->backend = detail::make_alsd_cpu(model, config, limits);
+      break;
+    case TransducerBeamAlgorithm::aes:
+      impl_->backend = detail::make_aes_cpu(model, config, limits);
+      break;
+    case TransducerBeamAlgorithm::wind:
+      impl_->backend = detail::make_wind_beam_cpu(model, config, limits);
+      break;
+  }
+}
+
+TransducerBeamDecoder::~TransducerBeamDecoder() = default;
+TransducerBeamDecoder::TransducerBeamDecoder(TransducerBeamDecoder&&) noexcept = default;
+TransducerBeamDecoder& TransducerBeamDecoder::operator=(TransducerBeamDecoder&&) noexcept = default;
+
+std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const TensorView& enc_proj,
+                                                                         const TensorView& lengths,
+                                                                         StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_nbest");
+  const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
+  return self.backend->decode(problem, stream);
+}
+
+std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
+                                                      StreamHandle stream) {
+  std::vector<std::vector<Hypothesis>> beams = decode_nbest(enc_proj, lengths, stream);
+  std::vector<Hypothesis> out;
+  out.reserve(beams.size());
+  for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
+  return out;
+}
+
+const TransducerModel& TransducerBeamDecoder::model() const {
+  return detail::live(impl_, "TransducerBeamDecoder").model;
+}
+const TransducerBeamConfig& TransducerBeamDecoder::config() const {
+  return detail::live(impl_, "TransducerBeamDecoder").config;
+}
+GraphMode TransducerBeamDecoder::graph_mode() const {
+  return detail::live(impl_, "TransducerBeamDecoder").backend->graph_mode();
+}
+
+}  // namespace asrdec

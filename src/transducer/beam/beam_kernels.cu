@@ -1,0 +1,563 @@
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/transducer_step.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "core/logsumexp.hpp"
+#include "transducer/beam/beam_kernels.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPhaseThreads = 1024;
+constexpr int kProposeThreads = 128;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+int blocks_for(std::int64_t n, int threads) {
+  const std::int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+// Which slots are evaluated next and whether the loop goes on; one block, so the flag is written once.
+__device__ void activity(const BeamDeviceState& g) {
+  const std::int32_t batch = g.args->batch;
+  const std::int32_t K = g.hyps.beam;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    std::int32_t running = 0;
+    for (std::int32_t k = 0; k < K; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const std::int32_t active = b < batch && alsd_row_active(g.hyps, s, g.lengths[b]) ? 1 : 0;
+      g.row_active[s] = active;
+      running |= active;
+    }
+    g.running[b] = running;
+    any |= running;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  __syncthreads();
+  activity(g);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(BeamDeviceState g) { activity(g); }
+
+// Which slot (s), utterance (b) and frame joint row r evaluates; false for a row nothing reads this step. ALSD++ and
+// AES++: row r is slot r on its frame (AES++: the common frame). WIND: row (b·K + g)·W + j is group member g's
+// window position j.
+__device__ bool joint_row(const BeamDeviceState& g, std::int64_t r, std::int64_t& s, std::int64_t& b,
+                          std::int32_t& frame) {
+  if (g.wind_window > 0) {
+    const std::int64_t member = r / g.wind_window;
+    const auto j = static_cast<std::int32_t>(r - member * g.wind_window);
+    b = member / g.beam;
+    const auto rank = static_cast<std::int32_t>(member - b * g.beam);
+    if (!g.running[b] || rank >= g.group_size[b] || j >= g.wind_width[b]) return false;
+    s = beam_slot(g.hyps, b, g.group[member]);
+    frame = g.wind_frame[b] + j;
+    return true;
+  }
+  s = r;
+  if (!g.row_active[s]) return false;
+  b = s / g.hyps.beam;
+  frame = g.frame != nullptr ? *g.frame : g.hyps.next_time[s];
+  return true;
+}
+
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kThreads) beam_joint_hidden_kernel(BeamDeviceState g) {
+  const BeamArgs args = *g.args;
+  const std::int64_t n = g.joint_rows * g.hidden_size;
+  TWeight* hidden = static_cast<TWeight*>(g.hidden);
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / g.hidden_size;
+    const std::int64_t j = i - r * g.hidden_size;
+    std::int64_t s = 0, b = 0;
+    std::int32_t frame = 0;
+    if (!joint_row(g, r, s, b, frame)) {
+      hidden[i] = from_float<TWeight>(0.0f);
+      continue;
+    }
+    const TEnc* enc = static_cast<const TEnc*>(args.enc);
+    const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
+    if (g.check_values && !is_finite_value(x)) atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
+    hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[s * g.hidden_size + j]));
+  }
+}
+
+// The log-sum-exp of the block's values, the same in every thread.
+__device__ LogSumExp block_lse(LogSumExp lse) {
+  __shared__ float maxes[kProposeThreads / 32];
+  __shared__ float sums[kProposeThreads / 32];
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    lse = lse_merge(
+        lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  if ((threadIdx.x & 31) == 0) {
+    maxes[warp] = lse.max;
+    sums[warp] = lse.sum;
+  }
+  __syncthreads();
+  LogSumExp all = lse_identity();
+  for (int w = 0; w < kProposeThreads / 32; ++w) all = lse_merge(all, LogSumExp{maxes[w], sums[w]});
+  __syncthreads();
+  return all;
+}
+
+// Joint row r's token columns become their log-softmax (bias added), in place; the whole block takes part.
+__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
+  float* logp = g.logits + r * g.outputs;
+  LogSumExp lse = lse_identity();
+  bool finite = true;
+  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
+    const float x = logp[o] + g.bias[o];
+    finite = finite && is_finite_value(x);
+    logp[o] = x;
+    lse = lse_add(lse, x);
+  }
+  for (std::int64_t o = g.token_columns + threadIdx.x; o < g.outputs; o += blockDim.x) {
+    finite = finite && is_finite_value(logp[o] + g.bias[o]);
+  }
+  if (g.check_values && !finite) {
+    // Finite encoder values too large for the joint: reported as the CPU reports them (bad_enc_value_error).
+    std::int64_t s = 0, b = 0;
+    std::int32_t frame = 0;
+    if (joint_row(g, r, s, b, frame)) atomicMin(g.bad_value, pack_bad_value(b, frame, kJointOutputColumn, false));
+  }
+  lse = block_lse(lse);
+  const float norm = lse.max + logf(lse.sum);
+  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) logp[o] -= norm;
+  __syncthreads();
+  return logp;
+}
+
+__global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamDeviceState g) {
+  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+    if (g.row_active[s]) row_log_softmax(g, s);  // block-uniform
+  }
+}
+
+__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g) {
+  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+    const std::int64_t b = s / g.hyps.beam;
+    if (!g.row_active[s]) {  // block-uniform
+      if (threadIdx.x == 0) alsd_idle_proposals(g.running[b] != 0, g.hyps.scores[s], g.proposals[s]);
+      continue;
+    }
+    float* logp = row_log_softmax(g, s);
+    if (threadIdx.x == 0) {
+      float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
+      if (logp_duration != nullptr) {
+        for (std::int32_t d = 0; d < g.num_durations; ++d) logp_duration[d] += g.bias[g.token_columns + d];
+        log_softmax_in_place(logp_duration, g.num_durations);
+      }
+      const AlsdRow row{logp,        logp_duration,   g.blank,   static_cast<std::int32_t>(g.token_columns),
+                        g.durations, g.num_durations, &g.fusion, s};
+      if (g.hyps.on_frame[s] >= g.max_symbols) {
+        alsd_force_blank(g.rule, row, g.proposals[s]);
+      } else {
+        alsd_propose(g.rule, row, g.hyps.beam, g.proposals[s]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) alsd_select_kernel(BeamDeviceState g) {
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) {
+      alsd_select(g.hyps, b, g.proposals, g.take_from, g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
+// One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
+__global__ void __launch_bounds__(kThreads) beam_take_kernel(BeamDeviceState g) {
+  const std::int64_t width = g.state_size + g.hidden_size;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    const std::int64_t from = g.take_from[s];
+    if (e < g.state_size) {
+      g.next_state[s * g.state_size + e] = g.state[from * g.state_size + e];
+    } else {
+      const std::int64_t j = e - g.state_size;
+      g.next_dec[s * g.hidden_size + j] = g.dec[from * g.hidden_size + j];
+    }
+    if (e != 0) continue;
+    const std::int32_t label = g.take_label[s];
+    const bool token = label >= 0 && label != g.blank;
+    g.step_mask[s] = token ? 1 : 0;
+    g.step_label[s] = token ? label : g.blank;
+    if (g.fusion.lm.state != nullptr) {
+      fusion_take(g.fusion.lm, g.fusion.vocab, g.next_lm_state, g.next_lm_total, s, from, token ? label : -1);
+    }
+    if (g.fusion.boost.state != nullptr) {
+      fusion_take(g.fusion.boost, g.fusion.vocab, g.next_boost_state, g.next_boost_total, s, from, token ? label : -1);
+    }
+  }
+}
+
+// The next_* buffers become current (a kernel rather than copies, so the loop body holds only kernel nodes).
+__global__ void __launch_bounds__(kThreads) beam_commit_kernel(BeamDeviceState g) {
+  const std::int64_t width = g.state_size + g.hidden_size;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    if (e < g.state_size) {
+      g.state[s * g.state_size + e] = g.next_state[s * g.state_size + e];
+    } else {
+      const std::int64_t j = e - g.state_size;
+      g.dec[s * g.hidden_size + j] = g.next_dec[s * g.hidden_size + j];
+    }
+    if (e != 0) continue;
+    if (g.fusion.lm.state != nullptr) {
+      g.fusion.lm.state[s] = g.next_lm_state[s];
+      g.fusion.lm.total[s] = g.next_lm_total[s];
+    }
+    if (g.fusion.boost.state != nullptr) {
+      g.fusion.boost.state[s] = g.next_boost_state[s];
+      g.fusion.boost.total[s] = g.next_boost_total[s];
+    }
+  }
+}
+
+// --- AES++ ---
+
+// The utterances that have frame t, their live slots expanding and evaluated, and the outer loop flag; one block.
+__device__ void aes_frame_masks(const BeamDeviceState& g, std::int32_t t) {
+  const std::int32_t batch = g.args->batch;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    const bool on = b < batch && t < g.lengths[b];
+    g.running[b] = on ? 1 : 0;
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      const std::int32_t expanding = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
+      g.expanding[s] = expanding;
+      g.row_active[s] = expanding;
+    }
+    any |= on ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__device__ AesFrame aes_frame(const BeamDeviceState& g) {
+  return AesFrame{g.logits, static_cast<std::int32_t>(g.outputs), g.blank, &g.fusion};
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_begin_kernel(BeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  if (threadIdx.x == 0) *g.frame = 0;
+  __syncthreads();
+  aes_frame_masks(g, 0);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_next_frame_kernel(BeamDeviceState g) {
+  const std::int32_t t = *g.frame + 1;
+  __syncthreads();  // every thread has read t before it changes
+  if (threadIdx.x == 0) *g.frame = t;
+  aes_frame_masks(g, t);
+}
+
+// One block: prefix search of every utterance that has the frame (a thread each), then the inner loop's start.
+__global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDeviceState g) {
+  const std::int32_t t = *g.frame;
+  const AesFrame frame = aes_frame(g);
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    if (!g.running[b]) continue;
+    aes_prefix_search(g.rule, g.hyps, b, t, frame);
+    any |= aes_any_expanding(g.hyps, b, g.expanding) ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) {
+    *g.step = 0;
+    *g.any_expanding = any;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g) {
+  const AesFrame frame = aes_frame(g);
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b] && aes_any_expanding(g.hyps, b, g.expanding)) {
+      aes_expand(g.rule, g.hyps, b, g.aes_per_hypothesis, g.aes_gamma, frame, g.aes_proposals, g.expanding, g.take_from,
+                 g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) aes_mark_rows_kernel(BeamDeviceState g) {
+  int any = 0;
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    g.row_active[s] = g.expanding[s];
+    any |= g.expanding[s] != 0 ? 1 : 0;
+  }
+  const std::int32_t step = *g.step + 1;
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) {
+    *g.step = step;
+    *g.any_expanding = any && step < g.aes_steps ? 1 : 0;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) aes_end_frame_kernel(BeamDeviceState g) {
+  const AesFrame frame = aes_frame(g);
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) aes_end_frame(g.rule, g.hyps, b, g.expanding, frame);
+  }
+}
+
+// --- WIND beam search ---
+
+// Every utterance's group, window and activity, and the loop flag; one block, a thread per utterance.
+__device__ void wind_groups(const BeamDeviceState& g) {
+  const std::int32_t batch = g.args->batch;
+  const std::int32_t K = g.beam;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) g.row_active[beam_slot(g.hyps, b, k)] = 0;
+    std::int32_t* group = g.group + b * K;
+    std::int32_t frame = 0;
+    // The frame cap keeps a group within K slots; were it broken, the call fails as on the CPU.
+    const std::int32_t found = b < batch ? wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
+    if (found > K) atomicOr(g.internal_error, 1);
+    const std::int32_t count = min(found, K);
+    for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
+    g.group_size[b] = count;
+    g.wind_frame[b] = frame;
+    g.wind_width[b] = count > 0 ? min(g.wind_window, g.lengths[b] - frame) : 0;
+    g.running[b] = count > 0 ? 1 : 0;
+    any |= count > 0 ? 1 : 0;
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *g.any_running = any;
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) wind_begin_kernel(BeamDeviceState g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  __syncthreads();
+  wind_groups(g);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) wind_groups_kernel(BeamDeviceState g) { wind_groups(g); }
+
+// Utterance b's window log-probabilities (RNN-T: a joint row is exactly the V+1 token columns).
+__device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
+  return WindWindows{g.logits + b * g.beam * g.wind_window * g.outputs, g.wind_window, g.blank,
+                     static_cast<std::int32_t>(g.token_columns), &g.fusion};
+}
+
+__global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDeviceState g) {
+  const std::int64_t members = g.max_batch * g.beam;
+  for (std::int64_t m = blockIdx.x; m < members; m += gridDim.x) {
+    const std::int64_t b = m / g.beam;
+    const auto rank = static_cast<std::int32_t>(m - b * g.beam);
+    if (!g.running[b] || rank >= g.group_size[b]) continue;  // block-uniform
+    const std::int32_t width = g.wind_width[b];
+    for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind_window + j);
+    if (threadIdx.x == 0) {
+      const std::int64_t s = beam_slot(g.hyps, b, g.group[m]);
+      wind_propose(g.rule, wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols), g.beam,
+                   g.proposals[m]);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) {
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (g.running[b]) {
+      // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU.
+      if (!wind_step(g.rule, g.hyps, b, g.wind_frame[b], g.group + b * g.beam, g.group_size[b], wind_windows(g, b),
+                     g.proposals + b * g.beam, g.beam, g.wind_candidates + b * g.hyps.beam, g.take_from,
+                     g.take_label)) {
+        atomicOr(g.internal_error, 2);
+      }
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
+template <class TEnc>
+void launch_hidden_for(const BeamDeviceState& g, cudaStream_t stream) {
+  const int blocks = blocks_for(g.joint_rows * g.hidden_size, kThreads);
+  switch (g.weight_dtype) {
+    case DType::f16:
+      beam_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    case DType::bf16:
+      beam_joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    default:
+      beam_joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
+  }
+}
+
+}  // namespace
+
+void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream) {
+  alsd_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_begin_kernel");
+}
+
+void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream) {
+  alsd_activity_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_activity_kernel");
+}
+
+void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream) {
+  switch (g.enc_dtype) {
+    case DType::f16:
+      launch_hidden_for<half_t>(g, stream);
+      break;
+    case DType::bf16:
+      launch_hidden_for<bfloat16_t>(g, stream);
+      break;
+    default:
+      launch_hidden_for<float>(g, stream);
+  }
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_joint_hidden_kernel");
+}
+
+void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
+  const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
+  alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
+}
+
+void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream) {
+  alsd_select_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_select_kernel");
+}
+
+void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream) {
+  beam_take_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_take_kernel");
+}
+
+void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream) {
+  beam_commit_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_commit_kernel");
+}
+
+void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_begin_kernel");
+}
+
+void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream) {
+  const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
+  beam_log_softmax_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_log_softmax_kernel");
+}
+
+void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_prefix_search_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_prefix_search_kernel");
+}
+
+void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_expand_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
+}
+
+void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_mark_rows_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_mark_rows_kernel");
+}
+
+void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_end_frame_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_end_frame_kernel");
+}
+
+void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_next_frame_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_next_frame_kernel");
+}
+
+void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_begin_kernel");
+}
+
+void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_groups_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_groups_kernel");
+}
+
+void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
+  const std::int64_t members = g.max_batch * g.beam;
+  wind_propose_kernel<<<static_cast<int>(members < 65535 ? members : 65535), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_propose_kernel");
+}
+
+void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
+  wind_step_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
+}
+
+void preload_beam_kernels() {
+  cudaFuncAttributes a{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_propose_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_select_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_take_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_commit_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_log_softmax_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_next_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_prefix_search_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_expand_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_mark_rows_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_end_frame_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_begin_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_groups_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_propose_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_step_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+}
+
+}  // namespace asrdec::detail

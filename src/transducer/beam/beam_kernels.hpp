@@ -1,0 +1,154 @@
+#pragma once
+// Internal: the kernels of batched transducer beam search on CUDA — ALSD++, AES++ and WIND beam search (CTC beam
+// search has its own, in src/ctc/beam/). Everything a kernel needs is in BeamDeviceState (fixed device pointers,
+// captured into graphs once) plus the per-call BeamArgs block in device memory (rewritten before each replay). The
+// per-hypothesis and per-utterance rules are the shared step functions of transducer/beam/alsd_step.hpp and
+// beam_hyps_step.hpp, so the CPU and CUDA executors make the same choices.
+//
+// One step of the decode loop, over the B·K hypothesis slots of the largest batch:
+//   joint hidden (live slots on a frame of their utterance) → GEMM → LM/boosting queries of those slots →
+//   launch_alsd_propose (log-softmax and the K best extensions per slot) → launch_alsd_select (K best per
+//   utterance, recombination) → launch_beam_take and launch_beam_commit (each new slot gathers its parent's
+//   states) → predictor step of the slots that took a token → launch_alsd_activity (which slots step next, and
+//   the loop flag).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/core/dtype.hpp"
+#include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/beam_hyps_step.hpp"
+#include "lm/fusion_step.hpp"
+#include "transducer/beam/aes_step.hpp"
+#include "transducer/beam/alsd_step.hpp"
+#include "transducer/beam/wind_beam_step.hpp"
+
+namespace asrdec::detail {
+
+struct BeamArgs {
+  const void* enc;
+  std::int64_t stride_b;
+  std::int64_t stride_t;
+  std::int64_t stride_j;
+  std::int32_t batch;
+};
+
+struct BeamDeviceState {
+  const BeamArgs* args;
+  const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
+  BeamHypsRef hyps;             ///< max_batch × K slots (WIND: max_batch × pool)
+  std::int64_t max_batch;
+  std::int64_t slots;  ///< max_batch * hyps.beam
+  std::int32_t beam;   ///< K (WIND: the pool holds more slots than the beam)
+  // Per-slot states; the take kernel writes the next_* buffers, which are then copied over the current ones.
+  float* state;             ///< [slots, state_size] predictor state
+  float* next_state;        ///< [slots, state_size]
+  float* dec;               ///< [slots, J] predictor output
+  float* next_dec;          ///< [slots, J]
+  std::int64_t state_size;  ///< floats of predictor state per slot
+  FusionRef fusion;         ///< per-slot queries [slots, V], states and totals [slots]; !active() without fusion
+  std::int32_t* next_lm_state;
+  float* next_lm_total;
+  std::int32_t* next_boost_state;
+  float* next_boost_total;
+  std::int32_t* step_label;  ///< [slots] the label each slot's predictor steps with
+  std::int32_t* step_mask;   ///< [slots] 1 for slots that took a token
+  std::int64_t* take_from;   ///< [slots] alsd_select's output
+  std::int32_t* take_label;  ///< [slots]
+  // Activity.
+  std::int32_t* row_active;   ///< [slots] alsd_row_active
+  std::int32_t* running;      ///< [max_batch] the utterance has an active slot
+  std::int32_t* any_running;  ///< loop flag
+  // Joint.
+  std::int64_t joint_rows;        ///< rows of hidden and logits: slots (WIND: max_batch · K · window)
+  void* hidden;                   ///< [joint_rows, J] act(enc + dec) in the weight dtype
+  float* logits;                  ///< [joint_rows, outputs] without bias; the propose kernels make them log-softmax
+  const float* bias;              ///< [outputs]
+  const std::int32_t* durations;  ///< TDT [num_durations]
+  std::int32_t num_durations;     ///< 0 for RNN-T
+  std::int64_t hidden_size;       ///< J
+  std::int64_t outputs;           ///< V + 1 + D
+  std::int64_t token_columns;     ///< V + 1
+  std::int32_t blank;
+  AlsdProposals* proposals;  ///< [slots] (WIND: [max_batch, K], by group rank)
+  BeamFusionRule rule;
+  std::int32_t max_symbols;
+  JointActivation activation;
+  DType enc_dtype;
+  DType weight_dtype;
+  std::int32_t check_values;
+  unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
+  // AES++ (frame-synchronous; `running` then marks the utterances that have the frame).
+  std::int32_t* frame;          ///< t; nullptr for ALSD++, whose slots sit on their own frames (hyps.next_time)
+  std::int32_t* expanding;      ///< [slots] still expanding on the frame
+  std::int32_t* step;           ///< expansion steps made on the frame
+  std::int32_t* any_expanding;  ///< inner loop flag
+  AesProposals* aes_proposals;  ///< [slots]
+  std::int32_t aes_steps;
+  std::int32_t aes_per_hypothesis;  ///< K + beta
+  float aes_gamma;
+  // WIND beam search (RNN-T, so outputs == token_columns): each utterance's group is the live slots on its earliest
+  // unfinished frame; member g's window row j is joint row (b·K + g)·window + j.
+  std::int32_t wind_window;        ///< W; 0 for ALSD++ and AES++
+  std::int32_t* wind_frame;        ///< [max_batch] the group's frame
+  std::int32_t* wind_width;        ///< [max_batch] frames in its window (≤ W)
+  std::int32_t* group_size;        ///< [max_batch]
+  std::int32_t* group;             ///< [max_batch, K] pool slots of the group, in slot order
+  WindCandidate* wind_candidates;  ///< [slots] wind_step's scratch
+  std::int32_t* internal_error;    ///< WIND: bit 1 a group above K slots, bit 2 a pool overflow (the CPU throws)
+};
+
+// WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused
+// queries of the group slots → launch_wind_propose → launch_wind_step → take, commit, predictor step → groups }".
+
+/** Clears every beam (slot 0 on frame 0), then launch_wind_groups's work. */
+void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream);
+/** Each utterance's group (wind_group), window width, row_active (the group's slots), running and the loop flag. */
+void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream);
+/** One block per group member: log-softmax (bias added) of its window rows, then wind_propose. */
+void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
+/** wind_step for every utterance with a group; the slots of the others keep their states. */
+void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream);
+
+// AES++: "while some utterance has frame t { evaluate the expanding slots; prefix search; while a slot expands and
+// steps are left { aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate }; aes_end_frame;
+// next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused queries
+// of the rows in row_active.
+
+/** Clears every beam; t = 0 and the frame's masks (launch_aes_next_frame without the increment). */
+void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream);
+/** Log-softmax of the token columns (bias added) of every slot in row_active, in place in `logits`. */
+void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_prefix_search for every utterance that has the frame; then step = 0 and the inner loop flag. */
+void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_expand for every utterance that has the frame and an expanding slot; the slots of the others keep. */
+void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream);
+/** row_active = expanding; step += 1; the inner loop flag (steps left and a slot expanding). */
+void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_end_frame for every utterance that has the frame. */
+void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream);
+/** t += 1; running (the utterances that have frame t), expanding = row_active = their live slots; the outer flag. */
+void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream);
+
+/** Clears every utterance's beam, then launch_alsd_activity's work (the loop is entered with the flag set). */
+void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream);
+/** row_active, running and the loop flag from the current beams. */
+void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
+/** act(enc[b, frame of slot] + dec[slot]) for the active slots (WIND: for the window rows of each group member),
+ *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */
+void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
+/** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
+ *  alsd_force_blank); idle slots get alsd_idle_proposals. */
+void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream);
+/** alsd_select for every running utterance; the slots of the others keep their states. */
+void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream);
+/** Every slot takes over its parent's predictor, LM and boosting states (into the next_* buffers) and gets its
+ *  step label and mask. */
+void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream);
+/** The next_* buffers become the current ones; the caller then steps the predictor. */
+void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream);
+
+void preload_beam_kernels();
+
+}  // namespace asrdec::detail

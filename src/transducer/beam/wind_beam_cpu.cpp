@@ -1,0 +1,164 @@
+// The CPU executor of WIND beam search (beam_decoder.hpp). Each utterance keeps a pool of hypotheses on different
+// frames (at most K per frame, so at most K·(W+1) hypotheses between the frame being expanded and the end of its
+// window, plus the K·K new ones of a step: the pool has K·(W+K) slots). Each step, every utterance expands the
+// hypotheses on its earliest unfinished frame through the step functions it shares with the CUDA executor
+// (transducer/beam/wind_beam_step.hpp: wind_group, wind_propose, wind_step).
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "transducer/beam/beam_backend.hpp"
+#include "transducer/beam/beam_slot_states.hpp"
+#include "transducer/beam/wind_beam_step.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+class WindBeamCpu final : public TransducerBeamBackend {
+ public:
+  WindBeamCpu(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
+      : model_(model),
+        config_(config),
+        rule_(beam_fusion_rule(config)),
+        pool_(config.beam * (config.wind_window + config.beam)),
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()),
+        states_(model_, config_) {
+    reserve(limits.max_batch);
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+    const std::int64_t B = p.batch;
+    const std::int32_t K = config_.beam;
+    const std::int32_t W = config_.wind_window;
+    const std::int32_t P = pool_;
+    reserve(B);
+    const std::int32_t blank = model_.blank_id();
+    const std::int64_t V1 = model_.vocab_size() + 1;
+    const std::int64_t capacity =
+        std::max<std::int64_t>(1, p.frames * (static_cast<std::int64_t>(config_.max_symbols_per_frame) + 1));
+    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", p.frames,
+                     ") for beam search with max_symbols_per_frame ", config_.max_symbols_per_frame);
+    hyps_.reserve(B, P, static_cast<std::int32_t>(capacity), BeamKind::windowed, blank, Device::cpu());
+    const BeamHypsRef h = hyps_.ref();
+    states_.start(B, P);
+    for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
+
+    for (;;) {
+      // Each utterance's earliest unfinished frame, and the group of hypotheses on it (at most K).
+      rows_.clear();
+      row_decs_.clear();
+      bool any = false;
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
+        const std::int32_t count = wind_group(h, b, length, K, frame_[b], group_.data() + b * K);
+        ASRDEC_EXPECTS(count <= K, Error, "internal error: ", count, " hypotheses on frame ", frame_[b],
+                       ", more than the beam ", K);
+        group_size_[b] = count;
+        if (count == 0) continue;
+        any = true;
+        window_[b] = std::min(W, length - frame_[b]);
+        for (std::int32_t g = 0; g < count; ++g) {
+          const std::int64_t s = beam_slot(h, b, group_[b * K + g]);
+          for (std::int32_t j = 0; j < window_[b]; ++j) {
+            rows_.push_back(JointRow{b, frame_[b] + j});
+            row_decs_.push_back(states_.dec(s));
+          }
+          states_.query(s);
+        }
+      }
+      if (!any) break;
+      logits_.resize(rows_.size() * static_cast<std::size_t>(V1));
+      joint_.logits_rows(p.enc, rows_.data(), row_decs_.data(), static_cast<std::int64_t>(rows_.size()),
+                         config_.check_values, logits_.data());
+      std::int64_t row = 0;
+      for (std::int64_t b = 0; b < B; ++b) {
+        for (std::int32_t g = 0; g < group_size_[b]; ++g) {
+          float* logp = logp_.data() + ((b * K + g) * W) * V1;
+          std::copy_n(logits_.data() + row * V1, window_[b] * V1, logp);
+          for (std::int32_t j = 0; j < window_[b]; ++j)
+            log_softmax_in_place(logp + j * V1, static_cast<std::int32_t>(V1));
+          row += window_[b];
+        }
+      }
+      for (std::int64_t b = 0; b < B; ++b) {
+        if (group_size_[b] == 0) {
+          for (std::int32_t k = 0; k < P; ++k) states_.keep(beam_slot(h, b, k));
+          continue;
+        }
+        const WindWindows windows = windows_of(b);
+        const std::int32_t* group = group_.data() + b * K;
+        for (std::int32_t g = 0; g < group_size_[b]; ++g) {
+          const std::int64_t s = beam_slot(h, b, group[g]);
+          wind_propose(rule_, wind_member_row(windows, h, s, g, window_[b], config_.max_symbols_per_frame), K,
+                       proposals_[static_cast<std::size_t>(g)]);
+        }
+        const bool fits = wind_step(rule_, h, b, frame_[b], group, group_size_[b], windows, proposals_.data(), K,
+                                    candidates_.data(), take_from_.data(), take_label_.data());
+        ASRDEC_EXPECTS(fits, Error, "internal error: WIND beam pool overflow");
+        for (std::int32_t i = 0; i < P; ++i) {
+          const std::int64_t s = beam_slot(h, b, i);
+          states_.take(s, take_from_[s], take_label_[s]);
+        }
+      }
+      states_.advance(B * P);
+    }
+
+    return states_.ranked_beams(h, B);
+  }
+
+ private:
+  // Utterance b's group windows in logp_ ([B, K, W, V+1]).
+  WindWindows windows_of(std::int64_t b) const {
+    const std::int64_t V1 = model_.vocab_size() + 1;
+    return WindWindows{logp_.data() + b * config_.beam * config_.wind_window * V1, config_.wind_window,
+                       model_.blank_id(), static_cast<std::int32_t>(V1), &states_.fusion()};
+  }
+
+  void reserve(std::int64_t batch) {
+    const std::int64_t utterances = std::max<std::int64_t>(batch, 1);
+    const std::int64_t slots = utterances * pool_;
+    states_.reserve(slots);
+    if (utterances <= reserved_) return;
+    reserved_ = utterances;
+    const auto n = static_cast<std::size_t>(utterances);
+    for (auto* buffer : {&frame_, &window_, &group_size_}) *buffer = HostBuffer<std::int32_t>(n);
+    group_ = HostBuffer<std::int32_t>(n * static_cast<std::size_t>(config_.beam));
+    logp_ =
+        HostBuffer<float>(n * static_cast<std::size_t>(config_.beam) * static_cast<std::size_t>(config_.wind_window) *
+                          static_cast<std::size_t>(model_.vocab_size() + 1));
+    candidates_.resize(static_cast<std::size_t>(pool_));
+    proposals_.resize(static_cast<std::size_t>(config_.beam));
+    take_from_ = HostBuffer<std::int64_t>(n * static_cast<std::size_t>(pool_));
+    take_label_ = HostBuffer<std::int32_t>(n * static_cast<std::size_t>(pool_));
+  }
+
+  TransducerModel model_;
+  TransducerBeamConfig config_;
+  BeamFusionRule rule_;
+  std::int32_t pool_;  // slots per utterance
+  JointCpu joint_;
+  BeamSlotStates states_;
+  BatchedBeamHyps<MemoryKind::host> hyps_;
+  std::int64_t reserved_ = 0;
+  HostBuffer<std::int32_t> frame_, window_, group_size_, group_;  // per utterance; group_: [B, K] pool slots
+  HostBuffer<float> logp_;                 // [B, K, W, V+1] window log-probabilities of each group member
+  std::vector<WindCandidate> candidates_;  // [P] scratch of wind_step
+  std::vector<AlsdProposals> proposals_;   // [K] of the group being stepped
+  HostBuffer<std::int64_t> take_from_;     // [B, P] where each new slot's state comes from
+  HostBuffer<std::int32_t> take_label_;    // [B, P] and the label it took
+  std::vector<JointRow> rows_;
+  std::vector<const float*> row_decs_;
+  std::vector<float> logits_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransducerBeamBackend> make_wind_beam_cpu(const TransducerModel& model,
+                                                          const TransducerBeamConfig& config, BatchLimits limits) {
+  return std::make_unique<WindBeamCpu>(model, config, limits);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,506 @@
+// The CUDA executor of greedy transducer decoding. The decode of one chunk is a StreamProgram (see
+// docs/transducer-greedy.md for its shape) run by a GraphExecutor: with conditional graphs the whole chunk is
+// one graph launch. The program works on fixed working buffers sized from the limits; a call copies the
+// stream's carried state into them, replays the graph, and copies the state back.
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "asrdec/core/error.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "core/cuda/gemm.hpp"
+#include "lm/ngram_kernels.hpp"
+#include "transducer/greedy/greedy_backend.hpp"
+#include "transducer/greedy/greedy_kernels.hpp"
+#include "transducer/model/bad_enc_value.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+struct CudaStream final : TransducerStream::Impl {
+  DeviceBuffer<float> predictor_state;
+  DeviceBuffer<float> dec;
+  DeviceBuffer<std::int32_t> time_jump;
+  DeviceBuffer<std::int32_t> last_label;
+  DeviceBuffer<std::int32_t> lm_state;     // LM fusion: each utterance's LM state
+  DeviceBuffer<std::int32_t> boost_state;  // boosting: each utterance's boosting-tree state
+};
+
+class GreedyCuda final : public GreedyBackend {
+ public:
+  GreedyCuda(const TransducerModel& model, const TransducerGreedyConfig& config, BatchLimits limits)
+      : model_(model),
+        config_(config),
+        rules_(rules_of(model, config)),
+        limits_(limits),
+        device_(model.device()),
+        stream_(device_),
+        args_(1, device_),
+        flags_(4, device_),
+        bad_value_(1, device_) {
+    DeviceGuard guard(device_);
+    preload_greedy_kernels();
+    window_ = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
+    int multiprocessors = 0;
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
+    multiprocessors_ = std::max(multiprocessors, 1);
+    mode_ = resolve_graph_mode(config_.graph_mode, device_);
+    std::vector<std::int32_t> durations = model_.durations();
+    if (durations.empty()) durations.push_back(0);
+    durations_ = DeviceBuffer<std::int32_t>(durations.size(), device_);
+    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4,
+                     stream_.handle());
+    allocate();
+    stream_.synchronize();
+  }
+
+  std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    grow(batch, limits_.max_frames, stream);
+    auto state = std::make_unique<CudaStream>();
+    state->batch = batch;
+    state->frames_decoded.assign(static_cast<std::size_t>(batch), 0);
+    const auto rows = static_cast<std::size_t>(std::max<std::int64_t>(batch, 1));
+    state->predictor_state = DeviceBuffer<float>(rows * static_cast<std::size_t>(state_size()), device_);
+    state->dec = DeviceBuffer<float>(rows * static_cast<std::size_t>(model_.joint_hidden()), device_);
+    state->time_jump = DeviceBuffer<std::int32_t>(rows, device_);
+    state->last_label = DeviceBuffer<std::int32_t>(rows, device_);
+    state->lm_state = DeviceBuffer<std::int32_t>(rows, device_);
+    state->boost_state = DeviceBuffer<std::int32_t>(rows, device_);
+    restart(*state, stream);
+    return state;
+  }
+
+  void restart(TransducerStream::Impl& base, StreamHandle user_stream) override {
+    auto& state = static_cast<CudaStream&>(base);
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
+    const std::int64_t batch = state.batch;
+    if (batch == 0) return;
+    grow(batch, limits_.max_frames, stream);
+    const auto rows = static_cast<std::size_t>(batch);
+    // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
+    copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
+    copy_rows(state.lm_state.data(), bos_states_.data(), rows, stream);
+    copy_rows(state.boost_state.data(), boost_roots_.data(), rows, stream);
+    fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
+    session_->initial_state(state.predictor_state.data(), batch, stream);
+    session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
+                   stream);
+  }
+
+  BatchedHypsView decode_chunk(const TransducerInput& p, TransducerStream::Impl& base,
+                               StreamHandle user_stream) override {
+    auto& state = static_cast<CudaStream&>(base);
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.enc_proj.shape_string());
+    }
+    grow(p.batch, p.frames, stream);
+    if (p.enc_proj.numel() > 0) {
+      check_device_readable(p.enc_proj.data(), device_, "enc_proj");
+    }
+    const auto rows = static_cast<std::size_t>(p.batch);
+    if (rows > 0) {
+      copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), rows * 4, stream);
+      copy_rows(work_state_.data(), state.predictor_state.data(), rows * static_cast<std::size_t>(state_size()),
+                stream);
+      copy_rows(work_dec_.data(), state.dec.data(), rows * static_cast<std::size_t>(model_.joint_hidden()), stream);
+      copy_rows(time_jump_.data(), state.time_jump.data(), rows, stream);
+      copy_rows(last_label_.data(), state.last_label.data(), rows, stream);
+      copy_rows(lm_state_.data(), state.lm_state.data(), rows, stream);
+      copy_rows(boost_state_.data(), state.boost_state.data(), rows, stream);
+    }
+    GreedyArgs args{};
+    args.enc = p.enc_proj.data();
+    args.stride_b = p.enc.stride_b;
+    args.stride_t = p.enc.stride_t;
+    args.stride_j = p.enc.stride_j;
+    args.batch = static_cast<std::int32_t>(p.batch);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    executor(p.enc_proj.dtype()).run(stream);
+    if (rows > 0) {
+      // Committed on the device only when the chunk found no bad value, so a chunk that throws leaves the stream.
+      GreedyStateCommit commit{};
+      const auto add = [&](void* to, const void* from, std::size_t words) {
+        commit.to[commit.count] = to;
+        commit.from[commit.count] = from;
+        commit.words[commit.count] = static_cast<std::int64_t>(words);
+        ++commit.count;
+      };
+      add(state.predictor_state.data(), work_state_.data(), rows * static_cast<std::size_t>(state_size()));
+      add(state.dec.data(), work_dec_.data(), rows * static_cast<std::size_t>(model_.joint_hidden()));
+      add(state.time_jump.data(), time_jump_.data(), rows);
+      add(state.last_label.data(), last_label_.data(), rows);
+      add(state.lm_state.data(), lm_state_.data(), rows);
+      add(state.boost_state.data(), boost_state_.data(), rows);
+      commit.bad_value = bad_value_.data();
+      launch_commit_state(commit, stream);
+    }
+    last_batch_ = p.batch;
+    return hyps_.view(device_, p.batch);
+  }
+
+  std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
+                                  StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    synchronize_and_check(stream);
+    const auto rows = static_cast<std::size_t>(view.batch);
+    if (rows == 0) {
+      return {};
+    }
+    BatchedHypsView host = host_hyps_.view(Device::cpu(), view.batch);
+    std::int32_t* lengths = const_cast<std::int32_t*>(host.lengths);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lengths, view.lengths, rows * 4, cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(const_cast<float*>(host.total_scores), view.total_scores, rows * 4,
+                                      cudaMemcpyDeviceToHost, stream));
+    // Only the fused models' totals are written by the decode; an absent model scores 0.
+    const bool fused = config_.lm != nullptr || config_.boost != nullptr;
+    std::vector<float> lm_totals(fused ? rows : 0, 0.0f), boost_totals(fused ? rows : 0, 0.0f);
+    if (config_.lm != nullptr) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lm_totals.data(), lm_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    if (config_.boost != nullptr) {
+      ASRDEC_CUDA_CHECK(
+          cudaMemcpyAsync(boost_totals.data(), boost_total_.data(), rows * 4, cudaMemcpyDeviceToHost, stream));
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // Copy only the filled part of each row.
+    const std::size_t width = static_cast<std::size_t>(*std::max_element(lengths, lengths + rows));
+    if (width > 0) {
+      const std::size_t pitch = static_cast<std::size_t>(view.capacity) * 4;
+      const auto copy = [&](const void* source, const void* target) {
+        ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(const_cast<void*>(target), pitch, source, pitch, width * 4, rows,
+                                            cudaMemcpyDeviceToHost, stream));
+      };
+      copy(view.tokens, host.tokens);
+      copy(view.timestamps, host.timestamps);
+      copy(view.durations, host.durations);
+      copy(view.scores, host.scores);
+      copy(view.confidences, host.confidences);
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    std::vector<Hypothesis> out = to_hypotheses(host, offsets.data(), rules_.tdt, is_final);
+    for (std::size_t b = 0; b < lm_totals.size(); ++b) {
+      out[b].lm_score = lm_totals[b];
+      out[b].boost_score = boost_totals[b];
+      out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
+    }
+    return out;
+  }
+
+  void synchronize_and_check(StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    cudaStream_t stream = pick(user_stream);
+    unsigned long long bad = 0;
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+    std::vector<std::int32_t> overflow(static_cast<std::size_t>(std::max<std::int64_t>(last_batch_, 1)));
+    if (last_batch_ > 0) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(overflow.data(), hyps_.overflow(), static_cast<std::size_t>(last_batch_) * 4,
+                                        cudaMemcpyDeviceToHost, stream));
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
+    }
+    for (std::int64_t b = 0; b < last_batch_; ++b) {
+      ASRDEC_EXPECTS(!overflow[static_cast<std::size_t>(b)], Error,
+                     "internal error: hypothesis capacity exceeded for utterance ", b);
+    }
+  }
+
+  GraphMode graph_mode() const noexcept override { return mode_; }
+  StreamHandle default_stream() const noexcept override { return stream_.handle(); }
+
+ private:
+  cudaStream_t pick(StreamHandle user_stream) const { return user_stream != nullptr ? user_stream : stream_.handle(); }
+  std::int64_t state_size() const { return model_.predictor().state_size(); }
+
+  template <class T>
+  void copy_rows(T* target, const T* source, std::size_t count, cudaStream_t stream) {
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+  }
+
+  // Grows the working buffers (outside any loop) when a call exceeds the limits; graphs are then captured again.
+  void grow(std::int64_t batch, std::int64_t frames, cudaStream_t stream) {
+    if (batch <= limits_.max_batch && frames <= limits_.max_frames) {
+      return;
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    limits_.max_batch = std::max(limits_.max_batch, batch);
+    limits_.max_frames = std::max(limits_.max_frames, frames);
+    allocate();
+  }
+
+  void allocate() {
+    for (auto& slot : executors_) slot.reset();
+    const std::int64_t B = limits_.max_batch;
+    const std::int64_t J = model_.joint_hidden();
+    const std::int64_t O = model_.joint().output_size();
+    const auto rows = static_cast<std::size_t>(B);
+    const auto joint_rows = static_cast<std::size_t>(B * window_);
+    session_ = model_.predictor().start_session(B);
+    gemm_ = std::make_unique<Gemm>(device_);
+    lengths_ = DeviceBuffer<std::int32_t>(rows, device_);
+    time_jump_ = DeviceBuffer<std::int32_t>(rows, device_);
+    last_label_ = DeviceBuffer<std::int32_t>(rows, device_);
+    emit_mask_ = DeviceBuffer<std::int32_t>(rows, device_);
+    blanks_ = DeviceBuffer<std::int32_t>(rows, device_);
+    ones_ = DeviceBuffer<std::int32_t>(rows, device_);
+    work_state_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(state_size()), device_);
+    work_dec_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(J), device_);
+    for (auto* buffer : {&time_, &active_, &active_at_start_, &advance_, &label_, &label_time_, &label_duration_,
+                         &symbols_on_frame_}) {
+      *buffer = DeviceBuffer<std::int32_t>(rows, device_);
+    }
+    label_score_ = DeviceBuffer<float>(rows, device_);
+    label_confidence_ = DeviceBuffer<float>(rows, device_);
+    hidden_ = DeviceBuffer<std::byte>(
+        joint_rows * static_cast<std::size_t>(J) * dtype_size(model_.joint().weight_dtype()), device_);
+    logits_ = DeviceBuffer<float>(joint_rows * static_cast<std::size_t>(O), device_);
+    choice_label_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
+    choice_duration_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
+    choice_score_ = DeviceBuffer<float>(joint_rows, device_);
+    choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
+    row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
+    const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
+    const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
+    lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
+    bos_states_ = DeviceBuffer<std::int32_t>(rows, device_);
+    lm_total_ = DeviceBuffer<float>(rows, device_);
+    lm_scores_ = DeviceBuffer<float>(lm_cells, device_);
+    lm_next_ = DeviceBuffer<std::int32_t>(lm_cells, device_);
+    boost_state_ = DeviceBuffer<std::int32_t>(rows, device_);
+    boost_roots_ = DeviceBuffer<std::int32_t>(rows, device_);
+    boost_total_ = DeviceBuffer<float>(rows, device_);
+    boost_scores_ = DeviceBuffer<float>(boost_cells, device_);
+    boost_next_ = DeviceBuffer<std::int32_t>(boost_cells, device_);
+    const std::int64_t capacity = limits_.max_frames * config_.max_symbols_per_frame + 1;
+    hyps_ = BatchedHyps<MemoryKind::device>();
+    hyps_.reserve(B, capacity, device_);
+    host_hyps_ = BatchedHyps<MemoryKind::pinned>();
+    host_hyps_.reserve(B, capacity, Device::cpu());
+    // Masks must read as "off" for rows no call has written yet (the predictor step covers all rows).
+    Stream stream(device_);
+    fill_bytes_async(emit_mask_.data(), device_, 0, rows * 4, stream.handle());
+    fill_bytes_async(work_state_.data(), device_, 0, work_state_.bytes(), stream.handle());
+    fill_bytes_async(work_dec_.data(), device_, 0, work_dec_.bytes(), stream.handle());
+    fill_bytes_async(label_.data(), device_, 0, rows * 4, stream.handle());
+    const std::vector<std::int32_t> blanks(rows, model_.blank_id());
+    const std::vector<std::int32_t> ones(rows, 1);
+    copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
+    copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream.handle());
+    // LM states of rows no call has written must be valid states: the first query covers every row.
+    const std::vector<std::int32_t> bos(rows, NgramLm::bos_state());
+    copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
+    copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
+    // Row b starts at the root of phrase list b (list 0 with one list; a tree with several lists serves only
+    // batches of that size, which the decoder checks), kept on the device like the <s> states.
+    std::vector<std::int32_t> roots(rows, 0);
+    if (config_.boost != nullptr) {
+      const std::int64_t lists = config_.boost->num_lists();
+      for (std::size_t b = 0; b < rows; ++b) {
+        roots[b] = config_.boost->root_state(lists == 1 || static_cast<std::int64_t>(b) >= lists ? 0 : b);
+      }
+    }
+    copy_bytes_async(boost_roots_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
+    copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
+    // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
+    // predictor step, all on our own zeroed buffers with every row masked off.
+    fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
+    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(), O, J,
+                               hidden_.data(), J, B * window_, logits_.data(), O, stream.handle());
+    session_->step(label_.data(), emit_mask_.data(), work_state_.data(), work_dec_.data(), B, stream.handle());
+    stream.synchronize();
+  }
+
+  GreedyDeviceState device_state(DType enc_dtype) {
+    GreedyDeviceState g{};
+    g.args = args_.data();
+    g.state = GreedyStateRef{lengths_.data(),          time_.data(),           active_.data(),
+                             active_at_start_.data(),  advance_.data(),        label_.data(),
+                             label_time_.data(),       label_duration_.data(), label_score_.data(),
+                             label_confidence_.data(), emit_mask_.data(),      symbols_on_frame_.data()};
+    g.hyps = hyps_.ref();
+    g.time_jump = time_jump_.data();
+    g.last_label = last_label_.data();
+    g.any_active = flags_.data();
+    g.any_advance = flags_.data() + 1;
+    g.frame = flags_.data() + 2;
+    g.dec = work_dec_.data();
+    g.hidden = hidden_.data();
+    g.logits = logits_.data();
+    g.bias = model_.joint().impl().device_bias.data();
+    g.choice_label = choice_label_.data();
+    g.choice_duration = choice_duration_.data();
+    g.choice_score = choice_score_.data();
+    g.choice_confidence = choice_confidence_.data();
+    g.durations = durations_.data();
+    g.num_durations = static_cast<std::int32_t>(model_.durations().size());
+    g.bad_value = bad_value_.data();
+    g.row_bad = row_bad_.data();
+    g.max_batch = limits_.max_batch;
+    g.rows = limits_.max_batch * window_;
+    g.hidden_size = model_.joint_hidden();
+    g.outputs = model_.joint().output_size();
+    g.token_columns = model_.vocab_size() + 1;
+    g.window = window_;
+    g.rules = rules_;
+    g.activation = model_.joint().activation();
+    g.enc_dtype = enc_dtype;
+    g.weight_dtype = model_.joint().weight_dtype();
+    g.check_values = config_.check_values ? 1 : 0;
+    g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
+    if (config_.lm != nullptr) {
+      g.fusion.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};
+    }
+    if (config_.boost != nullptr) {
+      g.fusion.boost = FusionSource{boost_scores_.data(), boost_next_.data(), boost_state_.data(), boost_total_.data(),
+                                    config_.boost_weight};
+    }
+    return g;
+  }
+
+  // Joint of every row: hidden, one GEMM, argmax epilogue.
+  void joint(const GreedyDeviceState& g, cudaStream_t stream) {
+    launch_joint_hidden(g, stream);
+    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
+                               g.hidden, g.hidden_size, g.rows, g.logits, g.outputs, stream);
+    launch_joint_epilogue(g, stream);
+  }
+
+  void predictor_step(const GreedyDeviceState& g, cudaStream_t stream) {
+    session_->step(g.state.label, g.state.emit, work_state_.data(), work_dec_.data(), g.max_batch, stream);
+  }
+
+  // Fusion: the full-vocabulary queries of every row's states (mask == nullptr), or of the rows that emitted.
+  void query_fused(const GreedyDeviceState& g, const std::int32_t* mask, cudaStream_t stream) {
+    if (config_.lm != nullptr) {
+      launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.max_batch, const_cast<float*>(g.fusion.lm.scores),
+                           const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, mask);
+    }
+    if (config_.boost != nullptr) {
+      launch_ngram_advance(config_.boost->ref(), g.fusion.boost.state, g.max_batch,
+                           const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
+                           multiprocessors_, stream, mask);
+    }
+  }
+
+  StreamProgram label_looping_program(const GreedyDeviceState g) {
+    StreamProgram inner;
+    inner.then([this, g](StreamHandle s) {
+      joint(g, s);
+      launch_greedy_phase(GreedyPhase::label_looping_inner, g, s);
+    });
+    StreamProgram outer;
+    outer
+        .then([this, g](StreamHandle s) {
+          joint(g, s);
+          launch_greedy_phase(GreedyPhase::label_looping_first, g, s);
+        })
+        .loop_while(g.any_advance, inner)
+        .then([this, g](StreamHandle s) {
+          launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
+          predictor_step(g, s);
+          query_fused(g, g.state.emit, s);
+          launch_greedy_phase(GreedyPhase::label_looping_finish, g, s);
+        });
+    StreamProgram program;
+    program
+        .then([this, g](StreamHandle s) {
+          launch_greedy_phase(GreedyPhase::label_looping_begin, g, s);
+          query_fused(g, nullptr, s);
+        })
+        .loop_while(g.any_active, outer)
+        .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
+    return program;
+  }
+
+  StreamProgram frame_looping_program(const GreedyDeviceState g) {
+    StreamProgram symbols;
+    symbols.then([this, g](StreamHandle s) {
+      joint(g, s);
+      launch_greedy_phase(GreedyPhase::frame_looping_step, g, s);
+      predictor_step(g, s);
+      query_fused(g, g.state.emit, s);
+    });
+    StreamProgram frames;
+    frames.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_enter, g, s); })
+        .loop_while(g.any_advance, symbols)
+        .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_next_frame, g, s); });
+    StreamProgram program;
+    program
+        .then([this, g](StreamHandle s) {
+          launch_greedy_phase(GreedyPhase::frame_looping_begin, g, s);
+          query_fused(g, nullptr, s);
+        })
+        .loop_while(g.any_active, frames)
+        .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
+    return program;
+  }
+
+  GraphExecutor& executor(DType enc_dtype) {
+    auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
+    if (!slot) {
+      const GreedyDeviceState g = device_state(enc_dtype);
+      slot.emplace(device_, mode_,
+                   config_.algorithm == TransducerGreedyAlgorithm::frame_looping ? frame_looping_program(g)
+                                                                                 : label_looping_program(g));
+    }
+    return *slot;
+  }
+
+  TransducerModel model_;
+  TransducerGreedyConfig config_;
+  GreedyRules rules_;
+  BatchLimits limits_;
+  Device device_;
+  Stream stream_;
+  std::int32_t window_ = 1;
+  GraphMode mode_ = GraphMode::eager;
+  std::unique_ptr<PredictorSession> session_;
+  std::unique_ptr<Gemm> gemm_;
+  DeviceBuffer<GreedyArgs> args_;
+  DeviceBuffer<std::int32_t> flags_;
+  DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<std::int32_t> durations_;
+  DeviceBuffer<std::int32_t> lengths_, time_jump_, last_label_, emit_mask_;
+  DeviceBuffer<std::int32_t> blanks_, ones_;  // [max_batch] constants for the start symbol
+  DeviceBuffer<float> work_state_, work_dec_;
+  DeviceBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_,
+      symbols_on_frame_;
+  DeviceBuffer<float> label_score_, label_confidence_;
+  DeviceBuffer<std::byte> hidden_;
+  DeviceBuffer<float> logits_;
+  DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
+  DeviceBuffer<float> choice_score_, choice_confidence_;
+  DeviceBuffer<unsigned long long> row_bad_;
+  DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;         // LM fusion: [max_batch], [max_batch], [.., V]
+  DeviceBuffer<float> lm_total_, lm_scores_;                           // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> boost_state_, boost_roots_, boost_next_;  // boosting: [max_batch] x2, [.., V]
+  DeviceBuffer<float> boost_total_, boost_scores_;                     // [max_batch], [max_batch, V]
+  int multiprocessors_ = 1;
+  BatchedHyps<MemoryKind::device> hyps_;
+  BatchedHyps<MemoryKind::pinned> host_hyps_;
+  std::array<std::optional<GraphExecutor>, 3> executors_;
+  std::int64_t last_batch_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GreedyBackend> make_greedy_cuda(const TransducerModel& model, const TransducerGreedyConfig& config,
+                                                BatchLimits limits) {
+  return std::make_unique<GreedyCuda>(model, config, limits);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,192 @@
+#include "asrdec/transducer/greedy_decoder.hpp"
+
+#include <cmath>
+
+#include "asrdec/core/error.hpp"
+#include "core/exclusive_use.hpp"
+#include "lm/fusion_checks.hpp"
+#include "transducer/greedy/greedy_backend.hpp"
+
+namespace asrdec {
+
+const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept {
+  switch (algorithm) {
+    case TransducerGreedyAlgorithm::frame_looping:
+      return "frame-looping";
+    case TransducerGreedyAlgorithm::label_looping:
+      return "label-looping";
+    case TransducerGreedyAlgorithm::wind:
+      return "wind";
+  }
+  return "unknown";
+}
+
+TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name) {
+  if (name == "frame-looping" || name == "frame_looping") return TransducerGreedyAlgorithm::frame_looping;
+  if (name == "label-looping" || name == "label_looping") return TransducerGreedyAlgorithm::label_looping;
+  if (name == "wind") return TransducerGreedyAlgorithm::wind;
+  throw InvalidArgument(
+      detail::concat("unknown greedy algorithm '", name, "': expected frame-looping, label-looping or wind"));
+}
+
+void TransducerGreedyConfig::validate() const {
+  ASRDEC_CHECK_ARG(window >= 1 && window <= detail::kMaxWindow, "TransducerGreedyConfig.window must be in [1, ",
+                   detail::kMaxWindow, "], got ", window);
+  ASRDEC_CHECK_ARG(max_symbols_per_frame >= 1 && max_symbols_per_frame <= detail::kMaxSymbolsPerFrame,
+                   "TransducerGreedyConfig.max_symbols_per_frame must be in [1, ", detail::kMaxSymbolsPerFrame,
+                   "], got ", max_symbols_per_frame);
+  ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerGreedyConfig.lm_weight must be finite, got ", lm_weight);
+  ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerGreedyConfig.boost_weight must be finite, got ",
+                   boost_weight);
+}
+
+std::string TransducerGreedyConfig::to_string() const {
+  return detail::concat(
+      "TransducerGreedyConfig{algorithm=", asrdec::to_string(algorithm), ", window=", window,
+      ", max_symbols_per_frame=", max_symbols_per_frame, ", graph_mode=", asrdec::to_string(graph_mode),
+      ", check_values=", check_values ? "true" : "false",
+      lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
+      boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
+      "}");
+}
+
+namespace detail {
+
+GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config) {
+  return GreedyRules{model.blank_id(), config.max_symbols_per_frame, model.type() == TransducerType::tdt};
+}
+
+}  // namespace detail
+
+TransducerStream::TransducerStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TransducerStream::~TransducerStream() = default;
+TransducerStream::TransducerStream(TransducerStream&&) noexcept = default;
+TransducerStream& TransducerStream::operator=(TransducerStream&&) noexcept = default;
+std::int64_t TransducerStream::batch() const { return detail::live(impl_, "TransducerStream").batch; }
+std::vector<std::int64_t> TransducerStream::frames_decoded() const {
+  return detail::live(impl_, "TransducerStream").frames_decoded;
+}
+TransducerStream::Impl& TransducerStream::impl() { return detail::live(impl_, "TransducerStream"); }
+
+struct TransducerGreedyDecoder::Impl {
+  Impl(const TransducerModel& m, const TransducerGreedyConfig& c) : model(m), config(c) {}
+
+  TransducerModel model;
+  TransducerGreedyConfig config;
+  std::unique_ptr<detail::GreedyBackend> backend;
+  std::unique_ptr<TransducerStream::Impl> scratch;  // the state of decode()/decode_async()
+  detail::OwnerSlot owner;
+  const std::uint64_t id = detail::next_object_id();  // streams remember the decoder that started them
+
+  BatchedHypsView decode_async(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream) {
+    const detail::TransducerInput problem = detail::make_transducer_input(model, enc_proj, lengths, stream);
+    if (config.boost != nullptr) config.boost->check_batch(problem.batch);
+    if (scratch != nullptr && scratch->batch == problem.batch) {
+      backend->restart(*scratch, stream);
+    } else {
+      scratch = backend->start(problem.batch, stream);
+      scratch->decoder_id = id;
+    }
+    return backend->decode_chunk(problem, *scratch, stream);
+  }
+};
+
+TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, TransducerGreedyConfig config,
+                                                 BatchLimits limits)
+    : impl_(std::make_unique<Impl>(model, config)) {
+  config.validate();
+  limits.validate();
+  ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
+                 Unsupported, "WIND greedy decoding is defined for RNN-T models; this model is TDT");
+  if (config.lm != nullptr || config.boost != nullptr) {
+    detail::check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerGreedyConfig", "model");
+    detail::check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(),
+                               detail::concat("the model ", model.vocab_size()));
+    ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
+                     "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
+                     model.blank_id());
+  }
+  if (model.device().is_cpu()) {
+    impl_->backend = detail::make_greedy_cpu(model, config, limits);
+  } else {
+#if ASRDEC_WITH_CUDA
+    impl_->backend = detail::make_greedy_cuda(model, config, limits);
+#else
+    throw Unsupported(cuda_info().reason);
+#endif
+  }
+}
+
+TransducerGreedyDecoder::~TransducerGreedyDecoder() = default;
+TransducerGreedyDecoder::TransducerGreedyDecoder(TransducerGreedyDecoder&&) noexcept = default;
+TransducerGreedyDecoder& TransducerGreedyDecoder::operator=(TransducerGreedyDecoder&&) noexcept = default;
+
+BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj, const TensorView& lengths,
+                                                      StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_async");
+  return self.decode_async(enc_proj, lengths, stream != nullptr ? stream : self.backend->default_stream());
+}
+
+std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
+                                                        StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode");
+  stream = stream != nullptr ? stream : self.backend->default_stream();
+  const BatchedHypsView view = self.decode_async(enc_proj, lengths, stream);
+  return self.backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true, stream);
+}
+
+void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::synchronize_and_check");
+  self.backend->synchronize_and_check(stream);
+}
+
+TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::start_stream");
+  ASRDEC_CHECK_ARG(batch >= 0, "start_stream: batch must not be negative, got ", batch);
+  if (self.config.boost != nullptr) self.config.boost->check_batch(batch);
+  std::unique_ptr<TransducerStream::Impl> state = self.backend->start(batch, stream);
+  state->decoder_id = self.id;
+  return TransducerStream(std::move(state));
+}
+
+std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
+                                                              const TensorView& chunk_lengths, StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_chunk");
+  TransducerStream::Impl& carried = state.impl();
+  // A stream holds this decoder's predictor, fusion and executor state: another decoder (another model, predictor,
+  // algorithm or device) would read it out of bounds or continue it with the wrong rules.
+  ASRDEC_CHECK_ARG(carried.decoder_id == self.id,
+                   "decode_chunk: the stream was started by another decoder; continue a stream with the decoder whose "
+                   "start_stream() created it");
+  stream = stream != nullptr ? stream : self.backend->default_stream();
+  const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_chunk, chunk_lengths, stream);
+  ASRDEC_CHECK_ARG(problem.batch == carried.batch, "enc_chunk holds ", problem.batch,
+                   " utterances but the stream was started for ", carried.batch);
+  const std::vector<std::int64_t> offsets = carried.frames_decoded;
+  // The executor commits the carried state only when the chunk decodes without error (bad values included), so a
+  // call that throws leaves the stream as it was.
+  const BatchedHypsView view = self.backend->decode_chunk(problem, carried, stream);
+  std::vector<Hypothesis> out = self.backend->collect(view, offsets, false, stream);
+  for (std::int64_t b = 0; b < problem.batch; ++b) {
+    carried.frames_decoded[static_cast<std::size_t>(b)] += problem.lengths[static_cast<std::size_t>(b)];
+  }
+  return out;
+}
+
+const TransducerModel& TransducerGreedyDecoder::model() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").model;
+}
+const TransducerGreedyConfig& TransducerGreedyDecoder::config() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").config;
+}
+Device TransducerGreedyDecoder::device() const { return model().device(); }
+GraphMode TransducerGreedyDecoder::graph_mode() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").backend->graph_mode();
+}
+
+}  // namespace asrdec

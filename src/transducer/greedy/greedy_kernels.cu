@@ -1,0 +1,322 @@
+#include "asrdec/detail/float16.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "core/logsumexp.hpp"
+#include "transducer/greedy/greedy_kernels.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kPhaseThreads = 1024;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceState g) {
+  const GreedyArgs args = *g.args;
+  const std::int64_t n = g.rows * g.hidden_size;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t row = i / g.hidden_size;
+    const std::int64_t j = i - row * g.hidden_size;
+    const std::int64_t b = row / g.window;
+    const std::int32_t w = static_cast<std::int32_t>(row - b * g.window);
+    TWeight* hidden = static_cast<TWeight*>(g.hidden);
+    if (b >= args.batch) {
+      hidden[i] = from_float<TWeight>(0.0f);
+      continue;
+    }
+    const std::int32_t length = g.state.lengths[b];
+    const std::int32_t last = length > 0 ? length - 1 : 0;
+    std::int32_t frame = safe_frame(g.state.time[b], length) + w;
+    frame = frame < last ? frame : last;
+    const TEnc* enc = static_cast<const TEnc*>(args.enc);
+    const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
+    if (g.check_values && length > 0 && !is_finite_value(x)) {
+      atomicMin(g.row_bad + row, pack_bad_value(b, frame, j, x != x));
+    }
+    hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[b * g.hidden_size + j]));
+  }
+}
+
+// A joint row whose outputs overflowed (finite encoder values too large for float32): recorded like a bad input of
+// the row, at the joint-output marker column, and reported only if the row's choice is used (as on the CPU).
+__device__ void report_joint_output(const GreedyDeviceState& g, std::int64_t row) {
+  const std::int64_t b = row / g.window;
+  if (b >= g.args->batch) return;
+  const std::int32_t w = static_cast<std::int32_t>(row - b * g.window);
+  const std::int32_t length = g.state.lengths[b];
+  if (length == 0) return;
+  std::int32_t frame = safe_frame(g.state.time[b], length) + w;
+  frame = frame < length - 1 ? frame : length - 1;
+  atomicMin(g.row_bad + row, pack_bad_value(b, frame, kJointOutputColumn, false));
+}
+
+// One warp per row: lanes stride over the token columns (first-max argmax and log-sum-exp, merged with the
+// order-independent rules), then over the duration columns.
+__global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceState g) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
+  for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x) / 32; row < g.rows;
+       row += warps) {
+    const float* logits = g.logits + row * g.outputs;
+    ArgMax best = argmax_identity();
+    LogSumExp lse = lse_identity();
+    bool finite = true;
+    for (std::int64_t o = lane; o < g.token_columns; o += 32) {
+      const float x = logits[o] + g.bias[o];
+      finite = finite && is_finite_value(x);
+      argmax_update(best, x, static_cast<std::int32_t>(o));
+      lse = lse_add(lse, x);
+    }
+    ArgMax duration = argmax_identity();
+    for (std::int32_t d = lane; d < g.num_durations; d += 32) {
+      const std::int64_t o = g.token_columns + d;
+      finite = finite && is_finite_value(logits[o] + g.bias[o]);
+      argmax_update(duration, logits[o] + g.bias[o], d);
+    }
+    if (g.check_values && !finite) report_joint_output(g, row);
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      best = argmax_merge(
+          best, ArgMax{__shfl_xor_sync(kFullWarp, best.value, offset), __shfl_xor_sync(kFullWarp, best.index, offset)});
+      duration = argmax_merge(duration, ArgMax{__shfl_xor_sync(kFullWarp, duration.value, offset),
+                                               __shfl_xor_sync(kFullWarp, duration.index, offset)});
+      lse = lse_merge(
+          lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
+    }
+    std::int32_t label = label_or_blank(best, g.rules.blank);
+    float score = best.value;
+    if (g.fusion.active() && label != g.rules.blank) {
+      // Fusion (warp-uniform branch: every lane holds the merged argmax): re-choose among the V non-blank
+      // tokens by logit + fusion bonus, as the CPU joint does.
+      const std::int64_t b = row / g.window;
+      ArgMax fused = argmax_identity();
+      for (std::int32_t o = lane; o < g.fusion.vocab; o += 32) {
+        argmax_update(fused, (logits[o] + g.bias[o]) + fusion_bonus(g.fusion, b, o), o);
+      }
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        fused = argmax_merge(fused, ArgMax{__shfl_xor_sync(kFullWarp, fused.value, offset),
+                                           __shfl_xor_sync(kFullWarp, fused.index, offset)});
+      }
+      if (fused.index != argmax_identity().index) {
+        label = fused.index;
+        score = logits[label] + g.bias[label];
+      }
+    }
+    if (lane == 0) {
+      g.choice_label[row] = label;
+      g.choice_score[row] = score;
+      g.choice_confidence[row] = lse_max_probability(lse, score);
+      g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(duration)] : 0;
+    }
+  }
+}
+
+// The choice of utterance b: its single row, or WIND's first non-blank among its window rows.
+__device__ JointChoice choice_of(const GreedyDeviceState& g, std::int64_t b) {
+  const std::int64_t first = b * g.window;
+  const std::int32_t k = g.window > 1 ? wind_pick(g.choice_label + first, g.window, g.rules.blank) : 0;
+  const std::int64_t row = first + k;
+  return JointChoice{g.choice_label[row], g.choice_duration[row], k, g.choice_score[row], g.choice_confidence[row]};
+}
+
+// Reports the invalid encoder values of the rows an utterance's choice read: its window rows up to the pick.
+__device__ void report_bad_values(const GreedyDeviceState& g, std::int64_t b, std::int32_t offset) {
+  unsigned long long first = kNoBadValue;
+  for (std::int32_t w = 0; w <= offset; ++w) {
+    const unsigned long long key = g.row_bad[b * g.window + w];
+    first = key < first ? key : first;
+  }
+  if (first != kNoBadValue) {
+    atomicMin(g.bad_value, first);
+  }
+}
+
+__device__ JointChoice used_choice(const GreedyDeviceState& g, std::int64_t b) {
+  const JointChoice choice = choice_of(g, b);
+  report_bad_values(g, b, choice.offset);
+  return choice;
+}
+
+// A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
+__global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase phase, GreedyDeviceState g) {
+  const std::int32_t batch = g.args->batch;
+  const GreedyStateRef& s = g.state;
+  int any = 0;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    const bool in_batch = b < batch;
+    switch (phase) {
+      case GreedyPhase::label_looping_begin:
+      case GreedyPhase::frame_looping_begin:
+        if (in_batch) {
+          hyps_clear(g.hyps, b);
+          fusion_reset_totals(g.fusion, b);
+          const std::int32_t start = g.rules.tdt ? g.time_jump[b] : 0;
+          if (phase == GreedyPhase::label_looping_begin) {
+            label_looping_begin(s, b, start);
+          } else {
+            frame_looping_begin(s, b, start);
+          }
+        } else {
+          s.active[b] = 0;
+          s.active_at_start[b] = 0;
+          s.advance[b] = 0;
+          s.emit[b] = 0;
+        }
+        any |= s.active[b];
+        break;
+      case GreedyPhase::label_looping_first:
+        if (in_batch) label_looping_first(s, g.rules, b, s.active[b] ? used_choice(g, b) : JointChoice{});
+        any |= s.advance[b];
+        break;
+      case GreedyPhase::label_looping_inner:
+        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, b, used_choice(g, b));
+        any |= s.advance[b];
+        break;
+      case GreedyPhase::label_looping_store:
+        if (in_batch) {
+          label_looping_store(s, g.rules, g.hyps, b);
+          if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
+        }
+        break;
+      case GreedyPhase::label_looping_finish:
+        if (in_batch) label_looping_finish(s, g.rules, g.hyps, b);
+        any |= s.active[b];
+        break;
+      case GreedyPhase::frame_looping_enter:
+        if (in_batch) frame_looping_enter(s, b, *g.frame);
+        any |= s.advance[b];
+        break;
+      case GreedyPhase::frame_looping_step:
+        if (in_batch) {
+          frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? used_choice(g, b) : JointChoice{});
+          if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
+        }
+        any |= s.advance[b];
+        break;
+      case GreedyPhase::frame_looping_next_frame:
+        any |= s.active[b];
+        break;
+      case GreedyPhase::end_of_chunk:
+        if (in_batch) {
+          // RNN-T never carries time (a chunk ends on a frame boundary); TDT carries the overshoot.
+          const std::int32_t over = s.time[b] - s.lengths[b];
+          g.time_jump[b] = g.rules.tdt && over > 0 ? over : 0;
+          const std::int32_t n = g.hyps.lengths[b];
+          if (n > 0) g.last_label[b] = g.hyps.tokens[b * g.hyps.capacity + n - 1];
+        }
+        break;
+    }
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) {
+    switch (phase) {
+      case GreedyPhase::label_looping_begin:
+      case GreedyPhase::frame_looping_begin:
+        *g.any_active = any;
+        if (phase == GreedyPhase::frame_looping_begin) *g.frame = 0;
+        break;
+      case GreedyPhase::label_looping_first:
+      case GreedyPhase::label_looping_inner:
+      case GreedyPhase::frame_looping_enter:
+      case GreedyPhase::frame_looping_step:
+        *g.any_advance = any;
+        break;
+      case GreedyPhase::label_looping_finish:
+        *g.any_active = any;
+        break;
+      case GreedyPhase::frame_looping_next_frame:
+        *g.any_active = any;
+        *g.frame += 1;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+int blocks_for(std::int64_t n, int threads) {
+  const std::int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+
+template <class TEnc>
+void launch_hidden_for(const GreedyDeviceState& g, cudaStream_t stream) {
+  const int blocks = blocks_for(g.rows * g.hidden_size, kThreads);
+  switch (g.weight_dtype) {
+    case DType::f16:
+      joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    case DType::bf16:
+      joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
+      break;
+    default:
+      joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
+  }
+}
+
+}  // namespace
+
+void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
+  ASRDEC_CUDA_CHECK(
+      cudaMemsetAsync(g.row_bad, 0xff, static_cast<std::size_t>(g.rows) * sizeof(unsigned long long), stream));
+  switch (g.enc_dtype) {
+    case DType::f16:
+      launch_hidden_for<half_t>(g, stream);
+      break;
+    case DType::bf16:
+      launch_hidden_for<bfloat16_t>(g, stream);
+      break;
+    default:
+      launch_hidden_for<float>(g, stream);
+  }
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_hidden_kernel");
+}
+
+void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream) {
+  joint_epilogue_kernel<<<blocks_for(g.rows * 32, kThreads), kThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_epilogue_kernel");
+}
+
+void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
+  greedy_phase_kernel<<<1, kPhaseThreads, 0, stream>>>(phase, g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "greedy_phase_kernel");
+}
+
+__global__ void __launch_bounds__(kThreads) commit_state_kernel(GreedyStateCommit c) {
+  if (*c.bad_value != kNoBadValue) return;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (int k = 0; k < c.count; ++k) {
+    auto* to = static_cast<std::uint32_t*>(c.to[k]);
+    const auto* from = static_cast<const std::uint32_t*>(c.from[k]);
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < c.words[k]; i += step) {
+      to[i] = from[i];
+    }
+  }
+}
+
+void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream) {
+  std::int64_t largest = 1;
+  for (int k = 0; k < commit.count; ++k) largest = commit.words[k] > largest ? commit.words[k] : largest;
+  commit_state_kernel<<<blocks_for(largest, kThreads), kThreads, 0, stream>>>(commit);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "commit_state_kernel");
+}
+
+void preload_greedy_kernels() {
+  cudaFuncAttributes commit{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&commit, commit_state_kernel));
+  cudaFuncAttributes a{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, bfloat16_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+}
+
+}  // namespace asrdec::detail

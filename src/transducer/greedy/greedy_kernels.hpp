@@ -1,0 +1,98 @@
+#pragma once
+// Internal: the kernels of greedy transducer decoding on CUDA. Everything a kernel needs is in
+// GreedyDeviceState (fixed device pointers, captured into graphs once) plus the per-call GreedyArgs block in
+// device memory (rewritten before each replay). The per-utterance logic is the shared step functions of
+// include/asrdec/detail/transducer_step.hpp.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/core/dtype.hpp"
+#include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/transducer_step.hpp"
+#include "lm/fusion_step.hpp"
+
+namespace asrdec::detail {
+
+struct GreedyArgs {
+  const void* enc;
+  std::int64_t stride_b;
+  std::int64_t stride_t;
+  std::int64_t stride_j;
+  std::int32_t batch;
+};
+
+struct GreedyDeviceState {
+  const GreedyArgs* args;
+  GreedyStateRef state;  ///< arrays of max_batch entries; state.lengths is the device copy of the lengths
+  HypsRef hyps;
+  std::int32_t* time_jump;  ///< TDT overshoot, in (start) and out (carried to the next chunk)
+  std::int32_t* last_label;
+  std::int32_t* any_active;
+  std::int32_t* any_advance;
+  std::int32_t* frame;  ///< frame looping: the frame the batch is on
+  // joint
+  const float* dec;               ///< [max_batch, J] predictor output
+  void* hidden;                   ///< [rows, J] act(enc + dec) in the weight dtype
+  float* logits;                  ///< [rows, outputs] without bias
+  const float* bias;              ///< [outputs]
+  std::int32_t* choice_label;     ///< [rows]
+  std::int32_t* choice_duration;  ///< [rows]
+  float* choice_score;            ///< [rows]
+  float* choice_confidence;       ///< [rows]
+  const std::int32_t* durations;  ///< [num_durations]
+  std::int32_t num_durations;
+  unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
+  unsigned long long* row_bad;    ///< [rows] the same, per joint row of the current evaluation
+  std::int64_t max_batch;
+  std::int64_t rows;           ///< max_batch * window
+  std::int64_t hidden_size;    ///< J
+  std::int64_t outputs;        ///< V + 1 + D
+  std::int64_t token_columns;  ///< V + 1
+  std::int32_t window;
+  GreedyRules rules;
+  JointActivation activation;
+  DType enc_dtype;
+  DType weight_dtype;
+  std::int32_t check_values;
+  FusionRef fusion;  ///< LM fusion and boosting; !fusion.active() without either
+};
+
+/** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in
+ *  enc_proj is recorded per row; the phase kernels report it for the rows whose evaluation is used, so that
+ *  exactly the frames the CPU executor reads are checked (for WIND: up to the first non-blank). */
+void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream);
+/** Label (first max over the token columns), raw score, max-prob confidence and duration of every row. */
+void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream);
+
+enum class GreedyPhase {
+  label_looping_begin,
+  label_looping_first,
+  label_looping_inner,
+  label_looping_store,
+  label_looping_finish,
+  frame_looping_begin,
+  frame_looping_enter,
+  frame_looping_step,
+  frame_looping_next_frame,
+  end_of_chunk,
+};
+/** One single-block kernel that applies `phase` to every utterance and updates the loop flags. */
+void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
+
+/** The carried stream state a chunk produced, copied over the stream's own only when the chunk found no bad value:
+ *  a chunk that will throw leaves the stream as it was. Every buffer holds 4-byte elements. */
+struct GreedyStateCommit {
+  static constexpr int kMaxCopies = 6;
+  void* to[kMaxCopies];
+  const void* from[kMaxCopies];
+  std::int64_t words[kMaxCopies];  ///< 4-byte elements per copy
+  int count;
+  const unsigned long long* bad_value;
+};
+void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream);
+
+void preload_greedy_kernels();
+
+}  // namespace asrdec::detail

@@ -1,0 +1,269 @@
+// CUDA executors of the built-in predictors: weights uploaded once (immutable, shared), and per-decoder sessions
+// holding the scratch of a step and a cuBLAS handle. A step is a fixed sequence of GEMMs and elementwise
+// kernels on the given stream, so decoders capture it into their graphs.
+
+#include <vector>
+
+#include "asrdec/core/error.hpp"
+#include "core/cuda/check.hpp"
+#include "core/cuda/gemm.hpp"
+#include "transducer/model/lstm_predictor.hpp"
+#include "transducer/model/predictor_kernels.hpp"
+#include "transducer/model/stateless_predictor.hpp"
+#include "transducer/model/weights.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& values, Device device, cudaStream_t stream) {
+  DeviceBuffer<T> buffer(values.size(), device);
+  copy_bytes_async(buffer.data(), device, values.data(), Device::cpu(), values.size() * sizeof(T), stream);
+  return buffer;
+}
+
+DeviceBuffer<std::byte> upload_as(const std::vector<float>& values, DType dtype, std::int64_t rows, std::int64_t cols,
+                                  Device device, cudaStream_t stream, const char* name) {
+  const TensorView view(values.data(), DType::f32, {rows, cols});
+  return upload(to_bytes(view, dtype, name), device, stream);
+}
+
+// ---- LSTM -----------------------------------------------------------------------------------------------
+
+class LstmCudaPredictor;
+
+class LstmCudaSession final : public PredictorSession {
+ public:
+  LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_t max_batch);
+  void initial_state(float* state, std::int64_t batch, StreamHandle stream) override;
+  void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
+            StreamHandle stream) override;
+
+ private:
+  const LstmCudaPredictor& p_;
+  std::int64_t max_batch_;
+  Gemm gemm_;
+  DeviceBuffer<std::byte> rounded_state_;  // [B, P] round(h) of the layer being stepped
+  DeviceBuffer<std::byte> next_input_;     // [B, P] round(h') of the layer just stepped
+  DeviceBuffer<float> recurrent_;          // [B, 4P]
+  DeviceBuffer<float> input_;              // [B, 4P]
+  DeviceBuffer<float> projected_;          // [B, J]
+};
+
+class LstmCudaPredictor final : public TransducerPredictor {
+ public:
+  LstmCudaPredictor(const LstmHostWeights& w, Device device) : device_(device), w_(w) {
+    DeviceGuard guard(device);
+    Stream stream(device);
+    preload_predictor_kernels();
+    const cudaStream_t s = stream.handle();
+    input_table_ = upload(w.input_table, device, s);
+    const std::int64_t P = w.hidden;
+    for (std::int64_t l = 0; l < w.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      weight_hh_.push_back(upload_as(w.weight_hh[i], w.dtype, 4 * P, P, device, s, "weight_hh"));
+      if (l > 0) {
+        weight_ih_.push_back(upload_as(w.weight_ih[i], w.dtype, 4 * P, P, device, s, "weight_ih"));
+        bias_.push_back(upload(w.bias[i], device, s));
+      } else {
+        weight_ih_.emplace_back();
+        bias_.emplace_back();
+      }
+    }
+    projection_weight_ = upload_as(w.projection_weight, w.dtype, w.joint, P, device, s, "joint.pred.weight");
+    projection_bias_ = upload(w.projection_bias, device, s);
+    stream.synchronize();
+    // The host copies are no longer needed: keep the sizes only.
+    w_.input_table.clear();
+    w_.weight_ih.clear();
+    w_.weight_hh.clear();
+    w_.bias.clear();
+    w_.projection_weight.clear();
+    w_.projection_bias.clear();
+  }
+
+  Device device() const override { return device_; }
+  std::int64_t state_size() const override { return w_.state_size(); }
+  std::int64_t output_size() const override { return w_.joint; }
+  std::unique_ptr<PredictorSession> start_session(std::int64_t max_batch) const override {
+    return std::make_unique<LstmCudaSession>(*this, max_batch);
+  }
+
+  Device device_;
+  LstmHostWeights w_;  // sizes and dtype
+  DeviceBuffer<float> input_table_;
+  std::vector<DeviceBuffer<std::byte>> weight_ih_, weight_hh_;
+  std::vector<DeviceBuffer<float>> bias_;
+  DeviceBuffer<std::byte> projection_weight_;
+  DeviceBuffer<float> projection_bias_;
+};
+
+LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_t max_batch)
+    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)), gemm_(predictor.device_) {
+  const std::int64_t P = p_.w_.hidden;
+  const std::size_t element = dtype_size(p_.w_.dtype);
+  const auto rows = static_cast<std::size_t>(max_batch_);
+  rounded_state_ = DeviceBuffer<std::byte>(rows * static_cast<std::size_t>(P) * element, p_.device_);
+  next_input_ = DeviceBuffer<std::byte>(rows * static_cast<std::size_t>(P) * element, p_.device_);
+  recurrent_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(4 * P), p_.device_);
+  input_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(4 * P), p_.device_);
+  projected_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(p_.w_.joint), p_.device_);
+}
+
+void LstmCudaSession::initial_state(float* state, std::int64_t batch, StreamHandle stream) {
+  fill_bytes_async(state, p_.device_, 0, static_cast<std::size_t>(batch * p_.w_.state_size()) * sizeof(float), stream);
+}
+
+void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                           std::int64_t batch, StreamHandle stream) {
+  ASRDEC_CHECK_ARG(batch <= max_batch_, "predictor step for ", batch, " rows, the session holds ", max_batch_);
+  const std::int64_t P = p_.w_.hidden;
+  const std::int64_t S = p_.w_.state_size();
+  const DType dtype = p_.w_.dtype;
+  for (std::int64_t l = 0; l < p_.w_.layers; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    launch_round_rows(state + 2 * l * P, S, rounded_state_.data(), dtype, batch, P, stream);
+    gemm_.rows_times_weight_t(p_.weight_hh_[i].data(), dtype, 4 * P, P, rounded_state_.data(), P, batch,
+                              recurrent_.data(), 4 * P, stream);
+    if (l > 0) {
+      gemm_.rows_times_weight_t(p_.weight_ih_[i].data(), dtype, 4 * P, P, next_input_.data(), P, batch, input_.data(),
+                                4 * P, stream);
+    }
+    LstmCellParams cell{};
+    cell.labels = labels;
+    cell.mask = mask;
+    cell.input_table = l == 0 ? p_.input_table_.data() : nullptr;
+    cell.vocab_rows = static_cast<std::int32_t>(p_.w_.vocab_rows);
+    cell.input_gemm = input_.data();
+    cell.bias = l > 0 ? p_.bias_[i].data() : nullptr;
+    cell.recurrent = recurrent_.data();
+    cell.state = state;
+    cell.state_stride = S;
+    cell.h_offset = 2 * l * P;
+    cell.next_input = next_input_.data();
+    cell.dtype = dtype;
+    cell.batch = batch;
+    cell.hidden = P;
+    launch_lstm_cell(cell, stream);
+  }
+  gemm_.rows_times_weight_t(p_.projection_weight_.data(), dtype, p_.w_.joint, P, next_input_.data(), P, batch,
+                            projected_.data(), p_.w_.joint, stream);
+  launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
+}
+
+// ---- stateless --------------------------------------------------------------------------------------------
+
+class StatelessCudaPredictor;
+
+class StatelessCudaSession final : public PredictorSession {
+ public:
+  StatelessCudaSession(const StatelessCudaPredictor& predictor, std::int64_t max_batch);
+  void initial_state(float* state, std::int64_t batch, StreamHandle stream) override;
+  void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
+            StreamHandle stream) override;
+
+ private:
+  const StatelessCudaPredictor& p_;
+  std::int64_t max_batch_;
+  Gemm gemm_;
+  DeviceBuffer<std::byte> features_;  // [B, width] in the weight dtype
+  DeviceBuffer<float> projected_;     // [B, J]
+  DeviceBuffer<float> blank_state_;   // [max_batch, state_size] all blank, for initial_state
+};
+
+class StatelessCudaPredictor final : public TransducerPredictor {
+ public:
+  StatelessCudaPredictor(const StatelessHostWeights& w, Device device) : device_(device), w_(w) {
+    DeviceGuard guard(device);
+    Stream stream(device);
+    preload_predictor_kernels();
+    const cudaStream_t s = stream.handle();
+    std::vector<float> tables;
+    std::vector<std::int64_t> table_offsets;
+    for (const auto& table : w.embeddings) {
+      table_offsets.push_back(static_cast<std::int64_t>(tables.size()));
+      tables.insert(tables.end(), table.begin(), table.end());
+    }
+    std::vector<std::int64_t> slices = w.offsets;
+    slices.push_back(w.width);
+    tables_ = upload(tables, device, s);
+    table_offsets_ = upload(table_offsets, device, s);
+    slice_offsets_ = upload(slices, device, s);
+    projection_weight_ = upload_as(w.projection_weight, w.dtype, w.joint, w.width, device, s, "joint.pred.weight");
+    projection_bias_ = upload(w.projection_bias, device, s);
+    stream.synchronize();
+    w_.embeddings.clear();
+    w_.projection_weight.clear();
+    w_.projection_bias.clear();
+  }
+
+  Device device() const override { return device_; }
+  std::int64_t state_size() const override { return w_.state_size(); }
+  std::int64_t output_size() const override { return w_.joint; }
+  std::unique_ptr<PredictorSession> start_session(std::int64_t max_batch) const override {
+    return std::make_unique<StatelessCudaSession>(*this, max_batch);
+  }
+
+  Device device_;
+  StatelessHostWeights w_;
+  DeviceBuffer<float> tables_;
+  DeviceBuffer<std::int64_t> table_offsets_, slice_offsets_;
+  DeviceBuffer<std::byte> projection_weight_;
+  DeviceBuffer<float> projection_bias_;
+};
+
+StatelessCudaSession::StatelessCudaSession(const StatelessCudaPredictor& predictor, std::int64_t max_batch)
+    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)), gemm_(predictor.device_) {
+  const auto rows = static_cast<std::size_t>(max_batch_);
+  features_ =
+      DeviceBuffer<std::byte>(rows * static_cast<std::size_t>(p_.w_.width) * dtype_size(p_.w_.dtype), p_.device_);
+  projected_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(p_.w_.joint), p_.device_);
+  const std::vector<float> blanks(rows * static_cast<std::size_t>(p_.w_.state_size()), static_cast<float>(p_.w_.blank));
+  Stream stream(p_.device_);
+  blank_state_ = upload(blanks, p_.device_, stream.handle());
+  fill_bytes_async(features_.data(), p_.device_, 0, features_.bytes(), stream.handle());  // rows never masked in
+  stream.synchronize();
+}
+
+void StatelessCudaSession::initial_state(float* state, std::int64_t batch, StreamHandle stream) {
+  ASRDEC_CHECK_ARG(batch <= max_batch_, "initial_state for ", batch, " rows, the session holds ", max_batch_);
+  copy_bytes_async(state, p_.device_, blank_state_.data(), p_.device_,
+                   static_cast<std::size_t>(batch * p_.w_.state_size()) * sizeof(float), stream);
+}
+
+void StatelessCudaSession::step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                                std::int64_t batch, StreamHandle stream) {
+  ASRDEC_CHECK_ARG(batch <= max_batch_, "predictor step for ", batch, " rows, the session holds ", max_batch_);
+  StatelessParams params{};
+  params.labels = labels;
+  params.mask = mask;
+  params.state = state;
+  params.state_size = p_.w_.state_size();
+  params.tables = p_.tables_.data();
+  params.table_offsets = p_.table_offsets_.data();
+  params.slice_offsets = p_.slice_offsets_.data();
+  params.context = static_cast<std::int32_t>(p_.w_.context);
+  params.vocab_rows = static_cast<std::int32_t>(p_.w_.vocab_rows);
+  params.layer_norm = p_.w_.layer_norm ? 1 : 0;
+  params.features = features_.data();
+  params.dtype = p_.w_.dtype;
+  params.batch = batch;
+  params.width = p_.w_.width;
+  launch_stateless_features(params, stream);
+  gemm_.rows_times_weight_t(p_.projection_weight_.data(), p_.w_.dtype, p_.w_.joint, p_.w_.width, features_.data(),
+                            p_.w_.width, batch, projected_.data(), p_.w_.joint, stream);
+  launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
+  launch_stateless_shift(params, stream);
+}
+
+}  // namespace
+
+std::shared_ptr<TransducerPredictor> make_lstm_predictor_cuda(LstmHostWeights weights, Device device) {
+  return std::make_shared<LstmCudaPredictor>(weights, device);
+}
+
+std::shared_ptr<TransducerPredictor> make_stateless_predictor_cuda(StatelessHostWeights weights, Device device) {
+  return std::make_shared<StatelessCudaPredictor>(weights, device);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,407 @@
+// The CUDA executor of WFST beam search (wfst_decoder.hpp). Rows of a call are decoded in groups of `lanes_`;
+// per group, programs of kWfstFramesPerProgram frame steps (one CUDA graph each) alternate between two output
+// segments: while the device fills one, the host copies the other's tokens and appends them to the channels.
+//
+// Memory: the lanes' arrays are dense over the graph's states (about 100 bytes per state per lane, most of it the
+// two segments), so the number of lanes is chosen from the free device memory when they are allocated.
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "asrdec/core/buffer.hpp"
+#include "asrdec/core/error.hpp"
+#include "asrdec/core/graph.hpp"
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "wfst/wfst_backend.hpp"
+#include "wfst/wfst_kernels.hpp"
+
+namespace asrdec::detail {
+namespace {
+
+constexpr std::int64_t kMaxLanes = 1024;
+constexpr std::int32_t kMinSegmentCapacity = 8192;
+
+// An owned CUDA event without timing, created on the current device by create().
+class Event {
+ public:
+  Event() = default;
+  void create() { ASRDEC_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const noexcept { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class WfstCuda final : public WfstBackend {
+ public:
+  WfstCuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device, const WfstSearcher& searcher)
+      : graph_(graph),
+        config_(config),
+        device_(device),
+        searcher_(&searcher),
+        stream_(device),
+        copy_stream_(device),
+        input_(1, device),
+        bad_value_(1, device) {
+    const WfstGraphArrays& a = graph.arrays();
+    ASRDEC_EXPECTS(graph.num_arcs() < (std::int64_t{1} << 31) && a.num_states < (1 << 30), Unsupported,
+                   "WFST decoding on CUDA supports graphs of up to 2^31 arcs and 2^30 states; ", graph.source(),
+                   " has ", graph.num_arcs(), " arcs and ", a.num_states, " states");
+    DeviceGuard guard(device_);
+    for (std::size_t s = 0; s < 2; ++s) {
+      program_done_[s].create();
+      segment_free_[s].create();
+    }
+    preload_wfst_kernels();
+    mode_ = resolve_graph_mode(config_.graph_mode, device_);
+    cudaStream_t stream = stream_.handle();
+    const auto upload = [&](auto& buffer, const auto& values) {
+      using T = typename std::decay_t<decltype(values)>::value_type;
+      buffer = DeviceBuffer<T>(std::max<std::size_t>(values.size(), 1), device_);
+      if (!values.empty()) {
+        copy_bytes_async(buffer.data(), device_, values.data(), Device::cpu(), values.size() * sizeof(T), stream);
+      }
+    };
+    upload(emitting_begin_, a.emitting_begin);
+    upload(epsilon_begin_, a.epsilon_begin);
+    upload(ilabel_, a.ilabel);
+    upload(olabel_, a.olabel);
+    upload(next_state_, a.next_state);
+    upload(weight_, a.weight);
+    stream_.synchronize();
+  }
+
+  GraphMode graph_mode() const noexcept override { return mode_; }
+
+  void check_values(const CtcInput& p) override {
+    if (p.batch == 0 || p.logprobs.numel() == 0) return;
+    DeviceGuard guard(device_);
+    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.logprobs.shape_string());
+    }
+    check_device_readable(p.logprobs.data(), device_, "logprobs");
+    cudaStream_t stream = stream_.handle();
+    upload_lengths(p, stream);
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    launch_wfst_check_values(p.logprobs.dtype(), input_of(p), lengths_.data(), static_cast<std::int32_t>(p.batch),
+                             static_cast<std::int32_t>(p.frames), static_cast<std::int32_t>(p.columns),
+                             bad_value_.data(), stream);
+    unsigned long long bad = kNoBadValue;
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+    stream_.synchronize();
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
+                                   "; log-probabilities must be finite or -inf"));
+    }
+  }
+
+  void advance(const CtcInput& p, const std::vector<WfstChannel*>& channels) override {
+    if (p.batch == 0) return;
+    DeviceGuard guard(device_);
+    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    cudaStream_t stream = stream_.handle();
+    const WfstInputArgs input = input_of(p);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(input_.data(), &input, sizeof input, cudaMemcpyHostToDevice, stream));
+    ensure_lanes(p.batch, stream);
+    try {
+      for (std::int64_t first = 0; first < p.batch; first += lanes_) {
+        const std::int64_t rows = std::min<std::int64_t>(lanes_, p.batch - first);
+        decode_group(p, channels, first, rows, stream);
+      }
+    } catch (...) {
+      // Nothing may still be writing into the lanes, segments or pinned buffers once the error leaves.
+      cudaStreamSynchronize(stream);
+      cudaStreamSynchronize(copy_stream_.handle());
+      throw;
+    }
+  }
+
+ private:
+  static WfstInputArgs input_of(const CtcInput& p) {
+    return WfstInputArgs{p.logprobs.data(), p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)};
+  }
+
+  void upload_lengths(const CtcInput& p, cudaStream_t stream) {
+    if (lengths_.size() < p.host_lengths.size()) {
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+      lengths_ = DeviceBuffer<std::int32_t>(p.host_lengths.size(), device_);
+    }
+    copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
+  }
+
+  std::int32_t num_states() const { return graph_.arrays().num_states; }
+  std::int32_t segment_capacity() const { return std::max(num_states(), kMinSegmentCapacity); }
+
+  // Bytes of device memory one lane needs.
+  std::size_t lane_bytes(std::int64_t columns) const {
+    const auto S = static_cast<std::size_t>(num_states());
+    const std::size_t dense = S * (8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4) + 2 * ((S + 31) / 32) * 4;
+    const std::size_t segments =
+        2 * (static_cast<std::size_t>(segment_capacity()) * sizeof(WfstStoredToken) + sizeof(WfstSegmentHeader));
+    return dense + segments + static_cast<std::size_t>(columns) * 4 + sizeof(WfstLaneControl) +
+           static_cast<std::size_t>(graph_.max_output_label() + 1) * 4;
+  }
+
+  // Allocates lanes for a batch (as many as memory allows, up to the batch and kMaxLanes); they are never shrunk,
+  // and a batch that memory cannot give more lanes than it did reuses them.
+  void ensure_lanes(std::int64_t batch, cudaStream_t stream) {
+    const std::int64_t columns = graph_.max_input_label();  // the columns input labels read (0: none)
+    const std::int64_t want = std::min(batch, kMaxLanes);
+    if (usable_ && (lanes_ >= want || lanes_ >= max_lanes_)) return;
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.handle()));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    ASRDEC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t per_lane = lane_bytes(columns);
+    const std::size_t budget = (free_bytes + allocated_bytes_) / 4 * 3;
+    max_lanes_ = static_cast<std::int64_t>(budget / per_lane);
+    ASRDEC_EXPECTS(max_lanes_ >= 1, Error, "WFST decoding on CUDA: one lane needs ", per_lane, " bytes for ",
+                   graph_.source(), " (", num_states(), " states), but only ", free_bytes, " bytes are free on ",
+                   device_.to_string());
+    const std::int64_t lanes = std::max(std::min(want, max_lanes_), lanes_);
+    if (usable_ && lanes == lanes_) return;
+    allocate(lanes, columns, stream);
+    allocated_bytes_ = per_lane * static_cast<std::size_t>(lanes);
+  }
+
+  void allocate(std::int64_t lanes, std::int64_t columns, cudaStream_t stream) {
+    usable_ = false;
+    for (auto& executor : executors_) executor.reset();
+    const auto S = static_cast<std::size_t>(num_states());
+    const auto n = static_cast<std::size_t>(lanes);
+    const std::size_t words = (S + 31) / 32;
+    const auto capacity = static_cast<std::size_t>(segment_capacity());
+    key_ = DeviceBuffer<unsigned long long>(n * S, device_);
+    slot_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    list_state_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    emit_win_ = DeviceBuffer<unsigned long long>(n * S, device_);
+    eps_win_ = DeviceBuffer<unsigned long long>(n * S, device_);
+    mark_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    stored_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    frontier_ = DeviceBuffer<std::int32_t>(2 * n * S, device_);
+    queued_ = DeviceBuffer<unsigned int>(2 * n * words, device_);
+    active_state_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    active_cost_ = DeviceBuffer<float>(n * S, device_);
+    active_stored_ = DeviceBuffer<std::int32_t>(n * S, device_);
+    frame_logp_ = DeviceBuffer<float>(std::max<std::size_t>(n * static_cast<std::size_t>(columns), 1), device_);
+    boost_ = DeviceBuffer<float>(n * static_cast<std::size_t>(graph_.max_output_label() + 1), device_);
+    control_ = DeviceBuffer<WfstLaneControl>(n, device_);
+    host_control_ = PinnedBuffer<WfstLaneControl>(n, Device::cpu());
+    for (std::size_t s = 0; s < 2; ++s) {
+      tokens_[s] = DeviceBuffer<WfstStoredToken>(n * capacity, device_);
+      headers_[s] = DeviceBuffer<WfstSegmentHeader>(n, device_);
+      host_headers_[s] = PinnedBuffer<WfstSegmentHeader>(n, Device::cpu());
+    }
+    fill_bytes_async(key_.data(), device_, 0xff, key_.bytes(), stream);
+    fill_bytes_async(slot_.data(), device_, 0xff, slot_.bytes(), stream);
+    fill_bytes_async(queued_.data(), device_, 0, queued_.bytes(), stream);
+    fill_bytes_async(control_.data(), device_, 0, control_.bytes(), stream);
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    lanes_ = lanes;
+    columns_ = columns;
+    usable_ = true;
+  }
+
+  WfstKernelArgs kernel_args(std::size_t segment) {
+    WfstKernelArgs g{};
+    g.graph = WfstDeviceGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
+                              next_state_.data(),     weight_.data(),        num_states()};
+    WfstLanes& w = g.lanes;
+    w.key = key_.data();
+    w.slot = slot_.data();
+    w.list_state = list_state_.data();
+    w.emit_win = emit_win_.data();
+    w.eps_win = eps_win_.data();
+    w.mark = mark_.data();
+    w.stored = stored_.data();
+    w.frontier = frontier_.data();
+    w.queued = queued_.data();
+    w.active_state = active_state_.data();
+    w.active_cost = active_cost_.data();
+    w.active_stored = active_stored_.data();
+    w.frame_logp = frame_logp_.data();
+    w.boost = boost_.data();
+    w.control = control_.data();
+    w.boost_width = graph_.max_output_label() + 1;
+    w.queued_words = (num_states() + 31) / 32;
+    w.columns = static_cast<std::int32_t>(columns_);
+    w.lanes = static_cast<std::int32_t>(lanes_);
+    g.params = WfstSearchParams{config_.beam, config_.acoustic_scale, config_.max_active, config_.max_tokens_per_frame,
+                                segment_capacity()};
+    g.segment = WfstSegment{tokens_[segment].data(), headers_[segment].data()};
+    g.input = input_.data();
+    return g;
+  }
+
+  // The program of one segment: begin, then kWfstFramesPerProgram × (gather the frame, frame step).
+  GraphExecutor& executor(DType dtype, std::size_t segment) {
+    auto& slot = executors_[static_cast<std::size_t>(dtype) * 2 + segment];
+    if (!slot) {
+      const WfstKernelArgs g = kernel_args(segment);
+      StreamProgram program;
+      program.then([g](StreamHandle s) { launch_wfst_begin_segment(g, s); });
+      for (std::int32_t f = 0; f < kWfstFramesPerProgram; ++f) {
+        program.then([g, dtype](StreamHandle s) {
+          launch_wfst_gather_frame(dtype, g, s);
+          launch_wfst_frame(g, s);
+        });
+      }
+      slot.emplace(device_, mode_, program);
+    }
+    return *slot;
+  }
+
+  // Rows [first, first + rows) on lanes 0 … rows − 1.
+  void decode_group(const CtcInput& p, const std::vector<WfstChannel*>& channels, std::int64_t first, std::int64_t rows,
+                    cudaStream_t stream) {
+    const auto n = static_cast<std::size_t>(lanes_);
+    const auto S = static_cast<std::size_t>(num_states());
+    const auto width = static_cast<std::size_t>(graph_.max_output_label() + 1);
+    for (std::size_t l = 0; l < n; ++l) {
+      WfstLaneControl& c = host_control_[l];
+      c = WfstLaneControl{-1, 0, 0, 0, 0, 0};
+      if (static_cast<std::int64_t>(l) >= rows) continue;
+      const std::int64_t b = first + static_cast<std::int64_t>(l);
+      const WfstChannel& channel = *channels[static_cast<std::size_t>(b)];
+      c.row = static_cast<std::int32_t>(b);
+      c.length = p.host_lengths[static_cast<std::size_t>(b)];
+      c.active_count = static_cast<std::int32_t>(channel.active.size());
+      c.has_boost = channel.boost_by_word.empty() ? 0 : 1;
+      // The channel's active tokens, with their index in its last frame.
+      active_state_host_.resize(channel.active.size());
+      active_cost_host_.resize(channel.active.size());
+      active_stored_host_.resize(channel.active.size());
+      for (std::size_t i = 0; i < channel.active.size(); ++i) {
+        const WfstToken& t = channel.history[static_cast<std::size_t>(channel.active[i])];
+        active_state_host_[i] = t.state;
+        active_cost_host_[i] = t.cost;
+        active_stored_host_[i] = static_cast<std::int32_t>(channel.active[i] - channel.last_frame_begin);
+      }
+      const std::size_t count = channel.active.size();
+      if (count > 0) {
+        copy_bytes_async(active_state_.data() + l * S, device_, active_state_host_.data(), Device::cpu(), count * 4,
+                         stream);
+        copy_bytes_async(active_cost_.data() + l * S, device_, active_cost_host_.data(), Device::cpu(), count * 4,
+                         stream);
+        copy_bytes_async(active_stored_.data() + l * S, device_, active_stored_host_.data(), Device::cpu(), count * 4,
+                         stream);
+      }
+      if (c.has_boost != 0) {
+        copy_bytes_async(boost_.data() + l * width, device_, channel.boost_by_word.data(), Device::cpu(), width * 4,
+                         stream);
+      }
+    }
+    copy_bytes_async(control_.data(), device_, host_control_.data(), Device::cpu(), n * sizeof(WfstLaneControl),
+                     stream);
+    const DType dtype = p.logprobs.dtype();
+    std::array<bool, 2> launched_before{false, false};
+    const auto launch = [&](std::size_t s) {
+      if (launched_before[s]) ASRDEC_CUDA_CHECK(cudaStreamWaitEvent(stream, segment_free_[s].get(), 0));
+      launched_before[s] = true;
+      executor(dtype, s).run(stream);
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_headers_[s].data(), headers_[s].data(), n * sizeof(WfstSegmentHeader),
+                                        cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaEventRecord(program_done_[s].get(), stream));
+    };
+    launch(0);
+    std::int64_t last_progress = -1;
+    int idle_programs = 0;
+    for (std::int64_t iteration = 0;; ++iteration) {
+      const auto s = static_cast<std::size_t>(iteration & 1);
+      ASRDEC_CUDA_CHECK(cudaEventSynchronize(program_done_[s].get()));
+      const WfstSegmentHeader* headers = host_headers_[s].data();
+      bool finished = true;
+      std::int64_t progress = 0;
+      std::size_t total = 0;
+      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
+        finished = finished && headers[l].progress >= host_control_[l].length;
+        progress += headers[l].progress;
+        total += static_cast<std::size_t>(headers[l].used);
+      }
+      // Every program moves some lane on (a fresh segment has room for any frame); guard against a hang anyway.
+      idle_programs = progress == last_progress ? idle_programs + 1 : 0;
+      last_progress = progress;
+      ASRDEC_EXPECTS(idle_programs < 3, Error, "WFST decoding on CUDA made no progress (internal error)");
+      if (!finished) launch(s ^ 1);
+      // This segment's tokens to the host (on the copy stream, while the device decodes the next program).
+      // The pinned buffer grows geometrically, so reallocating (which may synchronise) is rare.
+      if (host_tokens_[s].size() < total) {
+        host_tokens_[s].reserve_discard(std::max(total, 2 * host_tokens_[s].size()));
+      }
+      std::size_t offset = 0;
+      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
+        const auto used = static_cast<std::size_t>(headers[l].used);
+        if (used == 0) continue;
+        ASRDEC_CUDA_CHECK(cudaMemcpyAsync(
+            host_tokens_[s].data() + offset, tokens_[s].data() + l * static_cast<std::size_t>(segment_capacity()),
+            used * sizeof(WfstStoredToken), cudaMemcpyDeviceToHost, copy_stream_.handle()));
+        offset += used;
+      }
+      ASRDEC_CUDA_CHECK(cudaEventRecord(segment_free_[s].get(), copy_stream_.handle()));
+      ASRDEC_CUDA_CHECK(cudaEventSynchronize(segment_free_[s].get()));
+      offset = 0;
+      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
+        WfstChannel& channel = *channels[static_cast<std::size_t>(first) + l];
+        const WfstSegmentHeader& h = headers[l];
+        for (std::int32_t f = 0; f < h.frames; ++f) {
+          searcher_->append_frame(channel, host_tokens_[s].data() + offset, h.sizes[f],
+                                  ((h.overflow_mask >> f) & 1) != 0);
+          offset += static_cast<std::size_t>(h.sizes[f]);
+        }
+      }
+      if (finished) break;
+    }
+  }
+
+  const WfstGraph& graph_;
+  WfstDecoderConfig config_;
+  Device device_;
+  const WfstSearcher* searcher_;
+  Stream stream_;
+  Stream copy_stream_;
+  GraphMode mode_ = GraphMode::eager;
+  DeviceBuffer<WfstInputArgs> input_;
+  DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<std::int32_t> lengths_;
+  DeviceBuffer<std::int64_t> emitting_begin_, epsilon_begin_;
+  DeviceBuffer<std::int32_t> ilabel_, olabel_, next_state_;
+  DeviceBuffer<float> weight_;
+  std::int64_t lanes_ = 0;
+  std::int64_t max_lanes_ = kMaxLanes;  // what free memory allowed when the lanes were last sized
+  std::int64_t columns_ = 0;
+  std::size_t allocated_bytes_ = 0;
+  bool usable_ = false;  // the lanes' buffers are allocated and cleared
+  DeviceBuffer<unsigned long long> key_, emit_win_, eps_win_;
+  DeviceBuffer<std::int32_t> slot_, list_state_, mark_, stored_, frontier_, active_state_, active_stored_;
+  DeviceBuffer<unsigned int> queued_;
+  DeviceBuffer<float> active_cost_, frame_logp_, boost_;
+  DeviceBuffer<WfstLaneControl> control_;
+  PinnedBuffer<WfstLaneControl> host_control_;
+  std::array<DeviceBuffer<WfstStoredToken>, 2> tokens_;
+  std::array<DeviceBuffer<WfstSegmentHeader>, 2> headers_;
+  std::array<PinnedBuffer<WfstSegmentHeader>, 2> host_headers_;
+  std::array<PinnedBuffer<WfstStoredToken>, 2> host_tokens_;
+  std::array<Event, 2> program_done_, segment_free_;
+  std::vector<std::int32_t> active_state_host_, active_stored_host_;
+  std::vector<float> active_cost_host_;
+  std::array<std::optional<GraphExecutor>, 6> executors_;
+};
+
+}  // namespace
+
+std::unique_ptr<WfstBackend> make_wfst_cuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device,
+                                            const WfstSearcher& searcher) {
+  return std::make_unique<WfstCuda>(graph, config, device, searcher);
+}
+
+}  // namespace asrdec::detail

@@ -1,0 +1,122 @@
+// The oracle of CTC beam search: one utterance at a time, each hypothesis holding its transcript, equal
+// hypotheses found by comparing transcripts and last labels, the LM and the boosting tree queried one token at a
+// time. It shares only input validation and frame reading with the decoder.
+
+#include "oracles/ctc_beam_reference.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "asrdec/core/error.hpp"
+#include "ctc/beam/ctc_beam_backend.hpp"
+#include "ctc/ctc_input.hpp"
+
+namespace asrdec {
+namespace {
+
+struct RefHyp {
+  std::vector<std::int32_t> tokens, timestamps;
+  std::int32_t last = -1;  // the last label, blank included (-1 before the first frame)
+  float score = 0.0f;
+  float lm_total = 0.0f, boost_total = 0.0f;
+  std::int32_t lm_state = 0, boost_state = 0;
+};
+
+struct Extension {
+  std::size_t parent;
+  std::int32_t label;
+  float score;
+};
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logprobs, const TensorView& lengths,
+                                                        const CtcBeamConfig& config) {
+  config.validate();
+  ASRDEC_CHECK_ARG(config.lm == nullptr || config.lm->device().is_cpu(), "the reference decoder needs a CPU LM");
+  ASRDEC_CHECK_ARG(config.boost == nullptr || config.boost->device().is_cpu(),
+                   "the reference decoder needs a CPU boosting tree");
+  const detail::CtcInput p = detail::make_ctc_beam_input(logprobs, lengths, config, Device::cpu());
+  const auto C = static_cast<std::int32_t>(p.columns);
+  const auto K = static_cast<std::size_t>(config.beam);
+  std::vector<float> frame(static_cast<std::size_t>(C));
+  std::vector<std::vector<Hypothesis>> out;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    RefHyp start;
+    start.lm_state = NgramLm::bos_state();
+    start.boost_state = config.boost != nullptr ? config.boost->root_for(b, p.batch) : 0;
+    std::vector<RefHyp> beam{start};
+    for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
+      detail::read_ctc_frame(p, b, t, config.check_values, frame.data());
+      std::vector<Extension> pool;
+      for (std::size_t k = 0; k < beam.size(); ++k) {
+        const RefHyp& h = beam[k];
+        for (std::int32_t v = 0; v < C; ++v) {
+          float score = frame[static_cast<std::size_t>(v)];
+          if (v != p.blank && v != h.last) {  // a new token: insertion bonus and fusion
+            float bonus = 0.0f;
+            if (config.lm != nullptr) bonus = config.lm_weight * config.lm->score(h.lm_state, v).first;
+            if (config.boost != nullptr) bonus += config.boost_weight * config.boost->score(h.boost_state, v).first;
+            score = score + config.beam_beta + bonus;
+          }
+          pool.push_back(Extension{k, v, h.score + score});
+        }
+      }
+      if (pool.empty()) break;  // every hypothesis died (a frame of -inf log-probabilities)
+      // Pool entries are in (parent, label) order; a stable sort by score keeps that order for ties.
+      std::stable_sort(pool.begin(), pool.end(),
+                       [](const Extension& x, const Extension& y) { return x.score > y.score; });
+      const float floor = pool.front().score - config.beam_threshold;
+      // The K best extensions, less those under the threshold; merged ones are not replaced.
+      std::vector<RefHyp> next;
+      for (std::size_t i = 0; i < std::min(K, pool.size()); ++i) {
+        const Extension& e = pool[i];
+        if (!(e.score > floor) || e.score == -std::numeric_limits<float>::infinity()) break;
+        RefHyp h = beam[e.parent];
+        h.score = e.score;
+        if (e.label != p.blank && e.label != h.last) {
+          h.tokens.push_back(e.label);
+          h.timestamps.push_back(t);
+          if (config.lm != nullptr) {
+            const auto [score, state] = config.lm->score(h.lm_state, e.label);
+            h.lm_total += config.lm_weight * score;
+            h.lm_state = state;
+          }
+          if (config.boost != nullptr) {
+            const auto [score, state] = config.boost->score(h.boost_state, e.label);
+            h.boost_total += config.boost_weight * score;
+            h.boost_state = state;
+          }
+        }
+        h.last = e.label;
+        // Viterbi merge: an equal hypothesis already kept scores at least as high; this one is dropped.
+        const bool merged = std::any_of(next.begin(), next.end(),
+                                        [&](const RefHyp& o) { return o.tokens == h.tokens && o.last == h.last; });
+        if (!merged) next.push_back(std::move(h));
+      }
+      beam = std::move(next);
+    }
+    for (RefHyp& h : beam) {
+      if (config.lm == nullptr) continue;
+      const float end = config.lm_weight * config.lm->final_score(h.lm_state);
+      h.score += end;
+      h.lm_total += end;
+    }
+    std::stable_sort(beam.begin(), beam.end(), [](const RefHyp& x, const RefHyp& y) { return x.score > y.score; });
+    std::vector<Hypothesis> hyps;
+    for (const RefHyp& h : beam) {
+      Hypothesis hyp;
+      hyp.tokens = h.tokens;
+      hyp.timestamps = h.timestamps;
+      hyp.score = h.score;
+      hyp.lm_score = h.lm_total;
+      hyp.boost_score = h.boost_total;
+      hyp.am_score = h.score - h.lm_total - h.boost_total;
+      hyps.push_back(std::move(hyp));
+    }
+    out.push_back(std::move(hyps));
+  }
+  return out;
+}
+
+}  // namespace asrdec
