@@ -48,13 +48,17 @@ StreamProgram& StreamProgram::then(Launch launch) {
   return *this;
 }
 
-StreamProgram& StreamProgram::loop_while(const std::int32_t* device_flag, StreamProgram body) {
+StreamProgram& StreamProgram::loop_while(const std::int32_t* device_flag, StreamProgram body,
+                                         std::int64_t max_iterations) {
   ASRDEC_CHECK_ARG(device_flag != nullptr, "StreamProgram::loop_while: null loop flag");
+  ASRDEC_CHECK_ARG(max_iterations >= 1, "StreamProgram::loop_while: max_iterations must be at least 1, got ",
+                   max_iterations);
   // A body that does not run any step could not rewrite the flag and would loop forever.
   ASRDEC_CHECK_ARG(!body.nodes().empty(), "StreamProgram::loop_while: empty loop body");
   Node node;
   node.flag = device_flag;
   node.body = std::make_shared<StreamProgram>(std::move(body));
+  node.max_iterations = max_iterations;
   nodes_.push_back(std::move(node));
   return *this;
 }
@@ -109,6 +113,7 @@ struct GraphExecutor::Impl {
     std::vector<StreamProgram::Launch> launches;
     cudaGraphExec_t exec = nullptr;
     const std::int32_t* flag = nullptr;
+    std::int64_t max_iterations = 0;
     std::vector<Item> body;
   };
 
@@ -118,17 +123,29 @@ struct GraphExecutor::Impl {
         mode(mode_),
         program(std::move(program_)),
         own_stream(device_),
-        host_flag(1) {
+        host_flag(1),
+        overflow(1) {
     ASRDEC_CHECK_ARG(!program.nodes().empty(), "GraphExecutor: empty program");
     detail::DeviceGuard guard(device);
     detail::preload_graph_kernels();
     blocks = compile(program);
+    overflow[0] = 0;
+    // One iteration counter per loop of the program (conditional mode counts on the device).
+    iterations = DeviceBuffer<std::int64_t>(std::max<std::size_t>(count_loops(program), 1), device);
     // Loop bodies are captured from side streams, one per nesting level; create them now, never mid-capture.
     if (mode == GraphMode::conditional) {
       for (std::size_t depth = loop_depth(program); side_streams.size() < depth;) {
         side_streams.emplace_back(device);
       }
     }
+  }
+
+  static std::size_t count_loops(const StreamProgram& source) {
+    std::size_t loops = 0;
+    for (const StreamProgram::Node& node : source.nodes()) {
+      if (!node.launch) loops += 1 + count_loops(*node.body);
+    }
+    return loops;
   }
 
   static std::size_t loop_depth(const StreamProgram& source) {
@@ -151,6 +168,7 @@ struct GraphExecutor::Impl {
       } else {
         Item loop;
         loop.flag = node.flag;
+        loop.max_iterations = node.max_iterations;
         loop.body = compile(*node.body);
         items.push_back(std::move(loop));
       }
@@ -197,7 +215,10 @@ struct GraphExecutor::Impl {
     ASRDEC_CHECK_ARG(status == cudaStreamCaptureStatusActive, "GraphExecutor: stream is not capturing");
     cudaGraphConditionalHandle handle{};
     ASRDEC_CUDA_CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0));
-    detail::launch_set_while_condition(handle, node.flag, stream);  // entry test
+    // Loops are numbered from 1 in the order they are emitted; 0 in the overflow word means "none overflowed".
+    const auto loop_id = static_cast<std::int32_t>(++emitted_loops);
+    std::int64_t* counter = iterations.data() + (loop_id - 1);
+    detail::launch_loop_enter(handle, node.flag, counter, stream);  // entry test
 
     const cudaGraphNode_t* dependencies = nullptr;
     const cudaGraphEdgeData* edges = nullptr;
@@ -221,7 +242,8 @@ struct GraphExecutor::Impl {
         cudaStreamBeginCaptureToGraph(side, body_graph, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
     CaptureGuard capture(side, /*owns_graph=*/false);
     emit(*node.body, side, depth + 1);
-    detail::launch_set_while_condition(handle, node.flag, side);  // continue test
+    // continue test; the overflow word is pinned host memory, written by the device through unified addressing
+    detail::launch_loop_continue(handle, node.flag, counter, node.max_iterations, loop_id, overflow.data(), side);
     (void)capture.finish();
   }
 
@@ -229,6 +251,8 @@ struct GraphExecutor::Impl {
     cudaStream_t stream = own_stream.handle();
     ASRDEC_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     CaptureGuard capture(stream, /*owns_graph=*/true);
+    emitted_loops = 0;
+    detail::launch_clear_word(overflow.data(), stream);
     emit(program, stream, 0);
     whole = instantiate(capture.finish());
   }
@@ -266,8 +290,12 @@ struct GraphExecutor::Impl {
           }
         }
       } else {
+        std::int64_t done = 0;
         while (read_flag(item.flag, stream)) {
+          ASRDEC_EXPECTS(done < item.max_iterations, Error, "internal error: a decode loop ran ", done,
+                         " iterations, its cap, and would go on (", to_string(mode), " graph mode)");
           run_items(item.body, stream);
+          ++done;
         }
       }
     }
@@ -275,7 +303,8 @@ struct GraphExecutor::Impl {
 
   void run(StreamHandle user_stream) {
     detail::DeviceGuard guard(device);
-    cudaStream_t stream = user_stream != nullptr ? user_stream : own_stream.handle();
+    // nullptr is the legacy default stream (the convention of every asrdec call); the own stream only captures.
+    cudaStream_t stream = user_stream != nullptr ? user_stream : cudaStreamLegacy;
     host_checks = 0;
     if (mode == GraphMode::conditional && whole == nullptr) {
       try {
@@ -303,6 +332,9 @@ struct GraphExecutor::Impl {
   Stream own_stream;
   std::vector<Stream> side_streams;
   PinnedBuffer<std::int32_t> host_flag;
+  PinnedBuffer<std::int32_t> overflow;  // conditional mode: the id of a loop stopped at its cap, or 0
+  DeviceBuffer<std::int64_t> iterations;
+  std::size_t emitted_loops = 0;
   cudaGraphExec_t whole = nullptr;
   std::vector<Item> blocks;
   std::int64_t host_checks = 0;
@@ -459,6 +491,11 @@ GraphExecutor& GraphExecutor::operator=(GraphExecutor&&) noexcept = default;
 
 #if ASRDEC_WITH_CUDA
 void GraphExecutor::run(StreamHandle stream) { impl_->run(stream); }
+void GraphExecutor::check_loops() const {
+  const std::int32_t loop = *static_cast<volatile const std::int32_t*>(impl_->overflow.data());
+  ASRDEC_EXPECTS(loop == 0, Error, "internal error: decode loop ", loop,
+                 " of a conditional CUDA graph reached its iteration cap and was stopped");
+}
 void GraphExecutor::reset() noexcept { impl_->drop_graphs(); }
 GraphMode GraphExecutor::requested_mode() const noexcept { return impl_->requested; }
 GraphMode GraphExecutor::mode() const noexcept { return impl_->mode; }
@@ -466,6 +503,7 @@ std::int64_t GraphExecutor::last_host_checks() const noexcept { return impl_->ho
 StreamHandle GraphExecutor::stream() const noexcept { return impl_->own_stream.handle(); }
 #else
 void GraphExecutor::run(StreamHandle) {}
+void GraphExecutor::check_loops() const {}
 void GraphExecutor::reset() noexcept {}
 GraphMode GraphExecutor::requested_mode() const noexcept { return GraphMode::eager; }
 GraphMode GraphExecutor::mode() const noexcept { return GraphMode::eager; }

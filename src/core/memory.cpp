@@ -49,7 +49,12 @@ void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
         no_cuda("pinned host memory");
       }
       void* pointer = nullptr;
-      ASRDEC_CUDA_CHECK(cudaMallocHost(&pointer, bytes));
+      const cudaError_t status = cudaMallocHost(&pointer, bytes);
+      if (status == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();
+        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of pinned host memory"));
+      }
+      ASRDEC_CUDA_CHECK(status);
       return pointer;
 #else
       no_cuda("pinned host memory");
@@ -60,7 +65,12 @@ void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
       ASRDEC_CHECK_ARG(device.is_cuda(), "device memory needs a CUDA device, got ", device.to_string());
       DeviceGuard guard(device);
       void* pointer = nullptr;
-      ASRDEC_CUDA_CHECK(cudaMalloc(&pointer, bytes));
+      const cudaError_t status = cudaMalloc(&pointer, bytes);
+      if (status == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();  // not sticky: the device stays usable
+        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of device memory on ", device.to_string()));
+      }
+      ASRDEC_CUDA_CHECK(status);
       return pointer;
 #else
       (void)device;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
@@ -47,7 +48,6 @@ void upload_ngram(NgramLm::Impl& impl) {
   int multiprocessors = 0;
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, impl.device.index()));
   impl.multiprocessors = std::max(multiprocessors, 1);
-  impl.stream = Stream(impl.device);
   // The host copy is no longer needed: a CUDA LM answers only device queries.
   NgramTables sizes;
   sizes.vocab_size = impl.host.vocab_size;
@@ -62,13 +62,13 @@ void advance_cuda(const NgramLm::Impl& impl, const std::int32_t* states, std::in
                   std::int32_t* next_states, StreamHandle stream) {
   DeviceGuard guard(impl.device);
   launch_ngram_advance(impl.device_ref, states, batch, scores, next_states, impl.multiprocessors,
-                       stream != nullptr ? stream : impl.stream.handle());
+                       caller_stream(stream));
 }
 
 void final_scores_cuda(const NgramLm::Impl& impl, const std::int32_t* states, std::int64_t batch, float* out,
                        StreamHandle stream) {
   DeviceGuard guard(impl.device);
-  launch_ngram_final_scores(impl.device_ref, states, batch, out, stream != nullptr ? stream : impl.stream.handle());
+  launch_ngram_final_scores(impl.device_ref, states, batch, out, caller_stream(stream));
 }
 
 }  // namespace asrdec::detail

@@ -22,7 +22,6 @@ struct NgramLm::Impl {
   DeviceBuffer<std::uint8_t> missing;
   NgramLmRef device_ref{};
   int multiprocessors = 1;
-  Stream stream;  // queries given no stream run here (CUDA LMs)
 };
 
 namespace detail {

@@ -8,6 +8,7 @@
 
 #if ASRDEC_WITH_CUDA
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #endif
 
 namespace asrdec::detail {
@@ -50,10 +51,10 @@ TransducerInput make_transducer_input(const TransducerModel& model, const Tensor
     // Device lengths are read back once (one strided copy): the host needs them to size and validate the decode.
     std::vector<std::byte> host(static_cast<std::size_t>(p.batch) * element);
     if (p.batch > 0) {
-      ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), element, lengths.data(),
-                                          static_cast<std::size_t>(stride) * element, element,
-                                          static_cast<std::size_t>(p.batch), cudaMemcpyDeviceToHost, stream));
-      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+      ASRDEC_CUDA_CHECK(
+          cudaMemcpy2DAsync(host.data(), element, lengths.data(), static_cast<std::size_t>(stride) * element, element,
+                            static_cast<std::size_t>(p.batch), cudaMemcpyDeviceToHost, caller_stream(stream)));
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(caller_stream(stream)));
     }
     for (std::int64_t b = 0; b < p.batch; ++b) {
       std::int64_t value = 0;

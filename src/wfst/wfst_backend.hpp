@@ -17,10 +17,13 @@ class WfstBackend {
   virtual ~WfstBackend() = default;
   /** Throws InvalidArgument for the first NaN or +inf among the frames that are read (before any channel changes),
    *  with the CPU executor's message. */
-  virtual void check_values(const CtcInput& problem) = 0;
-  /** Decodes frames [0, lengths[b]) of every row b through channels[b]; returns when they are in the channels. */
-  virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels) = 0;
+  virtual void check_values(const CtcInput& problem, StreamHandle stream) = 0;
+  /** Decodes frames [0, lengths[b]) of every row b through channels[b] on `stream` (nullptr: the legacy default
+   *  stream); returns when they are in the channels. */
+  virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
+  /** Device bytes of one lane (WfstDecoder::lane_device_bytes). */
+  virtual std::int64_t lane_device_bytes() const = 0;
 };
 
 #if ASRDEC_WITH_CUDA

@@ -15,6 +15,7 @@
 #include "asrdec/core/graph.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_kernels.hpp"
 
@@ -47,7 +48,7 @@ class WfstCuda final : public WfstBackend {
         config_(config),
         device_(device),
         searcher_(&searcher),
-        stream_(device),
+        lifecycle_(device, config.graph_mode),
         copy_stream_(device),
         input_(1, device),
         bad_value_(1, device) {
@@ -61,8 +62,8 @@ class WfstCuda final : public WfstBackend {
       segment_free_[s].create();
     }
     preload_wfst_kernels();
-    mode_ = resolve_graph_mode(config_.graph_mode, device_);
-    cudaStream_t stream = stream_.handle();
+    Stream setup(device_);
+    cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {
       using T = typename std::decay_t<decltype(values)>::value_type;
       buffer = DeviceBuffer<T>(std::max<std::size_t>(values.size(), 1), device_);
@@ -76,12 +77,15 @@ class WfstCuda final : public WfstBackend {
     upload(olabel_, a.olabel);
     upload(next_state_, a.next_state);
     upload(weight_, a.weight);
-    stream_.synchronize();
+    setup.synchronize();
   }
 
-  GraphMode graph_mode() const noexcept override { return mode_; }
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t lane_device_bytes() const override {
+    return static_cast<std::int64_t>(lane_bytes(graph_.max_input_label()));
+  }
 
-  void check_values(const CtcInput& p) override {
+  void check_values(const CtcInput& p, StreamHandle user_stream) override {
     if (p.batch == 0 || p.logprobs.numel() == 0) return;
     DeviceGuard guard(device_);
     for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
@@ -89,7 +93,8 @@ class WfstCuda final : public WfstBackend {
                        " are not supported on CUDA, got ", p.logprobs.shape_string());
     }
     check_device_readable(p.logprobs.data(), device_, "logprobs");
-    cudaStream_t stream = stream_.handle();
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     upload_lengths(p, stream);
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     launch_wfst_check_values(p.logprobs.dtype(), input_of(p), lengths_.data(), static_cast<std::int32_t>(p.batch),
@@ -97,7 +102,7 @@ class WfstCuda final : public WfstBackend {
                              bad_value_.data(), stream);
     unsigned long long bad = kNoBadValue;
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
-    stream_.synchronize();
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
@@ -105,11 +110,12 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  void advance(const CtcInput& p, const std::vector<WfstChannel*>& channels) override {
+  void advance(const CtcInput& p, const std::vector<WfstChannel*>& channels, StreamHandle user_stream) override {
     if (p.batch == 0) return;
     DeviceGuard guard(device_);
     if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
-    cudaStream_t stream = stream_.handle();
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     const WfstInputArgs input = input_of(p);
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(input_.data(), &input, sizeof input, cudaMemcpyHostToDevice, stream));
     ensure_lanes(p.batch, stream);
@@ -134,7 +140,8 @@ class WfstCuda final : public WfstBackend {
   void upload_lengths(const CtcInput& p, cudaStream_t stream) {
     if (lengths_.size() < p.host_lengths.size()) {
       ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-      lengths_ = DeviceBuffer<std::int32_t>(p.host_lengths.size(), device_);
+      DeviceBuffer<std::int32_t> grown(p.host_lengths.size(), device_);  // the old buffer stays if this throws
+      lengths_ = std::move(grown);
     }
     copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
   }
@@ -152,30 +159,31 @@ class WfstCuda final : public WfstBackend {
            static_cast<std::size_t>(graph_.max_output_label() + 1) * 4;
   }
 
-  // Allocates lanes for a batch (as many as memory allows, up to the batch and kMaxLanes); they are never shrunk,
-  // and a batch that memory cannot give more lanes than it did reuses them.
+  // Allocates lanes for a batch (as many as the budget max_device_bytes holds, up to the batch and kMaxLanes); they
+  // are never shrunk. A failed allocation restores the old lanes (ExecutorLifecycle::grow).
   void ensure_lanes(std::int64_t batch, cudaStream_t stream) {
     const std::int64_t columns = graph_.max_input_label();  // the columns input labels read (0: none)
-    const std::int64_t want = std::min(batch, kMaxLanes);
-    if (usable_ && (lanes_ >= want || lanes_ >= max_lanes_)) return;
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::int64_t per_lane = static_cast<std::int64_t>(lane_bytes(columns));
+    const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / per_lane);
+    ASRDEC_EXPECTS(max_lanes >= 1, InvalidArgument, "WFST decoding on CUDA: one lane needs ", per_lane,
+                   " bytes of device memory for ", graph_.source(), " (", num_states(),
+                   " states), above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
+    const std::int64_t lanes = std::max(std::min(batch, max_lanes), lanes_);
+    if (lifecycle_.usable() && lanes == lanes_) return;
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.handle()));
-    std::size_t free_bytes = 0, total_bytes = 0;
-    ASRDEC_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t per_lane = lane_bytes(columns);
-    const std::size_t budget = (free_bytes + allocated_bytes_) / 4 * 3;
-    max_lanes_ = static_cast<std::int64_t>(budget / per_lane);
-    ASRDEC_EXPECTS(max_lanes_ >= 1, Error, "WFST decoding on CUDA: one lane needs ", per_lane, " bytes for ",
-                   graph_.source(), " (", num_states(), " states), but only ", free_bytes, " bytes are free on ",
-                   device_.to_string());
-    const std::int64_t lanes = std::max(std::min(want, max_lanes_), lanes_);
-    if (usable_ && lanes == lanes_) return;
-    allocate(lanes, columns, stream);
-    allocated_bytes_ = per_lane * static_cast<std::size_t>(lanes);
+    Lanes current{lanes_, columns_};
+    lifecycle_.grow(current, Lanes{lanes, columns}, [&] {
+      if (current.lanes > 0) allocate(current.lanes, current.columns, stream);
+    });
   }
 
+  // What the lane buffers are sized for.
+  struct Lanes {
+    std::int64_t lanes = 0;
+    std::int64_t columns = 0;
+  };
+
   void allocate(std::int64_t lanes, std::int64_t columns, cudaStream_t stream) {
-    usable_ = false;
     for (auto& executor : executors_) executor.reset();
     const auto S = static_cast<std::size_t>(num_states());
     const auto n = static_cast<std::size_t>(lanes);
@@ -209,7 +217,6 @@ class WfstCuda final : public WfstBackend {
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     lanes_ = lanes;
     columns_ = columns;
-    usable_ = true;
   }
 
   WfstKernelArgs kernel_args(std::size_t segment) {
@@ -256,7 +263,7 @@ class WfstCuda final : public WfstBackend {
           launch_wfst_frame(g, s);
         });
       }
-      slot.emplace(device_, mode_, program);
+      slot.emplace(device_, lifecycle_.mode(), program);
     }
     return *slot;
   }
@@ -308,7 +315,7 @@ class WfstCuda final : public WfstBackend {
     const auto launch = [&](std::size_t s) {
       if (launched_before[s]) ASRDEC_CUDA_CHECK(cudaStreamWaitEvent(stream, segment_free_[s].get(), 0));
       launched_before[s] = true;
-      executor(dtype, s).run(stream);
+      lifecycle_.run(executor(dtype, s), stream);
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_headers_[s].data(), headers_[s].data(), n * sizeof(WfstSegmentHeader),
                                         cudaMemcpyDeviceToHost, stream));
       ASRDEC_CUDA_CHECK(cudaEventRecord(program_done_[s].get(), stream));
@@ -367,9 +374,8 @@ class WfstCuda final : public WfstBackend {
   WfstDecoderConfig config_;
   Device device_;
   const WfstSearcher* searcher_;
-  Stream stream_;
+  ExecutorLifecycle lifecycle_;
   Stream copy_stream_;
-  GraphMode mode_ = GraphMode::eager;
   DeviceBuffer<WfstInputArgs> input_;
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> lengths_;
@@ -377,10 +383,7 @@ class WfstCuda final : public WfstBackend {
   DeviceBuffer<std::int32_t> ilabel_, olabel_, next_state_;
   DeviceBuffer<float> weight_;
   std::int64_t lanes_ = 0;
-  std::int64_t max_lanes_ = kMaxLanes;  // what free memory allowed when the lanes were last sized
   std::int64_t columns_ = 0;
-  std::size_t allocated_bytes_ = 0;
-  bool usable_ = false;  // the lanes' buffers are allocated and cleared
   DeviceBuffer<unsigned long long> key_, emit_win_, eps_win_;
   DeviceBuffer<std::int32_t> slot_, list_state_, mark_, stored_, frontier_, active_state_, active_stored_;
   DeviceBuffer<unsigned int> queued_;

@@ -26,6 +26,8 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(acoustic_scale) && acoustic_scale >= 0.0f,
                    "WfstDecoderConfig.acoustic_scale must be finite and not negative, got ", acoustic_scale);
   ASRDEC_CHECK_ARG(blank_id >= -1, "WfstDecoderConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
+  ASRDEC_CHECK_ARG(max_device_bytes >= 1, "WfstDecoderConfig.max_device_bytes must be at least 1, got ",
+                   max_device_bytes);
   for (const std::int32_t column : word_start_columns) {
     ASRDEC_CHECK_ARG(column >= 0, "WfstDecoderConfig.word_start_columns holds ", column, ", not a column");
   }
@@ -36,7 +38,7 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
                 ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),
-                "}");
+                ", max_device_bytes=", max_device_bytes, "}");
 }
 
 struct WfstDecoder::Impl {
@@ -67,9 +69,9 @@ struct WfstDecoder::Impl {
   }
 
   // Rejects NaN and +inf in the frames that are read.
-  void check_values(const detail::CtcInput& p) {
+  void check_values(const detail::CtcInput& p, StreamHandle stream) {
     if (cuda) {
-      cuda->check_values(p);
+      cuda->check_values(p, stream);
       return;
     }
     frame.resize(static_cast<std::size_t>(p.columns));
@@ -81,9 +83,9 @@ struct WfstDecoder::Impl {
   }
 
   // Frames [0, lengths[b]) of every row b through channels[b] (values already checked).
-  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& channels) {
+  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& channels, StreamHandle stream) {
     if (cuda) {
-      cuda->advance(p, channels);
+      cuda->advance(p, channels, stream);
       return;
     }
     for (std::size_t b = 0; b < channels.size(); ++b) run(*channels[b], p, static_cast<std::int64_t>(b), false);
@@ -115,7 +117,7 @@ WfstDecoder::WfstDecoder(WfstDecoder&&) noexcept = default;
 WfstDecoder& WfstDecoder::operator=(WfstDecoder&&) noexcept = default;
 
 std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
-                                            const std::vector<WordBoosts>& boosts) {
+                                            const std::vector<WordBoosts>& boosts, StreamHandle stream) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode");
   const detail::CtcInput p = self.problem(logprobs, lengths);
@@ -125,14 +127,14 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
   if (self.cuda) {
-    if (self.config.check_values) self.check_values(p);
+    if (self.config.check_values) self.check_values(p, stream);
     std::vector<detail::WfstChannel> channels(static_cast<std::size_t>(p.batch));
     std::vector<detail::WfstChannel*> rows;
     for (std::size_t b = 0; b < channels.size(); ++b) {
       self.searcher.start(channels[b], boosts.empty() ? none : boosts[b]);
       rows.push_back(&channels[b]);
     }
-    self.advance(p, rows);
+    self.advance(p, rows, stream);
     for (const detail::WfstChannel& channel : channels) {
       results.push_back(self.searcher.result(channel, true, p.blank + 1));
     }
@@ -149,7 +151,8 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
 }
 
 std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
-                                                   const TensorView& lengths, const std::vector<WordBoosts>& boosts) {
+                                                   const TensorView& lengths, const std::vector<WordBoosts>& boosts,
+                                                   StreamHandle stream) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode_chunks");
   const detail::CtcInput p = self.problem(logprobs, lengths);
@@ -166,7 +169,7 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
   }
   // Everything that can be rejected is checked before any stream changes, so a failed call leaves them as they were:
   // the frames' values, and the boosts of first chunks (their new channels are built aside).
-  if (self.config.check_values) self.check_values(p);
+  if (self.config.check_values) self.check_values(p, stream);
   const WordBoosts none;
   std::vector<detail::WfstChannel> started(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
@@ -178,7 +181,7 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
     if (chunks[b].first) channel = std::move(started[b]);
     rows.push_back(&channel);  // unordered_map keeps element addresses while others are inserted
   }
-  self.advance(p, rows);
+  self.advance(p, rows, stream);
   std::vector<WfstResult> results;
   results.reserve(chunks.size());
   for (std::size_t b = 0; b < chunks.size(); ++b) {
@@ -193,8 +196,16 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>&
 std::int64_t WfstDecoder::open_streams() const {
   return static_cast<std::int64_t>(detail::live(impl_, "WfstDecoder").streams.size());
 }
+std::int64_t WfstDecoder::lane_device_bytes() const {
+  const Impl& self = detail::live(impl_, "WfstDecoder");
+  return self.cuda ? self.cuda->lane_device_bytes() : 0;
+}
 const WfstGraph& WfstDecoder::graph() const { return detail::live(impl_, "WfstDecoder").graph; }
 const WfstDecoderConfig& WfstDecoder::config() const { return detail::live(impl_, "WfstDecoder").config; }
 Device WfstDecoder::device() const { return detail::live(impl_, "WfstDecoder").device; }
+GraphMode WfstDecoder::graph_mode() const {
+  const Impl& self = detail::live(impl_, "WfstDecoder");
+  return self.cuda ? self.cuda->graph_mode() : GraphMode::eager;
+}
 
 }  // namespace asrdec

@@ -37,6 +37,12 @@ TEST(StreamProgram, RejectsEmptyPieces) {
   EXPECT_EQ(program.nodes()[1].flag, &flag);
 }
 
+TEST(StreamProgram, RejectsANonPositiveLoopCap) {
+  std::int32_t flag = 0;
+  ASRDEC_EXPECT_THROW_MSG(StreamProgram().loop_while(&flag, StreamProgram().then([](StreamHandle) {}), 0),
+                          InvalidArgument, "max_iterations must be at least 1, got 0");
+}
+
 TEST(GraphExecutor, CpuDeviceIsUnsupported) {
   StreamProgram program;
   program.then([](StreamHandle) {});
@@ -158,6 +164,34 @@ TEST_P(GraphLoopCUDA, RunsOnTheCallersStreamInOrder) {
   copy_bytes_async(&counted, Device::cpu(), c.counter(), device, sizeof counted, stream.handle());
   stream.synchronize();
   EXPECT_EQ(counted, 42);
+}
+
+// A loop whose flag is never cleared is stopped at its cap: an error, never a hung GPU. The executor stays usable.
+TEST_P(GraphLoopCUDA, RunawayLoopStopsAtItsIterationCap) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const Device device = Device::cuda(0);
+  Stream stream(device);
+  Counters c(device);
+  StreamProgram body;
+  body.then([&](StreamHandle s) { detail::launch_counter_add(c.total(), s); });
+  StreamProgram program;
+  program.then([](StreamHandle) {}).loop_while(c.flag(), body, 7);
+  GraphExecutor executor(device, GetParam(), program);
+  c.set(c.flag(), 1, stream);
+  c.set(c.total(), 0, stream);
+  if (executor.mode() == GraphMode::conditional) {
+    executor.run(stream.handle());
+    stream.synchronize();
+    ASRDEC_EXPECT_THROW_MSG(executor.check_loops(), Error, "reached its iteration cap");
+  } else {
+    ASRDEC_EXPECT_THROW_MSG(executor.run(stream.handle()), Error, "iterations, its cap");
+  }
+  EXPECT_EQ(c.get(c.total(), stream), 7);
+  c.set(c.flag(), 0, stream);
+  executor.run(stream.handle());
+  stream.synchronize();
+  executor.check_loops();
+  EXPECT_EQ(c.get(c.total(), stream), 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GraphLoopCUDA,

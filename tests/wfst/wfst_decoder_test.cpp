@@ -420,6 +420,36 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   config = WfstDecoderConfig{};
   config.acoustic_scale = std::nanf("");
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "acoustic_scale");
+  config = WfstDecoderConfig{};
+  config.max_device_bytes = 0;
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "max_device_bytes must be at least 1, got 0");
+  const WfstDecoder on_cpu(graph);
+  EXPECT_EQ(on_cpu.lane_device_bytes(), 0);
+  EXPECT_EQ(on_cpu.graph_mode(), GraphMode::eager);
+
+  // A long ε-cycle (the component search must not recurse per state): accepted at a positive total cost,
+  // refused at zero.
+  const auto ring = [](std::int32_t states, float closing) {
+    WfstGraphArrays a;
+    a.num_states = states;
+    a.start = 0;
+    for (std::int32_t s = 0; s < states; ++s) {
+      a.emitting_begin.push_back(s);
+      a.epsilon_begin.push_back(s);
+      a.ilabel.push_back(0);
+      a.olabel.push_back(0);
+      a.weight.push_back(s + 1 < states ? 1.0f : closing);
+      a.next_state.push_back(s + 1 < states ? s + 1 : 0);
+    }
+    a.emitting_begin.push_back(states);
+    a.epsilon_begin.push_back(states);
+    a.final_weight.assign(static_cast<std::size_t>(states), 0.0f);
+    return a;
+  };
+  constexpr std::int32_t kRing = 300000;
+  EXPECT_NO_THROW(WfstGraph::from_arrays(ring(kRing, 1.0f), "long ring"));
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::from_arrays(ring(kRing, -static_cast<float>(kRing - 1)), "long zero ring"),
+                          InvalidArgument, "long zero ring: the graph has a cycle of ε-arcs (through state 0)");
 
   // Graphs: ε-cycles of cost ≤ 0 (zero included), files.
   fst::StdVectorFst cycle;

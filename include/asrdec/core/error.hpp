@@ -51,9 +51,9 @@ class Unsupported : public Error {
   explicit Unsupported(const std::string& message) : Error(message) {}
 };
 
-/** Host memory the library needed could not be allocated (what() names the size and what it was for). Device
- *  memory that cannot be allocated is a CudaError (cudaErrorMemoryAllocation). Sizes derived from files and
- *  arguments are bounded before anything is allocated, so this signals a real shortage, not a hostile input. */
+/** Host, pinned or device memory the library needed could not be allocated (what() names the size and the device).
+ *  Sizes derived from files and arguments are bounded before anything is allocated, so this signals a real
+ *  shortage, not a hostile input. A decoder whose growth fails this way stays usable at its old capacity. */
 class OutOfMemory : public Error {
  public:
   explicit OutOfMemory(const std::string& message) : Error(message) {}

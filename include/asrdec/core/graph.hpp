@@ -67,8 +67,14 @@ class StreamProgram {
   /** Appends a step. */
   StreamProgram& then(Launch launch);
   /** Appends "while (*device_flag != 0) { body }". The flag is read when the loop is entered and after every
-   *  iteration, so the steps before the loop and the body must both write it. */
-  StreamProgram& loop_while(const std::int32_t* device_flag, StreamProgram body);
+   *  iteration, so the steps before the loop and the body must both write it. A loop whose body has run
+   *  `max_iterations` times with the flag still set stops: run() (per_step, eager) or check_loops() (conditional)
+   *  then throws Error, so a runaway loop is an error, never a hung GPU. Decoders pass the bound their algorithm
+   *  guarantees (e.g. frames × (symbols per frame + 1)). */
+  StreamProgram& loop_while(const std::int32_t* device_flag, StreamProgram body,
+                            std::int64_t max_iterations = kDefaultLoopCap);
+  /** The cap of loops that state none. */
+  static constexpr std::int64_t kDefaultLoopCap = std::int64_t{1} << 31;
 
   struct Node;
   const std::vector<Node>& nodes() const noexcept { return nodes_; }
@@ -81,6 +87,7 @@ struct StreamProgram::Node {
   Launch launch;                        ///< set for a step
   const std::int32_t* flag = nullptr;   ///< set for a loop
   std::shared_ptr<StreamProgram> body;  ///< set for a loop
+  std::int64_t max_iterations = 0;      ///< set for a loop
 };
 
 /** Runs a StreamProgram on a CUDA device in the resolved graph mode; graphs are captured on first run(). */
@@ -92,9 +99,13 @@ class GraphExecutor {
   GraphExecutor(GraphExecutor&&) noexcept;
   GraphExecutor& operator=(GraphExecutor&&) noexcept;
 
-  /** Runs the program once on `stream` (nullptr: the executor's own stream). Asynchronous in conditional
-   *  mode; per_step and eager synchronise once per loop test. Throws CudaError. */
+  /** Runs the program once on `stream` (nullptr: the legacy default stream), after the work enqueued there
+   *  before. Asynchronous in conditional mode; per_step and eager synchronise once per loop test. Graphs are
+   *  captured on the executor's own stream and launched on `stream`. Throws CudaError. */
   void run(StreamHandle stream);
+  /** Once the stream has passed the last run() (after a synchronisation): throws Error naming the loop if a
+   *  conditional loop stopped at its iteration cap. Nothing to check in per_step and eager mode (run() throws). */
+  void check_loops() const;
   /** Drops captured graphs; the next run() captures again. */
   void reset() noexcept;
   GraphMode requested_mode() const noexcept;
@@ -102,7 +113,7 @@ class GraphExecutor {
   GraphMode mode() const noexcept;
   /** Loop conditions tested on the host during the last run() (always 0 in conditional mode). */
   std::int64_t last_host_checks() const noexcept;
-  /** The executor's own stream, used by run(nullptr). */
+  /** The executor's own stream, on which graphs are captured. */
   StreamHandle stream() const noexcept;
 
   struct Impl;

@@ -4,8 +4,9 @@
  * CUDA streams without CUDA headers: StreamHandle is exactly cudaStream_t (both are `CUstream_st*`), so an
  * engine passes its own cudaStream_t wherever asrdec takes a StreamHandle.
  *
- * Convention for every asrdec call that takes a StreamHandle: nullptr means "the object's own stream", never
- * the legacy default stream.
+ * Convention for every asrdec call that takes a StreamHandle: nullptr means the legacy default stream, as in CUB
+ * and cuBLAS. A call's work is ordered after everything enqueued earlier on that stream, and its results are ready
+ * when the stream reaches the point after the call (docs/cuda-contract.md).
  */
 
 #include "asrdec/core/device.hpp"

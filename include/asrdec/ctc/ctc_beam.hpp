@@ -87,7 +87,7 @@ class CtcBeamDecoder {
 
   /** The best hypothesis of each utterance. logprobs: [B, T, V+1] fp32/fp16/bf16 on the decoder's device, any
    *  non-negative strides; lengths: [B] int32/int64 on the host. CUDA: the work is ordered on `stream` (nullptr:
-   *  the decoder's own) and the call returns after synchronising it. */
+   *  the legacy default stream) and the call returns after synchronising it. */
   std::vector<Hypothesis> decode(const TensorView& logprobs, const TensorView& lengths, StreamHandle stream = nullptr);
   /** The final beam of each utterance, best first (dead slots left out). */
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths,

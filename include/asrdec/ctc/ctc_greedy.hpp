@@ -24,7 +24,8 @@
  * blank id outside the columns, and (unless CtcGreedyConfig::check_values is false) NaN or +inf in a frame that
  * is read. -inf is a valid log-probability.
  *
- * CUDA: all work is enqueued on the given stream (nullptr = the decoder's own); by default the two kernels run
+ * CUDA: all work is enqueued on the given stream (nullptr = the legacy default stream), after what was enqueued
+ * there before (docs/cuda-contract.md); by default the two kernels run
  * as one CUDA graph replayed on every call (CtcGreedyConfig::graph_mode). decode() synchronises and returns host
  * results; decode_async() leaves them in the decoder's device buffers.
  *

@@ -101,7 +101,7 @@ class NgramLm {
   std::int32_t initial_state(bool with_bos) const noexcept { return with_bos ? bos_state() : start_state(); }
 
   /** Full-vocabulary query: for each of the `states` ([B] int32 on the LM's device), scores [B, V] (fp32, natural
-   *  log) and next_states [B, V] (int32), both on the LM's device. Enqueued on `stream` (nullptr: the LM's own
+   *  log) and next_states [B, V] (int32), both on the LM's device. Enqueued on `stream` (nullptr: the legacy default
    *  stream) for CUDA, graph-capturable; synchronous on the CPU. Throws InvalidArgument for a state out of range (CPU;
    * CUDA clamps and flags nothing, so pass states the LM produced). */
   void advance(const std::int32_t* states, std::int64_t batch, float* scores, std::int32_t* next_states,

@@ -53,9 +53,11 @@
  * Executors: the CPU executor decodes the streams one after another on the calling thread. The CUDA executor
  * (Device::cuda(i); logprobs in that device's memory, lengths on the host) decodes up to 1024 rows at once, one
  * thread block per row, with the same rules and cost arithmetic, so its results equal the CPU's. Its per-row
- * buffers are dense over the graph's states (about 100 bytes × states per row), so the rows decoded at once are
- * limited by free device memory; a frame's tokens are copied to the host while the next frames decode, and the
- * tracebacks run on the host. Frames run in CUDA graphs of 16 frame steps (graph_mode).
+ * buffers are dense over the graph's states (about 100 bytes × states per row: lane_device_bytes()), so the rows
+ * decoded at once are limited by WfstDecoderConfig::max_device_bytes; a frame's tokens are copied to the host while
+ * the next frames decode, and the tracebacks run on the host. Frames run in CUDA graphs of 16 frame steps
+ * (graph_mode). Work runs on the caller's stream (nullptr: the legacy default stream), after what was enqueued there
+ * before; the calls return host results, so the stream is synchronised before they return.
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
  */
@@ -93,9 +95,13 @@ struct WfstDecoderConfig {
   bool check_values = true;
   /** CUDA only: how the per-frame programs run (graph.hpp); `automatic` uses CUDA graphs. */
   GraphMode graph_mode = GraphMode::automatic;
+  /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. A batch is decoded in
+   *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more is refused with the
+   *  number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. */
+  std::int64_t max_device_bytes = std::int64_t{1} << 30;
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
-   *  a non-finite or negative acoustic scale, or blank_id < -1. */
+   *  a non-finite or negative acoustic scale, blank_id < -1, or max_device_bytes < 1. */
   void validate() const;
   std::string to_string() const;
 };
@@ -138,20 +144,27 @@ class WfstDecoder {
   /** Whole utterances: logprobs [B, T, C] (f32, f16 or bf16, any strides, on the decoder's device), lengths [B]
    *  (int32/int64, host). `boosts`, if not empty, has one list per utterance. */
   std::vector<WfstResult> decode(const TensorView& logprobs, const TensorView& lengths,
-                                 const std::vector<WordBoosts>& boosts = {});
+                                 const std::vector<WordBoosts>& boosts = {}, StreamHandle stream = nullptr);
 
   /** Chunks of streams: row b of logprobs (lengths[b] frames, possibly 0) continues stream chunks[b].stream.
    *  `boosts`, if not empty, has one list per row and is used by first chunks. A stream id appears at most once
    *  per call. */
   std::vector<WfstResult> decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
-                                        const TensorView& lengths, const std::vector<WordBoosts>& boosts = {});
+                                        const TensorView& lengths, const std::vector<WordBoosts>& boosts = {},
+                                        StreamHandle stream = nullptr);
 
   /** Streams started and not yet ended. */
   std::int64_t open_streams() const;
+  /** CUDA: the device bytes one lane (a row decoded at once) takes for this graph (dense over its states); a call
+   *  decodes min(rows, 1024, config().max_device_bytes / this) rows at a time. 0 on the CPU. */
+  std::int64_t lane_device_bytes() const;
 
   const WfstGraph& graph() const;
   const WfstDecoderConfig& config() const;
   Device device() const;
+  /** The graph mode the frame programs really run in (eager on the CPU; lowered after a failed conditional
+   *  capture). */
+  GraphMode graph_mode() const;
 
  private:
   struct Impl;

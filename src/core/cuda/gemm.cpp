@@ -30,8 +30,11 @@ Gemm::Gemm(Device device) : workspace_(kWorkspaceBytes, device) {
   DeviceGuard guard(device);
   ASRDEC_CUBLAS_CHECK(cublasCreate(&handle_));
   ASRDEC_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
-  // fp32 inputs stay fp32 (no TF32), so CUDA logits match the CPU's to float rounding.
-  ASRDEC_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  // fp32 inputs stay fp32 (no TF32) and no split-K reduction runs in reduced precision, so CUDA logits match the
+  // CPU's to float rounding of a different summation order; with a fixed workspace, cuBLAS repeats its results bit
+  // for bit on the same GPU model (docs/cuda-contract.md).
+  ASRDEC_CUBLAS_CHECK(cublasSetMathMode(
+      handle_, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
 }
 
 Gemm::~Gemm() {

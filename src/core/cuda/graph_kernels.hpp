@@ -8,9 +8,16 @@
 
 namespace asrdec::detail {
 
-/** Sets the loop condition `handle` to (*flag != 0). Launched once before a WHILE node (entry test) and once at
- *  the end of its body (continue test). */
-void launch_set_while_condition(cudaGraphConditionalHandle handle, const std::int32_t* flag, cudaStream_t stream);
+/** Entry test of a WHILE node, launched before it: *iterations = 0; the condition `handle` = (*flag != 0). */
+void launch_loop_enter(cudaGraphConditionalHandle handle, const std::int32_t* flag, std::int64_t* iterations,
+                       cudaStream_t stream);
+/** Continue test, launched at the end of the body: ++*iterations; the condition = (*flag != 0), except that a loop
+ *  whose body ran `cap` times with the flag still set stops and writes `loop_id` to *overflow (a runaway loop
+ *  becomes an error flag instead of a hung GPU). */
+void launch_loop_continue(cudaGraphConditionalHandle handle, const std::int32_t* flag, std::int64_t* iterations,
+                          std::int64_t cap, std::int32_t loop_id, std::int32_t* overflow, cudaStream_t stream);
+/** *word = 0. */
+void launch_clear_word(std::int32_t* word, cudaStream_t stream);
 
 /** *counter = 0; *flag = (*counter < *limit). */
 void launch_counter_reset(std::int32_t* counter, std::int32_t* flag, const std::int32_t* limit, cudaStream_t stream);

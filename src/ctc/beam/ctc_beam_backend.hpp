@@ -18,7 +18,7 @@ class CtcBeamBackend {
  public:
   virtual ~CtcBeamBackend() = default;
   /** The final beam of each utterance of a validated request, best first; returns after synchronising `stream`
-   *  (nullptr: the executor's own). */
+   *  (nullptr: the legacy default stream). */
   virtual std::vector<std::vector<Hypothesis>> decode(const CtcInput& problem, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
 };

@@ -13,6 +13,7 @@
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
 #include "ctc/beam/ctc_beam_kernels.hpp"
 #include "hyps/beam_hyps_copy.hpp"
@@ -28,7 +29,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
       : device_(device),
         config_(config),
         limits_(limits),
-        stream_(device),
+        lifecycle_(device, config.graph_mode),
         args_(1, device),
         flags_(2, device),
         bad_value_(1, device) {
@@ -37,19 +38,19 @@ class CtcBeamCuda final : public CtcBeamBackend {
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
-    mode_ = resolve_graph_mode(config_.graph_mode, device_);
   }
 
   std::vector<std::vector<Hypothesis>> decode(const CtcInput& p, StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
     if (p.batch == 0) return {};
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
       ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
                        " are not supported on CUDA, got ", p.logprobs.shape_string());
     }
     if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
-    grow(p.batch, p.frames, p.columns, stream);
+    grow(p.batch, p.frames, p.columns);
     const std::int64_t slots = limits_.max_batch * config_.beam;
     const auto n = static_cast<std::size_t>(slots);
     CtcBeamArgs args{};
@@ -76,29 +77,41 @@ class CtcBeamCuda final : public CtcBeamBackend {
       copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), n * 4, stream);
       fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
     }
-    executor(p.logprobs.dtype(), p.blank, static_cast<std::int32_t>(p.columns)).run(stream);
+    lifecycle_.run(executor(p.logprobs.dtype(), p.blank, static_cast<std::int32_t>(p.columns)), stream);
     if (config_.lm != nullptr) {
       launch_ngram_final_scores(config_.lm->ref(), lm_state_.data(), slots, final_scores_.data(), stream);
     }
     return collect(p.batch, stream);
   }
 
-  GraphMode graph_mode() const noexcept override { return mode_; }
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
 
  private:
-  // Grows the buffers (outside any loop) when a call exceeds the limits or the vocabulary changes. A failed
-  // allocation leaves the decoder unusable (its buffers no longer agree with the limits) until one succeeds.
-  void grow(std::int64_t batch, std::int64_t frames, std::int64_t columns, cudaStream_t stream) {
-    if (usable_ && batch <= limits_.max_batch && frames <= limits_.max_frames && columns == columns_) return;
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    limits_.max_batch = std::max(limits_.max_batch, batch);
-    limits_.max_frames = std::max(limits_.max_frames, frames);
-    columns_ = columns;
-    allocate();
+  // What the buffers are sized for: the limits and the logits' columns (V + 1).
+  struct Capacity {
+    BatchLimits limits;
+    std::int64_t columns = 0;
+  };
+
+  // Grows the buffers (outside any loop) when a call exceeds the limits or the vocabulary changes; a failed
+  // allocation restores the old size (ExecutorLifecycle::grow).
+  void grow(std::int64_t batch, std::int64_t frames, std::int64_t columns) {
+    if (lifecycle_.usable() && batch <= limits_.max_batch && frames <= limits_.max_frames && columns == columns_) {
+      return;
+    }
+    Capacity current{limits_, columns_};
+    Capacity wanted = current;
+    wanted.limits.max_batch = std::max(limits_.max_batch, batch);
+    wanted.limits.max_frames = std::max(limits_.max_frames, frames);
+    wanted.columns = columns;
+    lifecycle_.grow(current, wanted, [&] {
+      limits_ = current.limits;
+      columns_ = current.columns;
+      allocate();
+    });
   }
 
   void allocate() {
-    usable_ = false;
     for (auto& slot : executors_) slot.reset();
     executor_key_ = {};
     const std::int64_t B = limits_.max_batch;
@@ -127,7 +140,6 @@ class CtcBeamCuda final : public CtcBeamBackend {
     host_lm_total_ = PinnedBuffer<float>(lm_slots, Device::cpu());
     host_boost_total_ = PinnedBuffer<float>(boost_slots, Device::cpu());
     host_final_ = PinnedBuffer<float>(lm_slots, Device::cpu());
-    usable_ = true;
   }
 
   CtcBeamDeviceState device_state(DType dtype, std::int32_t blank, std::int32_t columns) {
@@ -186,8 +198,9 @@ class CtcBeamCuda final : public CtcBeamBackend {
         launch_ctc_beam_next_frame(g, s);
       });
       StreamProgram program;
-      program.then([g](StreamHandle s) { launch_ctc_beam_begin(g, s); }).loop_while(g.any_frame, body);
-      slot.emplace(device_, mode_, program);
+      program.then([g](StreamHandle s) { launch_ctc_beam_begin(g, s); })
+          .loop_while(g.any_frame, body, limits_.max_frames + 2);
+      slot.emplace(device_, lifecycle_.mode(), program);
       executor_key_[static_cast<std::size_t>(dtype)] = blank;
     }
     return *slot;
@@ -209,7 +222,8 @@ class CtcBeamCuda final : public CtcBeamBackend {
       copy_back(host_final_.data(), final_scores_.data(), n);
     }
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
-    copy_beams_to_host(d, h, batch, stream);
+    copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
+    lifecycle_.check_loops();
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
@@ -235,9 +249,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
   CtcBeamConfig config_;
   BatchLimits limits_;
   std::int64_t columns_ = 0;
-  bool usable_ = false;  // the buffers match limits_ and columns_ (allocate() completed)
-  Stream stream_;
-  GraphMode mode_ = GraphMode::eager;
+  ExecutorLifecycle lifecycle_;
   int multiprocessors_ = 1;
   DeviceBuffer<CtcBeamArgs> args_;
   DeviceBuffer<std::int32_t> flags_;  // t, loop flag

@@ -8,6 +8,7 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
 #include "ctc/greedy/ctc_greedy_kernels.hpp"
@@ -21,7 +22,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       : device_(device),
         config_(config),
         limits_(limits),
-        stream_(device),
+        lifecycle_(device, config.graph_mode),
         args_(1, device),
         first_bad_value_(1, device),
         first_bad_length_(1, device),
@@ -31,20 +32,19 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
-    mode_ = resolve_graph_mode(config_.graph_mode, device_);
-    allocate();
+    lifecycle_.grow(limits_, limits_, [this] { allocate(); });
   }
 
   CtcGreedyBatchResult decode_async(const CtcInput& problem, StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
-    if (problem.batch > limits_.max_batch || problem.frames > limits_.max_frames) {
-      // Grow outside any loop: wait for work that may still use the old buffers, then reallocate and let
-      // the graphs be captured again with the new pointers.
-      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-      limits_.max_batch = std::max(limits_.max_batch, problem.batch);
-      limits_.max_frames = std::max(limits_.max_frames, problem.frames);
-      allocate();
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    if (!lifecycle_.usable() || problem.batch > limits_.max_batch || problem.frames > limits_.max_frames) {
+      // Grow outside any loop (the graphs are captured again with the new pointers).
+      BatchLimits wanted = limits_;
+      wanted.max_batch = std::max(limits_.max_batch, problem.batch);
+      wanted.max_frames = std::max(limits_.max_frames, problem.frames);
+      lifecycle_.grow(limits_, wanted, [this] { allocate(); });
     }
     if (problem.logprobs.numel() > 0) {
       check_device_readable(problem.logprobs.data(), device_, "logprobs");
@@ -82,15 +82,16 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     last_batch_ = problem.batch;
     last_frames_ = problem.frames;
 
-    executor(problem.logprobs.dtype()).run(stream);
+    lifecycle_.run(executor(problem.logprobs.dtype()), stream);
 
     return outputs_.view(device_, problem.batch, limits_.max_frames);
   }
 
   std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle user_stream) override {
-    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
-    const CtcGreedyBatchResult r = decode_async(problem, stream);
     DeviceGuard guard(device_);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    const CtcGreedyBatchResult r = decode_async(problem, stream);
     const std::size_t width = static_cast<std::size_t>(std::max<std::int64_t>(problem.frames, 1));
     const auto rows = static_cast<std::size_t>(problem.batch);
     if (rows > 0) {
@@ -116,12 +117,14 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
 
   void synchronize_and_check(StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[0], first_bad_value_.data(), sizeof(unsigned long long),
                                       cudaMemcpyDeviceToHost, stream));
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[1], first_bad_length_.data(), sizeof(unsigned int),
                                       cudaMemcpyDeviceToHost, stream));
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    lifecycle_.check_loops();
     const auto bad_length = static_cast<unsigned int>(host_status_[1]);
     if (bad_length != ~0u) {
       throw InvalidArgument(describe_bad_length(bad_length, stream));
@@ -133,7 +136,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     }
   }
 
-  GraphMode graph_mode() const noexcept override { return mode_; }
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
 
  private:
   template <class T>
@@ -218,7 +221,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       const CtcGreedyWorkspace ws = workspace();
       StreamProgram program;
       program.then([=](StreamHandle s) { launch_ctc_greedy(dtype, ws, argmax_blocks, collapse_blocks, s); });
-      slot.emplace(device_, mode_, std::move(program));
+      slot.emplace(device_, lifecycle_.mode(), std::move(program));
     }
     return *slot;
   }
@@ -226,9 +229,8 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   Device device_;
   CtcGreedyConfig config_;
   BatchLimits limits_;
-  Stream stream_;
+  ExecutorLifecycle lifecycle_;
   int multiprocessors_ = 1;
-  GraphMode mode_ = GraphMode::eager;
   DeviceBuffer<CtcGreedyArgs> args_;
   DeviceBuffer<unsigned long long> first_bad_value_;
   DeviceBuffer<unsigned int> first_bad_length_;

@@ -15,7 +15,7 @@ class TransducerBeamBackend {
  public:
   virtual ~TransducerBeamBackend() = default;
   /** The final beam of each utterance of a validated request, best first. CUDA executors work on `stream`
-   *  (nullptr: their own) and return after synchronising it. */
+   *  (nullptr: the legacy default stream) and return after synchronising it. */
   virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
 };

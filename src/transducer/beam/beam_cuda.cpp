@@ -18,6 +18,7 @@
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
 #include "hyps/beam_hyps_copy.hpp"
 #include "hyps/ranked_beams.hpp"
@@ -39,7 +40,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         limits_(limits),
         pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
         device_(model.device()),
-        stream_(device_),
+        lifecycle_(device_, config.graph_mode),
         args_(1, device_),
         flags_(5, device_),
         bad_value_(1, device_) {
@@ -48,25 +49,25 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
-    mode_ = resolve_graph_mode(config_.graph_mode, device_);
     std::vector<std::int32_t> durations = model_.durations();
     if (durations.empty()) durations.push_back(0);
     durations_ = DeviceBuffer<std::int32_t>(durations.size(), device_);
-    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4,
-                     stream_.handle());
-    allocate();
-    stream_.synchronize();
+    Stream setup(device_);
+    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4, setup.handle());
+    setup.synchronize();
+    lifecycle_.grow(limits_, limits_, [this] { allocate(); });
   }
 
   std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = user_stream != nullptr ? user_stream : stream_.handle();
     if (p.batch == 0) return {};
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
       ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
                        " are not supported on CUDA, got ", p.enc_proj.shape_string());
     }
-    grow(p.batch, p.frames, stream);
+    grow(p.batch, p.frames);
     if (p.enc_proj.numel() > 0) check_device_readable(p.enc_proj.data(), device_, "enc_proj");
 
     // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
@@ -97,24 +98,26 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       copy_bytes_async(boost_state_.data(), device_, boost_roots_.data(), Device::cpu(), n * 4, stream);
       fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
     }
-    executor(p.enc_proj.dtype()).run(stream);
+    lifecycle_.run(executor(p.enc_proj.dtype()), stream);
     return collect(p.batch, stream);
   }
 
-  GraphMode graph_mode() const noexcept override { return mode_; }
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
 
  private:
   // Grows the buffers (outside any loop) when a call exceeds the limits; graphs are then captured again. A failed
-  // allocation leaves the decoder unusable (its buffers no longer agree with the limits) until one succeeds.
-  void grow(std::int64_t batch, std::int64_t frames, cudaStream_t stream) {
-    if (usable_ && batch <= limits_.max_batch && frames <= limits_.max_frames) return;
-    const std::int64_t max_frames = std::max(limits_.max_frames, frames);
-    capacity(max_frames);  // throws before anything changes
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    limits_.max_batch = std::max(limits_.max_batch, batch);
-    limits_.max_frames = max_frames;
-    allocate();
+  // allocation restores the old size (ExecutorLifecycle::grow).
+  void grow(std::int64_t batch, std::int64_t frames) {
+    if (lifecycle_.usable() && batch <= limits_.max_batch && frames <= limits_.max_frames) return;
+    BatchLimits wanted = limits_;
+    wanted.max_batch = std::max(limits_.max_batch, batch);
+    wanted.max_frames = std::max(limits_.max_frames, frames);
+    capacity(wanted.max_frames);  // throws before anything changes
+    lifecycle_.grow(limits_, wanted, [this] { allocate(); });
   }
+
+  // No loop runs more often than a hypothesis slot can take entries (one per step).
+  std::int64_t loop_cap() const { return std::int64_t{capacity(limits_.max_frames)} + 2; }
 
   bool aes() const { return config_.algorithm == TransducerBeamAlgorithm::aes; }
   bool wind() const { return config_.algorithm == TransducerBeamAlgorithm::wind; }
@@ -137,7 +140,6 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   }
 
   void allocate() {
-    usable_ = false;
     for (auto& slot : executors_) slot.reset();
     const std::int64_t B = limits_.max_batch;
     const std::int32_t K = config_.beam;
@@ -208,7 +210,6 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
                                stream.handle());
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream.handle());
     stream.synchronize();
-    usable_ = true;
   }
 
   BeamDeviceState device_state(DType enc_dtype) {
@@ -338,7 +339,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
             launch_alsd_begin(g, s);
           }
         })
-        .loop_while(g.any_running, body);
+        .loop_while(g.any_running, body, loop_cap());
     return program;
   }
 
@@ -360,13 +361,13 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
           evaluate(s);
           launch_aes_prefix_search(g, s);
         })
-        .loop_while(g.any_expanding, steps)
+        .loop_while(g.any_expanding, steps, loop_cap())
         .then([g](StreamHandle s) {
           launch_aes_end_frame(g, s);
           launch_aes_next_frame(g, s);
         });
     StreamProgram program;
-    program.then([g](StreamHandle s) { launch_aes_begin(g, s); }).loop_while(g.any_running, frames);
+    program.then([g](StreamHandle s) { launch_aes_begin(g, s); }).loop_while(g.any_running, frames, loop_cap());
     return program;
   }
 
@@ -374,7 +375,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
       const BeamDeviceState g = device_state(enc_dtype);
-      slot.emplace(device_, mode_, aes() ? aes_program(g) : step_program(g));
+      slot.emplace(device_, lifecycle_.mode(), aes() ? aes_program(g) : step_program(g));
     }
     return *slot;
   }
@@ -393,7 +394,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(&internal_error, flags_.data() + 4, 1);
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
-    copy_beams_to_host(d, h, batch, stream);
+    copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
+    lifecycle_.check_loops();
     // Bad input first: a decode that read one may also have broken the search's invariants.
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
@@ -414,9 +416,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   BatchLimits limits_;
   std::int32_t pool_;  // hypothesis slots per utterance
   Device device_;
-  Stream stream_;
-  GraphMode mode_ = GraphMode::eager;
-  bool usable_ = false;  // the buffers match limits_ (allocate() completed)
+  ExecutorLifecycle lifecycle_;
   int multiprocessors_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;

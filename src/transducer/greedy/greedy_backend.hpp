@@ -40,8 +40,6 @@ class GreedyBackend {
                                           bool is_final, StreamHandle stream) = 0;
   virtual void synchronize_and_check(StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
-  /** The stream a nullptr StreamHandle stands for (the decoder's own; nullptr on the CPU). */
-  virtual StreamHandle default_stream() const noexcept = 0;
 };
 
 std::unique_ptr<GreedyBackend> make_greedy_cpu(const TransducerModel& model, const TransducerGreedyConfig& config,

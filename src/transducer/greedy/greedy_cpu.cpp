@@ -135,7 +135,6 @@ class GreedyCpu final : public GreedyBackend {
 
   void synchronize_and_check(StreamHandle) override {}
   GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
-  StreamHandle default_stream() const noexcept override { return nullptr; }
 
  private:
   void reserve(std::int64_t batch, std::int64_t frames) {

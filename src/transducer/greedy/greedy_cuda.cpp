@@ -10,6 +10,7 @@
 #include "asrdec/core/error.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
@@ -36,7 +37,7 @@ class GreedyCuda final : public GreedyBackend {
         rules_(rules_of(model, config)),
         limits_(limits),
         device_(model.device()),
-        stream_(device_),
+        lifecycle_(device_, config.graph_mode),
         args_(1, device_),
         flags_(4, device_),
         bad_value_(1, device_) {
@@ -46,20 +47,20 @@ class GreedyCuda final : public GreedyBackend {
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
-    mode_ = resolve_graph_mode(config_.graph_mode, device_);
     std::vector<std::int32_t> durations = model_.durations();
     if (durations.empty()) durations.push_back(0);
     durations_ = DeviceBuffer<std::int32_t>(durations.size(), device_);
-    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4,
-                     stream_.handle());
-    allocate();
-    stream_.synchronize();
+    Stream setup(device_);
+    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4, setup.handle());
+    setup.synchronize();
+    lifecycle_.grow(limits_, limits_, [this] { allocate(); });
   }
 
   std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = pick(user_stream);
-    grow(batch, limits_.max_frames, stream);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    grow(batch, limits_.max_frames);
     auto state = std::make_unique<CudaStream>();
     state->batch = batch;
     state->frames_decoded.assign(static_cast<std::size_t>(batch), 0);
@@ -77,11 +78,12 @@ class GreedyCuda final : public GreedyBackend {
   void restart(TransducerStream::Impl& base, StreamHandle user_stream) override {
     auto& state = static_cast<CudaStream&>(base);
     DeviceGuard guard(device_);
-    cudaStream_t stream = pick(user_stream);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
     const std::int64_t batch = state.batch;
     if (batch == 0) return;
-    grow(batch, limits_.max_frames, stream);
+    grow(batch, limits_.max_frames);
     const auto rows = static_cast<std::size_t>(batch);
     // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
     copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
@@ -97,12 +99,13 @@ class GreedyCuda final : public GreedyBackend {
                                StreamHandle user_stream) override {
     auto& state = static_cast<CudaStream&>(base);
     DeviceGuard guard(device_);
-    cudaStream_t stream = pick(user_stream);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
       ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
                        " are not supported on CUDA, got ", p.enc_proj.shape_string());
     }
-    grow(p.batch, p.frames, stream);
+    grow(p.batch, p.frames);
     if (p.enc_proj.numel() > 0) {
       check_device_readable(p.enc_proj.data(), device_, "enc_proj");
     }
@@ -125,7 +128,7 @@ class GreedyCuda final : public GreedyBackend {
     args.batch = static_cast<std::int32_t>(p.batch);
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
-    executor(p.enc_proj.dtype()).run(stream);
+    lifecycle_.run(executor(p.enc_proj.dtype()), stream);
     if (rows > 0) {
       // Committed on the device only when the chunk found no bad value, so a chunk that throws leaves the stream.
       GreedyStateCommit commit{};
@@ -151,7 +154,8 @@ class GreedyCuda final : public GreedyBackend {
   std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
                                   StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = pick(user_stream);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     synchronize_and_check(stream);
     const auto rows = static_cast<std::size_t>(view.batch);
     if (rows == 0) {
@@ -199,7 +203,8 @@ class GreedyCuda final : public GreedyBackend {
 
   void synchronize_and_check(StreamHandle user_stream) override {
     DeviceGuard guard(device_);
-    cudaStream_t stream = pick(user_stream);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
     unsigned long long bad = 0;
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
     std::vector<std::int32_t> overflow(static_cast<std::size_t>(std::max<std::int64_t>(last_batch_, 1)));
@@ -208,6 +213,7 @@ class GreedyCuda final : public GreedyBackend {
                                         cudaMemcpyDeviceToHost, stream));
     }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    lifecycle_.check_loops();
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
@@ -218,12 +224,12 @@ class GreedyCuda final : public GreedyBackend {
     }
   }
 
-  GraphMode graph_mode() const noexcept override { return mode_; }
-  StreamHandle default_stream() const noexcept override { return stream_.handle(); }
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
 
  private:
-  cudaStream_t pick(StreamHandle user_stream) const { return user_stream != nullptr ? user_stream : stream_.handle(); }
   std::int64_t state_size() const { return model_.predictor().state_size(); }
+  // No loop of a chunk's program runs more often than a row can take steps: a label or a frame advance each.
+  std::int64_t loop_cap() const { return limits_.max_frames * (std::int64_t{config_.max_symbols_per_frame} + 1) + 2; }
 
   template <class T>
   void copy_rows(T* target, const T* source, std::size_t count, cudaStream_t stream) {
@@ -231,14 +237,14 @@ class GreedyCuda final : public GreedyBackend {
   }
 
   // Grows the working buffers (outside any loop) when a call exceeds the limits; graphs are then captured again.
-  void grow(std::int64_t batch, std::int64_t frames, cudaStream_t stream) {
-    if (batch <= limits_.max_batch && frames <= limits_.max_frames) {
+  void grow(std::int64_t batch, std::int64_t frames) {
+    if (lifecycle_.usable() && batch <= limits_.max_batch && frames <= limits_.max_frames) {
       return;
     }
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    limits_.max_batch = std::max(limits_.max_batch, batch);
-    limits_.max_frames = std::max(limits_.max_frames, frames);
-    allocate();
+    BatchLimits wanted = limits_;
+    wanted.max_batch = std::max(limits_.max_batch, batch);
+    wanted.max_frames = std::max(limits_.max_frames, frames);
+    lifecycle_.grow(limits_, wanted, [this] { allocate(); });
   }
 
   void allocate() {
@@ -408,7 +414,7 @@ class GreedyCuda final : public GreedyBackend {
           joint(g, s);
           launch_greedy_phase(GreedyPhase::label_looping_first, g, s);
         })
-        .loop_while(g.any_advance, inner)
+        .loop_while(g.any_advance, inner, loop_cap())
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
           predictor_step(g, s);
@@ -421,7 +427,7 @@ class GreedyCuda final : public GreedyBackend {
           launch_greedy_phase(GreedyPhase::label_looping_begin, g, s);
           query_fused(g, nullptr, s);
         })
-        .loop_while(g.any_active, outer)
+        .loop_while(g.any_active, outer, loop_cap())
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
     return program;
   }
@@ -436,7 +442,7 @@ class GreedyCuda final : public GreedyBackend {
     });
     StreamProgram frames;
     frames.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_enter, g, s); })
-        .loop_while(g.any_advance, symbols)
+        .loop_while(g.any_advance, symbols, loop_cap())
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_next_frame, g, s); });
     StreamProgram program;
     program
@@ -444,7 +450,7 @@ class GreedyCuda final : public GreedyBackend {
           launch_greedy_phase(GreedyPhase::frame_looping_begin, g, s);
           query_fused(g, nullptr, s);
         })
-        .loop_while(g.any_active, frames)
+        .loop_while(g.any_active, frames, loop_cap())
         .then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::end_of_chunk, g, s); });
     return program;
   }
@@ -453,7 +459,7 @@ class GreedyCuda final : public GreedyBackend {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
       const GreedyDeviceState g = device_state(enc_dtype);
-      slot.emplace(device_, mode_,
+      slot.emplace(device_, lifecycle_.mode(),
                    config_.algorithm == TransducerGreedyAlgorithm::frame_looping ? frame_looping_program(g)
                                                                                  : label_looping_program(g));
     }
@@ -465,9 +471,8 @@ class GreedyCuda final : public GreedyBackend {
   GreedyRules rules_;
   BatchLimits limits_;
   Device device_;
-  Stream stream_;
+  ExecutorLifecycle lifecycle_;
   std::int32_t window_ = 1;
-  GraphMode mode_ = GraphMode::eager;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
   DeviceBuffer<GreedyArgs> args_;

@@ -125,14 +125,13 @@ BatchedHypsView TransducerGreedyDecoder::decode_async(const TensorView& enc_proj
                                                       StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_async");
-  return self.decode_async(enc_proj, lengths, stream != nullptr ? stream : self.backend->default_stream());
+  return self.decode_async(enc_proj, lengths, stream);
 }
 
 std::vector<Hypothesis> TransducerGreedyDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,
                                                         StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode");
-  stream = stream != nullptr ? stream : self.backend->default_stream();
   const BatchedHypsView view = self.decode_async(enc_proj, lengths, stream);
   return self.backend->collect(view, std::vector<std::int64_t>(static_cast<std::size_t>(view.batch), 0), true, stream);
 }
@@ -163,7 +162,6 @@ std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& 
   ASRDEC_CHECK_ARG(carried.decoder_id == self.id,
                    "decode_chunk: the stream was started by another decoder; continue a stream with the decoder whose "
                    "start_stream() created it");
-  stream = stream != nullptr ? stream : self.backend->default_stream();
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_chunk, chunk_lengths, stream);
   ASRDEC_CHECK_ARG(problem.batch == carried.batch, "enc_chunk holds ", problem.batch,
                    " utterances but the stream was started for ", carried.batch);

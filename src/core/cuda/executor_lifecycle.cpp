@@ -1,0 +1,64 @@
+#include "core/cuda/executor_lifecycle.hpp"
+
+#include <algorithm>
+
+#include "asrdec/core/log.hpp"
+#include "core/cuda/check.hpp"
+
+namespace asrdec::detail {
+
+ExecutorLifecycle::ExecutorLifecycle(Device device, GraphMode requested)
+    : device_(device), requested_(requested), mode_(resolve_graph_mode(requested, device)) {
+  DeviceGuard guard(device_);
+  ASRDEC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+}
+
+ExecutorLifecycle::~ExecutorLifecycle() {
+  if (done_ != nullptr) {
+    DeviceGuard guard(device_);
+    (void)cudaEventDestroy(done_);
+  }
+}
+
+ExecutorLifecycle::Call::Call(ExecutorLifecycle& lifecycle, StreamHandle caller)
+    : lifecycle_(lifecycle), stream_(caller_stream(caller)) {
+  // Calls on one stream are ordered by the stream itself; a call on another stream waits for the last one.
+  if (lifecycle_.recorded_ && stream_ != lifecycle_.last_stream_) {
+    ASRDEC_CUDA_CHECK(cudaStreamWaitEvent(stream_, lifecycle_.done_, 0));
+  }
+}
+
+ExecutorLifecycle::Call::~Call() {
+  // Recorded also when the call throws: whatever it enqueued must finish before the next call reuses the buffers.
+  if (cudaEventRecord(lifecycle_.done_, stream_) == cudaSuccess) {
+    lifecycle_.last_stream_ = stream_;
+    lifecycle_.recorded_ = true;
+  } else {
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(stream_);
+    lifecycle_.recorded_ = false;
+  }
+}
+
+void ExecutorLifecycle::check_loops() {
+  std::vector<const GraphExecutor*> ran;
+  ran.swap(ran_);
+  for (const GraphExecutor* executor : ran) executor->check_loops();
+}
+
+void ExecutorLifecycle::wait_idle() {
+  if (recorded_) ASRDEC_CUDA_CHECK(cudaEventSynchronize(done_));
+}
+
+void ExecutorLifecycle::run(GraphExecutor& executor, cudaStream_t stream) {
+  executor.run(stream);
+  if (executor.mode() == GraphMode::conditional && std::find(ran_.begin(), ran_.end(), &executor) == ran_.end()) {
+    ran_.push_back(&executor);
+  }
+  if (executor.mode() != mode_ && executor.mode() != executor.requested_mode()) {
+    // The executor fell back (it logged why, once): every later one is built in the mode that works.
+    mode_ = executor.mode();
+  }
+}
+
+}  // namespace asrdec::detail
