@@ -1,0 +1,325 @@
+// Transducer beam search, one table over algorithm (ALSD++, AES++, WIND beam) × executor (CPU; CUDA in every graph
+// mode): the batched decoder against the per-utterance oracles (tests/oracles: whole transcripts, merging and
+// prefixes found by comparison, one-token LM queries) on random RNN-T/TDT models (AES++, WIND: RNN-T), with and
+// without fusion in every pruning × blank-scoring mode; beam 1 against greedy decoding; bad input; bad configs.
+// CUDA cases skip with the reason where no device is usable.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "asrdec/asrdec.hpp"
+#include "oracles/transducer_beam_reference.hpp"
+#include "oracles/transducer_greedy_reference.hpp"
+#include "support/test_support.hpp"
+#include "transducer/beam_test_support.hpp"
+
+namespace asrdec {
+namespace {
+
+using testing::beam_spec;
+using testing::expect_same_beams;
+
+struct BeamCase {
+  TransducerBeamAlgorithm algorithm;
+  bool cuda;
+  GraphMode mode;
+};
+
+std::vector<BeamCase> all_cases() {
+  std::vector<BeamCase> cases;
+  for (const TransducerBeamAlgorithm algorithm :
+       {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
+    cases.push_back({algorithm, false, GraphMode::eager});
+    for (const GraphMode mode : {GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
+      cases.push_back({algorithm, true, mode});
+    }
+  }
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<BeamCase>& info) {
+  std::string algorithm = to_string(info.param.algorithm);
+  algorithm = algorithm.substr(0, algorithm.find_first_of("+-"));
+  return algorithm + (info.param.cuda ? std::string("_CUDA_") + to_string(info.param.mode) : "_cpu");
+}
+
+// enc_proj of `e` on the case's device; the buffer must outlive the view.
+struct Placed {
+  DeviceBuffer<std::byte> buffer;
+  TensorView view;
+};
+
+class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().cuda) ASRDEC_SKIP_WITHOUT_CUDA();
+  }
+  Device device() const { return GetParam().cuda ? Device::cuda(0) : Device::cpu(); }
+  bool aes() const { return GetParam().algorithm == TransducerBeamAlgorithm::aes; }
+  bool wind() const { return GetParam().algorithm == TransducerBeamAlgorithm::wind; }
+  // Fewer cases on CUDA: each of its three graph modes is a table row of its own.
+  int cases(int on_cpu) const { return GetParam().cuda ? on_cpu / 4 : on_cpu; }
+  std::int64_t utterances_wanted(std::int64_t on_cpu) const { return GetParam().cuda ? on_cpu / 4 : on_cpu; }
+
+  // A model spec the algorithm serves (AES++ and WIND beam: RNN-T only).
+  testing::RandomTransducerSpec spec(std::mt19937_64& rng) const {
+    testing::RandomTransducerSpec spec = beam_spec(rng);
+    if (aes() || wind()) spec.tdt = false;
+    return spec;
+  }
+
+  // A random config of the case's algorithm, beam at most `max_beam`.
+  TransducerBeamConfig config(std::mt19937_64& rng, std::int32_t max_beam) const {
+    TransducerBeamConfig config;
+    config.algorithm = GetParam().algorithm;
+    config.graph_mode = GetParam().mode;
+    config.beam = std::uniform_int_distribution<std::int32_t>(1, max_beam)(rng);
+    config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+    config.length_normalized = rng() % 2 == 0;
+    if (aes()) {
+      config.aes_num_steps = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+      config.aes_expansion_beta = std::uniform_int_distribution<std::int32_t>(0, 3)(rng);
+      config.aes_expansion_gamma = std::uniform_real_distribution<float>(0.5f, 6.0f)(rng);
+    }
+    if (wind()) config.wind_window = std::uniform_int_distribution<std::int32_t>(1, 6)(rng);
+    return config;
+  }
+
+  // The symbols per frame of the greedy decoding that beam 1 equals.
+  static std::int32_t greedy_symbols(const TransducerBeamConfig& config) {
+    return config.algorithm == TransducerBeamAlgorithm::aes ? config.aes_num_steps : config.max_symbols_per_frame;
+  }
+
+  Placed place(const testing::RandomEncoded& e) const {
+    Placed out;
+    if (!GetParam().cuda) {
+      out.view = e.enc();
+      return out;
+    }
+    if (!e.values.empty()) out.buffer = testing::to_device(e.values.data(), e.values.size() * 4, device());
+    out.view = TensorView(e.values.empty() ? nullptr : out.buffer.data(), DType::f32, {e.batch, e.frames, e.hidden},
+                          device());
+    return out;
+  }
+};
+
+TEST_P(TransducerBeamSearch, EqualsTheOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, multiple = 0, differs = 0;
+  for (int i = 0; i < cases(75) || utterances < utterances_wanted(520); ++i) {
+    const testing::RandomTransducerSpec spec = this->spec(rng);
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device());
+    const TransducerBeamConfig config = this->config(rng, 8);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    TransducerBeamDecoder decoder(model, config, BatchLimits{3, 5});
+    EXPECT_EQ(decoder.graph_mode(), GetParam().cuda && config.graph_mode == GraphMode::conditional &&
+                                            !graph_support(device()).conditional
+                                        ? GraphMode::per_step
+                                        : config.graph_mode);
+    // Two calls on one decoder (the second may grow it and capture again), the second on a stream of the caller's.
+    for (int call = 0; call < 2; ++call) {
+      const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 16);
+      const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+      const Placed placed = place(e);
+      const Stream caller(device());
+      expect_same_beams(decoder.decode_nbest(placed.view, e.lens(), call == 1 ? caller.handle() : nullptr), want,
+                        std::string(to_string(config.algorithm)) + ", call " + std::to_string(call));
+      if (::testing::Test::HasFailure()) return;
+      const auto greedy = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), greedy_symbols(config));
+      for (std::size_t b = 0; b < want.size(); ++b) {
+        multiple += want[b].size() > 1 ? 1 : 0;
+        differs += want[b].front().tokens != greedy[b].tokens ? 1 : 0;
+      }
+      utterances += e.batch;
+    }
+  }
+  EXPECT_GE(utterances, utterances_wanted(500));
+  EXPECT_GT(multiple, utterances / 3) << "too few utterances kept more than one hypothesis";
+  EXPECT_GT(differs, utterances / 20) << "beam search never differed from greedy decoding";
+  std::printf("%lld utterances, %lld with several hypotheses, %lld whose best differs from greedy\n",
+              static_cast<long long>(utterances), static_cast<long long>(multiple), static_cast<long long>(differs));
+}
+
+TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, changed = 0;
+  for (int i = 0; i < cases(190) || utterances < utterances_wanted(520); ++i) {
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    spec.blank = -1;  // fusion needs blank = V
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device());
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 14);
+    TransducerBeamConfig config = this->config(rng, 6);
+    const auto plain = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+    testing::FusionKeep keep;  // the CPU copies of the fused models, for the oracle
+    testing::add_random_fusion(rng, spec, i, plain, config, keep, device());
+    TransducerBeamConfig oracle_config = config;
+    oracle_config.lm = config.lm != nullptr ? keep.lm : nullptr;
+    oracle_config.boost = config.boost != nullptr ? keep.boost : nullptr;
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), oracle_config);
+    TransducerBeamDecoder decoder(model, config, BatchLimits{2, 4});
+    const Placed placed = place(e);
+    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want,
+                      std::string("fused ") + to_string(config.algorithm));
+    if (::testing::Test::HasFailure()) return;
+    for (std::size_t b = 0; b < want.size(); ++b) changed += want[b].front().tokens != plain[b].front().tokens ? 1 : 0;
+    utterances += e.batch;
+  }
+  EXPECT_GE(utterances, utterances_wanted(500));
+  EXPECT_GT(changed, utterances / 20) << "fusion changed too few transcripts to test anything";
+  std::printf("%lld utterances, %lld changed by fusion\n", static_cast<long long>(utterances),
+              static_cast<long long>(changed));
+}
+
+// Beam 1 is greedy decoding: for ALSD++ and AES++ (with its num_steps symbols per frame), and for WIND with a
+// window of one frame.
+TEST_P(TransducerBeamSearch, BeamOneIsGreedy) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0;
+  for (int i = 0; i < cases(120); ++i) {
+    const testing::RandomTransducerSpec spec = this->spec(rng);
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
+    TransducerBeamConfig config = this->config(rng, 1);
+    config.wind_window = 1;
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    const auto greedy =
+        transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens(), greedy_symbols(config));
+    TransducerBeamDecoder decoder(random.build(device()), config);
+    const Placed placed = place(e);
+    const auto beam = decoder.decode(placed.view, e.lens());
+    ASSERT_EQ(beam.size(), greedy.size());
+    for (std::size_t b = 0; b < beam.size(); ++b) {
+      EXPECT_EQ(beam[b].tokens, greedy[b].tokens) << "utterance " << b;
+      if (spec.tdt) {
+        EXPECT_EQ(beam[b].durations, greedy[b].durations) << "utterance " << b;
+      } else {
+        EXPECT_EQ(beam[b].timestamps, greedy[b].timestamps) << "utterance " << b;
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+    utterances += e.batch;
+  }
+  std::printf("%lld utterances\n", static_cast<long long>(utterances));
+}
+
+TEST_P(TransducerBeamSearch, BadInputIsRejected) {
+  std::mt19937_64 rng(11);
+  testing::RandomTransducerSpec spec = beam_spec(rng);
+  spec.tdt = false;  // every frame is read
+  spec.blank = -1;
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  TransducerBeamConfig config;
+  config.algorithm = GetParam().algorithm;
+  config.graph_mode = GetParam().mode;
+  TransducerBeamDecoder decoder(random.build(device()), config);
+  testing::RandomEncoded e;
+  e.batch = 2;
+  e.frames = 4;
+  e.hidden = spec.joint;
+  e.values.assign(static_cast<std::size_t>(e.batch * e.frames * e.hidden), 0.25f);
+  e.lengths = {4, 3};
+  e.values[static_cast<std::size_t>(e.frames * e.hidden + 2 * e.hidden + 1)] = std::nanf("");
+  {
+    const Placed placed = place(e);
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(placed.view, e.lens()), InvalidArgument, "enc_proj[1, 2, 1] is NaN");
+  }
+  // A NaN on a frame past the utterance's length is never read; lengths beyond T are refused.
+  e.lengths = {4, 2};
+  {
+    const Placed placed = place(e);
+    EXPECT_EQ(decoder.decode(placed.view, e.lens()).size(), 2u);
+    e.lengths = {4, 5};
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(placed.view, e.lens()), InvalidArgument, "lengths");
+  }
+  if (GetParam().cuda) {
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(e.enc(), e.lens()), InvalidArgument, "enc_proj");  // host memory
+  }
+  // Zero-length utterances and an empty batch are valid.
+  e.lengths = {0, 0};
+  {
+    const Placed placed = place(e);
+    const auto empty = decoder.decode(placed.view, e.lens());
+    ASSERT_EQ(empty.size(), 2u);
+    EXPECT_TRUE(empty[0].tokens.empty());
+    EXPECT_EQ(empty[0].score, 0.0f);
+    const TensorView no_utterances(placed.view.data(), DType::f32, {0, 4, spec.joint}, device());
+    const TensorView no_lengths(e.lengths.data(), DType::i32, {0});
+    EXPECT_TRUE(decoder.decode(no_utterances, no_lengths).empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, TransducerBeamSearch, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(TransducerBeamConfigs, BadConfigsAreRejected) {
+  std::mt19937_64 rng(7);
+  testing::RandomTransducerSpec spec = beam_spec(rng);
+  spec.tdt = false;
+  spec.blank = -1;
+  const TransducerModel rnnt = testing::make_random_transducer(spec, rng).build(Device::cpu());
+  spec.tdt = true;
+  const TransducerModel tdt = testing::make_random_transducer(spec, rng).build(Device::cpu());
+  TransducerBeamConfig config;
+  config.beam = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "beam must be in [1, 64], got 0");
+  config.beam = 65;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "got 65");
+  config.beam = 4;
+  config.max_symbols_per_frame = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "max_symbols_per_frame");
+  config.max_symbols_per_frame = 3;
+  config.lm_weight = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "lm_weight must be finite");
+  config.lm_weight = 0.5f;
+  std::shared_ptr<const NgramLm> keep;
+  config.lm = testing::random_lm(rng, spec.vocab + 1, Device::cpu(), keep);
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "vocabulary");
+  config.lm = nullptr;
+
+  config.algorithm = TransducerBeamAlgorithm::aes;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument, "aes++ beam search is for RNN-T models");
+  config.aes_num_steps = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "aes_num_steps must be in [1, 64]");
+  config.aes_num_steps = 2;
+  config.aes_expansion_beta = 17;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument,
+                          "aes_expansion_beta must be in [0, 16], got 17");
+  config.aes_expansion_beta = 2;
+  config.aes_expansion_gamma = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "aes_expansion_gamma must be positive");
+  config.aes_expansion_gamma = 0.0f;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "aes_expansion_gamma must be positive");
+  config.aes_expansion_gamma = 2.3f;
+
+  config.algorithm = TransducerBeamAlgorithm::wind;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument,
+                          "wind-beam beam search is for RNN-T models");
+  config.wind_window = 0;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument,
+                          "wind_window must be in [1, 64], got 0");
+  config.wind_window = 65;
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "got 65");
+
+  EXPECT_THROW(parse_beam_algorithm("beam"), InvalidArgument);
+  EXPECT_EQ(parse_beam_algorithm("maes"), TransducerBeamAlgorithm::aes);
+  EXPECT_EQ(parse_beam_algorithm("aes++"), TransducerBeamAlgorithm::aes);
+  EXPECT_EQ(parse_beam_algorithm("wind-beam"), TransducerBeamAlgorithm::wind);
+  EXPECT_THROW(parse_fusion_pruning("middle"), InvalidArgument);
+  EXPECT_THROW(parse_blank_lm_scoring("half"), InvalidArgument);
+  EXPECT_EQ(parse_blank_lm_scoring("full"), BlankLmScoring::lm_weighted_full);
+}
+
+}  // namespace
+}  // namespace asrdec
