@@ -95,8 +95,33 @@ EpsilonComponents epsilon_components(const WfstGraphArrays& g) {
   return out;
 }
 
+// Arc relaxations the ε-cycle check may spend on one graph: far beyond what real graphs need (their ε-components are
+// small), and a bound on what a crafted graph can cost (Bellman–Ford is O(states × arcs) at worst).
+constexpr std::int64_t kMaxCycleCheckRelaxations = std::int64_t{1} << 28;
+
+// True if the parent pointers of `members` (set by strict improvements only) close a cycle: such a cycle costs ≤ 0.
+// `seen` holds walk stamps; stamps above this check's start belong to its walks, and a walk that reaches a state an
+// earlier walk of this check passed stops there (that walk went on from it without closing a cycle).
+bool parents_close_a_cycle(const std::vector<std::int32_t>& members, const std::vector<std::int32_t>& parent,
+                           std::vector<std::int64_t>& seen, std::int64_t& stamp) {
+  const std::int64_t check_start = stamp;
+  for (const std::int32_t start : members) {
+    if (seen[static_cast<std::size_t>(start)] > check_start) continue;
+    const std::int64_t walk = ++stamp;
+    for (std::int32_t s = start; s >= 0; s = parent[static_cast<std::size_t>(s)]) {
+      std::int64_t& mark = seen[static_cast<std::size_t>(s)];
+      if (mark == walk) return true;
+      if (mark > check_start) break;
+      mark = walk;
+    }
+  }
+  return false;
+}
+
 // Throws InvalidArgument (`what` first) if some cycle of ε-arcs costs ≤ 0, arc a costing weight[a] minus the boost
-// of its output label (boost_by_word may be empty). Bellman–Ford inside each cyclic component.
+// of its output label (boost_by_word may be empty). Bellman–Ford inside each cyclic component, which stops as soon as
+// the parent pointers close a cycle (so a long ring of cost ≤ 0 is found in one round, not one round per state);
+// Unsupported when the check would take more than kMaxCycleCheckRelaxations.
 void check_epsilon_cycles(const WfstGraphArrays& g, const EpsilonComponents& c, const std::vector<float>& boost_by_word,
                           const std::string& what) {
   const auto cost_of = [&](std::int64_t a) {
@@ -106,28 +131,41 @@ void check_epsilon_cycles(const WfstGraphArrays& g, const EpsilonComponents& c, 
                              : 0.0;
     return static_cast<double>(g.weight[a]) - boost;
   };
-  std::vector<CycleCost> distance(static_cast<std::size_t>(g.num_states), CycleCost{0.0, 0});
+  const auto n = static_cast<std::size_t>(g.num_states);
+  std::vector<CycleCost> distance(n, CycleCost{0.0, 0});
+  std::vector<std::int32_t> parent(n, -1);
+  std::vector<std::int64_t> seen(n, -1);
+  std::int64_t stamp = 0, work = 0;
   for (const auto& component : c.cyclic) {
     const auto id = c.component[static_cast<std::size_t>(component.front())];
     // Every member starts at distance 0 (a virtual source); a relaxation in round |component| proves a cycle.
-    for (std::int32_t s : component) distance[static_cast<std::size_t>(s)] = CycleCost{0.0, 0};
+    for (std::int32_t s : component) {
+      distance[static_cast<std::size_t>(s)] = CycleCost{0.0, 0};
+      parent[static_cast<std::size_t>(s)] = -1;
+    }
     for (std::size_t round = 0; round <= component.size(); ++round) {
       bool changed = false;
       for (std::int32_t s : component) {
         const CycleCost from = distance[static_cast<std::size_t>(s)];
         for (std::int64_t a = g.epsilon_begin[s]; a < g.emitting_begin[s + 1]; ++a) {
+          ++work;
           const std::int32_t to = g.next_state[a];
           if (c.component[static_cast<std::size_t>(to)] != id) continue;
           const CycleCost via{from.cost + cost_of(a), from.arcs + 1};
           if (less(via, distance[static_cast<std::size_t>(to)])) {
             distance[static_cast<std::size_t>(to)] = via;
+            parent[static_cast<std::size_t>(to)] = s;
             changed = true;
           }
         }
       }
       if (!changed) break;
-      ASRDEC_CHECK_ARG(round < component.size(), what, " a cycle of ε-arcs (through state ", component.front(),
+      ASRDEC_CHECK_ARG(round < component.size() && !parents_close_a_cycle(component, parent, seen, stamp), what,
+                       " a cycle of ε-arcs (through state ", component.front(),
                        ") whose total cost is ≤ 0; the ε-closure of a frame would not end");
+      ASRDEC_EXPECTS(work <= kMaxCycleCheckRelaxations, Unsupported, what, " a strongly connected ε-subgraph of ",
+                     component.size(), " states whose cycles take more than ", kMaxCycleCheckRelaxations,
+                     " arc relaxations to check; split its ε-cycles");
     }
   }
 }

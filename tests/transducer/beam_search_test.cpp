@@ -99,8 +99,8 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
       return out;
     }
     if (!e.values.empty()) out.buffer = testing::to_device(e.values.data(), e.values.size() * 4, device());
-    out.view = TensorView(e.values.empty() ? nullptr : out.buffer.data(), DType::f32, {e.batch, e.frames, e.hidden},
-                          device());
+    out.view =
+        TensorView(e.values.empty() ? nullptr : out.buffer.data(), DType::f32, {e.batch, e.frames, e.hidden}, device());
     return out;
   }
 };
@@ -118,10 +118,10 @@ TEST_P(TransducerBeamSearch, EqualsTheOracle) {
     const TransducerBeamConfig config = this->config(rng, 8);
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
     TransducerBeamDecoder decoder(model, config, BatchLimits{3, 5});
-    EXPECT_EQ(decoder.graph_mode(), GetParam().cuda && config.graph_mode == GraphMode::conditional &&
-                                            !graph_support(device()).conditional
-                                        ? GraphMode::per_step
-                                        : config.graph_mode);
+    EXPECT_EQ(decoder.graph_mode(),
+              GetParam().cuda && config.graph_mode == GraphMode::conditional && !graph_support(device()).conditional
+                  ? GraphMode::per_step
+                  : config.graph_mode);
     // Two calls on one decoder (the second may grow it and capture again), the second on a stream of the caller's.
     for (int call = 0; call < 2; ++call) {
       const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 16);
