@@ -65,6 +65,18 @@ void advance_cuda(const NgramLm::Impl& impl, const std::int32_t* states, std::in
                        caller_stream(stream));
 }
 
+void launch_fused_queries(const NgramLm* lm, const BoostingTree* boost, const FusionRef& fusion, std::int64_t rows,
+                          int multiprocessors, cudaStream_t stream, const std::int32_t* mask) {
+  if (lm != nullptr) {
+    launch_ngram_advance(lm->ref(), fusion.lm.state, rows, const_cast<float*>(fusion.lm.scores),
+                         const_cast<std::int32_t*>(fusion.lm.next), multiprocessors, stream, mask);
+  }
+  if (boost != nullptr) {
+    launch_ngram_advance(boost->ref(), fusion.boost.state, rows, const_cast<float*>(fusion.boost.scores),
+                         const_cast<std::int32_t*>(fusion.boost.next), multiprocessors, stream, mask);
+  }
+}
+
 void final_scores_cuda(const NgramLm::Impl& impl, const std::int32_t* states, std::int64_t batch, float* out,
                        StreamHandle stream) {
   DeviceGuard guard(impl.device);

@@ -183,17 +183,8 @@ class CtcBeamCuda final : public CtcBeamBackend {
       const CtcBeamDeviceState g = device_state(dtype, blank, columns);
       StreamProgram body;
       body.then([this, g](StreamHandle s) {
-        if (config_.lm != nullptr) {
-          launch_ngram_advance(config_.lm->ref(), g.states.fusion.lm.state, g.slots,
-                               const_cast<float*>(g.states.fusion.lm.scores),
-                               const_cast<std::int32_t*>(g.states.fusion.lm.next), multiprocessors_, s, g.query_mask);
-        }
-        if (config_.boost != nullptr) {
-          launch_ngram_advance(config_.boost->ref(), g.states.fusion.boost.state, g.slots,
-                               const_cast<float*>(g.states.fusion.boost.scores),
-                               const_cast<std::int32_t*>(g.states.fusion.boost.next), multiprocessors_, s,
-                               g.query_mask);
-        }
+        launch_fused_queries(config_.lm.get(), config_.boost.get(), g.states.fusion, g.slots, multiprocessors_, s,
+                             g.query_mask);
         launch_ctc_beam_frame(g, s);
         launch_ctc_beam_next_frame(g, s);
       });

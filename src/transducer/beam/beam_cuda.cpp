@@ -291,15 +291,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     launch_beam_joint_hidden(g, stream);
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
                                g.hidden, g.hidden_size, g.joint_rows, g.logits, g.outputs, stream);
-    if (config_.lm != nullptr) {
-      launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.slots, const_cast<float*>(g.fusion.lm.scores),
-                           const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, g.row_active);
-    }
-    if (config_.boost != nullptr) {
-      launch_ngram_advance(config_.boost->ref(), g.fusion.boost.state, g.slots,
-                           const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
-                           multiprocessors_, stream, g.row_active);
-    }
+    launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.slots, multiprocessors_, stream,
+                         g.row_active);
   }
 
   // Every slot takes over the states of take_from with take_label, and the predictor steps the tokens.

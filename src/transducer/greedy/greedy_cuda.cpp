@@ -391,15 +391,7 @@ class GreedyCuda final : public GreedyBackend {
 
   // Fusion: the full-vocabulary queries of every row's states (mask == nullptr), or of the rows that emitted.
   void query_fused(const GreedyDeviceState& g, const std::int32_t* mask, cudaStream_t stream) {
-    if (config_.lm != nullptr) {
-      launch_ngram_advance(config_.lm->ref(), g.fusion.lm.state, g.max_batch, const_cast<float*>(g.fusion.lm.scores),
-                           const_cast<std::int32_t*>(g.fusion.lm.next), multiprocessors_, stream, mask);
-    }
-    if (config_.boost != nullptr) {
-      launch_ngram_advance(config_.boost->ref(), g.fusion.boost.state, g.max_batch,
-                           const_cast<float*>(g.fusion.boost.scores), const_cast<std::int32_t*>(g.fusion.boost.next),
-                           multiprocessors_, stream, mask);
-    }
+    launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.max_batch, multiprocessors_, stream, mask);
   }
 
   StreamProgram label_looping_program(const GreedyDeviceState g) {
