@@ -1,6 +1,8 @@
-// CTC beam search: the batched decoder against the per-utterance oracle (whole transcripts, merging by comparing
-// them, one-token LM and boosting queries) on random batches (dtypes, strides, lengths 0 and 1, ties, -inf), with
-// and without fusion; beam 1 is greedy; bad input.
+// CTC beam search, one table over executor (CPU; CUDA in every graph mode): the batched decoder against the
+// per-utterance oracle (tests/oracles: whole transcripts, merging by comparing them, one-token LM and boosting
+// queries) on random batches (dtypes, strides, lengths 0 and 1, ties, -inf), with and without fusion, two calls per
+// decoder (growth, a changed vocabulary); beam 1 is greedy; bad input; bad configs. CUDA cases skip with the reason
+// where no device is usable.
 
 #include <gtest/gtest.h>
 
@@ -17,11 +19,20 @@
 namespace asrdec {
 namespace {
 
+struct CtcBeamCase {
+  bool cuda;
+  GraphMode mode;
+};
+
+std::string case_name(const ::testing::TestParamInfo<CtcBeamCase>& info) {
+  return info.param.cuda ? std::string("CUDA_") + to_string(info.param.mode) : "cpu";
+}
+
 void expect_same_beams(const std::vector<std::vector<Hypothesis>>& got,
-                       const std::vector<std::vector<Hypothesis>>& want) {
+                       const std::vector<std::vector<Hypothesis>>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t b = 0; b < want.size(); ++b) {
-    testing::expect_same_hypotheses(got[b], want[b], 1e-4, "utterance " + std::to_string(b));
+    testing::expect_same_hypotheses(got[b], want[b], 1e-4, what + ", utterance " + std::to_string(b));
   }
 }
 
@@ -35,65 +46,123 @@ float random_threshold(std::mt19937_64& rng) {
   return thresholds[rng() % 3];
 }
 
-TEST(CtcBeam, EqualsTheOracle) {
+// A batch's logprobs on the case's device; the buffer must outlive the view.
+struct Placed {
+  DeviceBuffer<std::byte> buffer;
+  TensorView view;
+};
+
+class CtcBeam : public ::testing::TestWithParam<CtcBeamCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().cuda) ASRDEC_SKIP_WITHOUT_CUDA();
+  }
+  Device device() const { return GetParam().cuda ? Device::cuda(0) : Device::cpu(); }
+  // Fewer cases on CUDA: each of its three graph modes is a table row of its own.
+  int cases(int on_cpu) const { return GetParam().cuda ? on_cpu / 3 : on_cpu; }
+  std::int64_t utterances_wanted(std::int64_t on_cpu) const { return GetParam().cuda ? on_cpu / 3 : on_cpu; }
+
+  CtcBeamConfig config(std::mt19937_64& rng, std::int32_t max_beam) const {
+    CtcBeamConfig config;
+    config.beam = std::uniform_int_distribution<std::int32_t>(1, max_beam)(rng);
+    config.beam_beta = random_beta(rng);
+    config.beam_threshold = random_threshold(rng);
+    config.graph_mode = GetParam().mode;
+    return config;
+  }
+
+  Placed place(const testing::CtcBatch& batch) const {
+    Placed out;
+    if (!GetParam().cuda) {
+      out.view = batch.logprobs();
+      return out;
+    }
+    out.buffer = testing::to_device(batch.storage.data(), batch.storage.size(), device());
+    out.view = batch.logprobs(device(), out.buffer.data());
+    return out;
+  }
+};
+
+TEST_P(CtcBeam, EqualsTheOracle) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, several = 0;
-  for (int i = 0; i < 200 || utterances < 520; ++i) {
+  for (int i = 0; i < cases(100) || utterances < utterances_wanted(520); ++i) {
     const DType dtype = static_cast<DType>(rng() % 3);
-    const testing::CtcBatch batch = testing::random_ctc_batch(rng, dtype, {6, 30, 12});
-    CtcBeamConfig config;
-    config.blank_id = batch.blank_config;
-    config.beam = std::uniform_int_distribution<std::int32_t>(1, 8)(rng);
-    config.beam_beta = random_beta(rng);
-    config.beam_threshold = random_threshold(rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + ", " + config.to_string());
-    const auto want = ctc_beam_reference(batch.logprobs(), batch.lengths(), config);
-    CtcBeamDecoder decoder(Device::cpu(), config, BatchLimits{2, 4});
-    expect_same_beams(decoder.decode_nbest(batch.logprobs(), batch.lengths()), want);
-    if (::testing::Test::HasFailure()) return;
-    for (const auto& beam : want) several += beam.size() > 1 ? 1 : 0;
-    utterances += batch.batch;
+    std::vector<testing::CtcBatch> calls;
+    for (int call = 0; call < 2; ++call) {
+      testing::CtcBatch batch;
+      do {
+        batch = testing::random_ctc_batch(rng, dtype, {6, 30, 12});
+        // The second batch keeps the blank setting; with the blank last it may change the vocabulary (the decoder
+        // then reallocates and captures its graphs again).
+      } while (call == 1 && (batch.blank_config != calls[0].blank_config ||
+                             (batch.blank_config != -1 && batch.columns != calls[0].columns)));
+      calls.push_back(std::move(batch));
+    }
+    CtcBeamConfig config = this->config(rng, 8);
+    config.blank_id = calls[0].blank_config;
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + calls[0].layout + ", " + config.to_string());
+    CtcBeamDecoder decoder(device(), config, BatchLimits{2, 4});
+    EXPECT_EQ(decoder.graph_mode(),
+              !GetParam().cuda ? GraphMode::eager
+              : config.graph_mode == GraphMode::conditional && !graph_support(device()).conditional
+                  ? GraphMode::per_step
+                  : config.graph_mode);
+    for (int call = 0; call < 2; ++call) {
+      const testing::CtcBatch& batch = calls[static_cast<std::size_t>(call)];
+      const auto want = ctc_beam_reference(batch.logprobs(), batch.lengths(), config);
+      const Placed placed = place(batch);
+      const Stream caller(device());  // the second call runs on a stream of the caller's
+      expect_same_beams(decoder.decode_nbest(placed.view, batch.lengths(), call == 1 ? caller.handle() : nullptr), want,
+                        "call " + std::to_string(call));
+      if (::testing::Test::HasFailure()) return;
+      for (const auto& beam : want) several += beam.size() > 1 ? 1 : 0;
+      utterances += batch.batch;
+    }
   }
-  EXPECT_GE(utterances, 500);
+  EXPECT_GE(utterances, utterances_wanted(500));
   EXPECT_GT(several, utterances / 4);
   std::printf("%lld utterances, %lld with several hypotheses\n", static_cast<long long>(utterances),
               static_cast<long long>(several));
 }
 
-TEST(CtcBeam, FusionEqualsTheOracle) {
+TEST_P(CtcBeam, FusionEqualsTheOracle) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, changed = 0, ends = 0;
-  for (int i = 0; i < 200 || utterances < 520; ++i) {
+  for (int i = 0; i < cases(200) || utterances < utterances_wanted(520); ++i) {
     testing::CtcBatch batch;
     do {
       batch = testing::random_ctc_batch(rng, DType::f32, {6, 30, 12});
     } while (batch.blank != batch.columns - 1 || batch.columns < 2);
-    CtcBeamConfig config;
-    config.beam = std::uniform_int_distribution<std::int32_t>(1, 6)(rng);
-    config.beam_beta = random_beta(rng);
-    config.beam_threshold = random_threshold(rng);
+    CtcBeamConfig config = this->config(rng, 6);
     const auto plain = ctc_beam_reference(batch.logprobs(), batch.lengths(), config);
     const int which = static_cast<int>(rng() % 3);  // LM, boosting, both
-    std::shared_ptr<const NgramLm> lm_keep;
+    std::shared_ptr<const NgramLm> lm_keep;         // the CPU copies, for the oracle
     std::shared_ptr<const BoostingTree> boost_keep;
+    CtcBeamConfig oracle_config = config;
     if (which != 1) {
-      config.lm = testing::random_lm(rng, batch.columns - 1, Device::cpu(), lm_keep);
+      config.lm = testing::random_lm(rng, batch.columns - 1, device(), lm_keep);
       config.lm_weight = testing::random_weight(rng);
     }
     if (which != 0) {
       std::vector<Hypothesis> best;
       for (const auto& beam : plain) best.push_back(beam.empty() ? Hypothesis{} : beam.front());
-      config.boost = testing::random_boost(rng, batch.columns - 1, best, Device::cpu(), boost_keep);
+      config.boost = testing::random_boost(rng, batch.columns - 1, best, device(), boost_keep);
       config.boost_weight = testing::random_weight(rng);
     }
+    oracle_config.lm = config.lm != nullptr ? lm_keep : nullptr;
+    oracle_config.boost = config.boost != nullptr ? boost_keep : nullptr;
+    oracle_config.lm_weight = config.lm_weight;
+    oracle_config.boost_weight = config.boost_weight;
     SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + ", " + config.to_string());
-    const auto want = ctc_beam_reference(batch.logprobs(), batch.lengths(), config);
-    CtcBeamDecoder decoder(Device::cpu(), config, BatchLimits{2, 4});
-    expect_same_beams(decoder.decode_nbest(batch.logprobs(), batch.lengths()), want);
+    const auto want = ctc_beam_reference(batch.logprobs(), batch.lengths(), oracle_config);
+    CtcBeamDecoder decoder(device(), config, BatchLimits{2, 4});
+    const Placed placed = place(batch);
+    expect_same_beams(decoder.decode_nbest(placed.view, batch.lengths()), want, "fused");
     if (::testing::Test::HasFailure()) return;
     for (std::size_t b = 0; b < want.size(); ++b) {
       if (want[b].empty() || plain[b].empty()) continue;
@@ -102,24 +171,26 @@ TEST(CtcBeam, FusionEqualsTheOracle) {
     }
     utterances += batch.batch;
   }
-  EXPECT_GE(utterances, 500);
+  EXPECT_GE(utterances, utterances_wanted(500));
   EXPECT_GT(changed, utterances / 20) << "fusion changed too few transcripts to test anything";
   std::printf("%lld utterances, %lld changed by fusion, %lld with an end-of-sentence LM score\n",
               static_cast<long long>(utterances), static_cast<long long>(changed), static_cast<long long>(ends));
 }
 
-TEST(CtcBeam, BeamOneIsGreedy) {
+TEST_P(CtcBeam, BeamOneIsGreedy) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < cases(200); ++i) {
     const testing::CtcBatch batch = testing::random_ctc_batch(rng, static_cast<DType>(rng() % 3), {6, 30, 12});
     CtcBeamConfig config;
     config.blank_id = batch.blank_config;
     config.beam = 1;
+    config.graph_mode = GetParam().mode;
     SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout);
-    CtcBeamDecoder decoder(Device::cpu(), config);
-    const auto got = decoder.decode(batch.logprobs(), batch.lengths());
+    CtcBeamDecoder decoder(device(), config);
+    const Placed placed = place(batch);
+    const auto got = decoder.decode(placed.view, batch.lengths());
     ASSERT_EQ(got.size(), static_cast<std::size_t>(batch.batch));
     for (int b = 0; b < batch.batch; ++b) {
       const auto greedy = batch.reference(b);
@@ -138,7 +209,45 @@ TEST(CtcBeam, BeamOneIsGreedy) {
   }
 }
 
-TEST(CtcBeam, BadInputIsRejected) {
+TEST_P(CtcBeam, BadInputIsRejected) {
+  std::vector<float> values(2 * 3 * 4, -1.0f);
+  std::vector<std::int32_t> lengths = {3, 2};
+  const TensorView lens(lengths.data(), DType::i32, {2});
+  CtcBeamConfig config;
+  config.graph_mode = GetParam().mode;
+  CtcBeamDecoder decoder(device(), config);
+  values[1 * 12 + 1 * 4 + 2] = std::nanf("");
+  DeviceBuffer<std::byte> on_device;
+  const auto logprobs = [&] {
+    if (!GetParam().cuda) return TensorView(values.data(), DType::f32, {2, 3, 4});
+    on_device = testing::to_device(values.data(), values.size() * 4, device());
+    return TensorView(on_device.data(), DType::f32, {2, 3, 4}, device());
+  };
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(logprobs(), lens), InvalidArgument, "logprobs[1, 1, 2] is NaN");
+  // A NaN past the utterance's length is never read.
+  lengths[1] = 1;
+  EXPECT_EQ(decoder.decode(logprobs(), lens).size(), 2u);
+  lengths[1] = 4;
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode(logprobs(), lens), InvalidArgument, "lengths[1] = 4 is outside [0, 3]");
+  if (GetParam().cuda) {
+    lengths[1] = 2;
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode(TensorView(values.data(), DType::f32, {2, 3, 4}), lens), InvalidArgument,
+                            "logprobs");  // host memory for a CUDA decoder
+    std::mt19937_64 rng(5);
+    std::shared_ptr<const NgramLm> keep;
+    CtcBeamConfig on_cpu;
+    on_cpu.lm = testing::random_lm(rng, 3, Device::cpu(), keep);
+    ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(device(), on_cpu), InvalidArgument, "decoder's device");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, CtcBeam,
+                         ::testing::Values(CtcBeamCase{false, GraphMode::eager},
+                                           CtcBeamCase{true, GraphMode::conditional},
+                                           CtcBeamCase{true, GraphMode::per_step}, CtcBeamCase{true, GraphMode::eager}),
+                         case_name);
+
+TEST(CtcBeamConfigs, BadConfigsAndMismatchedModelsAreRejected) {
   std::vector<float> values(2 * 3 * 4, -1.0f);
   std::vector<std::int32_t> lengths = {3, 2};
   const TensorView logprobs(values.data(), DType::f32, {2, 3, 4});
@@ -153,13 +262,6 @@ TEST(CtcBeam, BadInputIsRejected) {
   config.beam_beta = std::nanf("");
   ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam_beta must be finite");
   config.beam_beta = 0.0f;
-  CtcBeamDecoder decoder(Device::cpu(), config);
-  values[1 * 12 + 1 * 4 + 2] = std::nanf("");
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode(logprobs, lens), InvalidArgument, "logprobs[1, 1, 2] is NaN");
-  values[1 * 12 + 1 * 4 + 2] = -1.0f;
-  lengths[1] = 4;
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode(logprobs, lens), InvalidArgument, "lengths[1] = 4 is outside [0, 3]");
-  lengths[1] = 2;
   std::mt19937_64 rng(5);
   std::shared_ptr<const NgramLm> keep;
   config.lm = testing::random_lm(rng, 5, Device::cpu(), keep);
