@@ -1,8 +1,7 @@
-// The oracles of transducer beam search: ALSD++ here (AES++ and WIND in aes_reference.cpp, wind_beam_reference.cpp)
-// over one utterance at a time,
-// with each hypothesis holding its whole transcript and equal hypotheses found by comparing transcripts. They share
-// only the primitives (joint evaluation, predictor step, one-token LM and boosting queries) with the decoders, not
-// their step functions.
+// The oracles of transducer beam search, one utterance at a time: ALSD++ here (AES++ and WIND in aes_reference.cpp
+// and wind_beam_reference.cpp), with each hypothesis holding its whole transcript and equal hypotheses found by
+// comparing transcripts. They share only the primitives (joint evaluation, predictor step, one-token LM and boosting
+// queries) with the decoders, not their step functions.
 
 #include "oracles/transducer_beam_reference.hpp"
 
