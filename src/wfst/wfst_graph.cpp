@@ -97,7 +97,7 @@ EpsilonComponents epsilon_components(const WfstGraphArrays& g) {
 
 // Arc relaxations the ε-cycle check may spend on one graph: far beyond what real graphs need (their ε-components are
 // small), and a bound on what a crafted graph can cost (Bellman–Ford is O(states × arcs) at worst).
-constexpr std::int64_t kMaxCycleCheckRelaxations = std::int64_t{1} << 28;
+constexpr std::int64_t kMaxCycleCheckRelaxations = std::int64_t{1} << 26;
 
 // True if the parent pointers of `members` (set by strict improvements only) close a cycle: such a cycle costs ≤ 0.
 // `seen` holds walk stamps; stamps above this check's start belong to its walks, and a walk that reaches a state an

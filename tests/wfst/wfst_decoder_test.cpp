@@ -450,6 +450,26 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   EXPECT_NO_THROW(WfstGraph::from_arrays(ring(kRing, 1.0f), "long ring"));
   ASRDEC_EXPECT_THROW_MSG(WfstGraph::from_arrays(ring(kRing, -static_cast<float>(kRing - 1)), "long zero ring"),
                           InvalidArgument, "long zero ring: the graph has a cycle of ε-arcs (through state 0)");
+  // A ring of positive cost whose arcs run against the state order: each Bellman–Ford round moves the distances one
+  // arc on, so proving it needs states² relaxations; the check stops at its budget instead of taking minutes.
+  constexpr std::int32_t kSlow = 10000;
+  WfstGraphArrays slow;
+  slow.num_states = kSlow;
+  slow.start = 0;
+  for (std::int32_t s = 0; s < kSlow; ++s) {
+    slow.emitting_begin.push_back(s);
+    slow.epsilon_begin.push_back(s);
+    slow.ilabel.push_back(0);
+    slow.olabel.push_back(0);
+    slow.weight.push_back(s > 0 ? -1.0f : static_cast<float>(kSlow));
+    slow.next_state.push_back(s > 0 ? s - 1 : kSlow - 1);
+  }
+  slow.emitting_begin.push_back(kSlow);
+  slow.epsilon_begin.push_back(kSlow);
+  slow.final_weight.assign(kSlow, 0.0f);
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::from_arrays(slow, "slow ring"), Unsupported,
+                          "slow ring: the graph has a strongly connected ε-subgraph of 10000 states whose cycles take "
+                          "more than 67108864 arc relaxations to check");
 
   // Graphs: ε-cycles of cost ≤ 0 (zero included), files.
   fst::StdVectorFst cycle;
