@@ -130,10 +130,10 @@ struct GraphExecutor::Impl {
     detail::preload_graph_kernels();
     blocks = compile(program);
     overflow[0] = 0;
-    // One iteration counter per loop of the program (conditional mode counts on the device).
-    iterations = DeviceBuffer<std::int64_t>(std::max<std::size_t>(count_loops(program), 1), device);
-    // Loop bodies are captured from side streams, one per nesting level; create them now, never mid-capture.
     if (mode == GraphMode::conditional) {
+      // Each loop's iterations are counted on the device (for its cap), one counter per loop; loop bodies are
+      // captured from side streams, one per nesting level, created now, never mid-capture.
+      iterations = DeviceBuffer<std::int64_t>(std::max<std::size_t>(count_loops(program), 1), device);
       for (std::size_t depth = loop_depth(program); side_streams.size() < depth;) {
         side_streams.emplace_back(device);
       }

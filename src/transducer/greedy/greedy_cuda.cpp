@@ -16,6 +16,7 @@
 #include "transducer/greedy/greedy_backend.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
 #include "transducer/model/bad_enc_value.hpp"
+#include "transducer/model/device_durations.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -47,12 +48,7 @@ class GreedyCuda final : public GreedyBackend {
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
-    std::vector<std::int32_t> durations = model_.durations();
-    if (durations.empty()) durations.push_back(0);
-    durations_ = DeviceBuffer<std::int32_t>(durations.size(), device_);
-    Stream setup(device_);
-    copy_bytes_async(durations_.data(), device_, durations.data(), Device::cpu(), durations.size() * 4, setup.handle());
-    setup.synchronize();
+    durations_ = device_durations(model_);
     lifecycle_.grow(limits_, limits_, [this] { allocate(); });
   }
 
