@@ -17,8 +17,8 @@ inline DeviceBuffer<std::int32_t> device_durations(const TransducerModel& model)
   if (durations.empty()) durations.push_back(0);
   DeviceBuffer<std::int32_t> table(durations.size(), model.device());
   Stream setup(model.device());
-  copy_bytes_async(table.data(), model.device(), durations.data(), Device::cpu(), durations.size() * sizeof(std::int32_t),
-                   setup.handle());
+  copy_bytes_async(table.data(), model.device(), durations.data(), Device::cpu(),
+                   durations.size() * sizeof(std::int32_t), setup.handle());
   setup.synchronize();
   return table;
 }
