@@ -123,10 +123,9 @@ void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_
     return;
   }
 #if ASRDEC_WITH_CUDA
-  ASRDEC_CHECK_ARG(stream != nullptr, "copy_bytes_async: a copy involving ",
-                   (dst_device.is_cuda() ? dst_device : src_device).to_string(),
-                   " needs a stream (asrdec never uses the legacy default stream)");
-  ASRDEC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+  // nullptr is the legacy default stream, as everywhere in asrdec (docs/cuda-contract.md).
+  ASRDEC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                    stream != nullptr ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy));
 #else
   (void)stream;
   no_cuda("a copy to or from a CUDA device");
@@ -142,8 +141,8 @@ void fill_bytes_async(void* dst, Device device, int byte_value, std::size_t byte
     return;
   }
 #if ASRDEC_WITH_CUDA
-  ASRDEC_CHECK_ARG(stream != nullptr, "fill_bytes_async on ", device.to_string(), " needs a stream");
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(dst, byte_value, bytes, stream));
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(dst, byte_value, bytes,
+                                    stream != nullptr ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy));
 #else
   (void)stream;
   no_cuda("filling device memory");

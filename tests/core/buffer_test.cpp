@@ -2,6 +2,10 @@
 
 #include "support/test_support.hpp"
 
+#if ASRDEC_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace asrdec {
 namespace {
 
@@ -81,11 +85,31 @@ TEST(BufferCUDA, RoundTripThroughDeviceAndPinnedMemory) {
   EXPECT_EQ(device_buffer.device(), device);
 }
 
-TEST(BufferCUDA, CopyWithoutStreamIsRejected) {
+void synchronize_legacy_stream() {
+#if ASRDEC_WITH_CUDA
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+#endif
+}
+
+TEST(BufferCUDA, NullStreamIsTheLegacyDefaultStream) {
   ASRDEC_SKIP_WITHOUT_CUDA();
-  DeviceBuffer<int> device_buffer(4, Device::cuda(0));
-  HostBuffer<int> host(4);
-  ASRDEC_EXPECT_THROW_MSG(copy_async(device_buffer, host, 4, nullptr), InvalidArgument, "needs a stream");
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  const std::size_t n = 1 + rng() % 4096;
+  HostBuffer<int> host(n);
+  for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<int>(rng());
+  DeviceBuffer<int> device_buffer(n, Device::cuda(0));
+  PinnedBuffer<int> back(n);
+  // Both copies and the fill run on the legacy stream in order; synchronizing it makes them visible.
+  copy_async(device_buffer, host, n, nullptr);
+  copy_async(back, device_buffer, n, nullptr);
+  synchronize_legacy_stream();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], host[i]) << i;
+  fill_bytes_async(device_buffer.data(), Device::cuda(0), 0xff, device_buffer.bytes(), nullptr);
+  copy_async(back, device_buffer, n, nullptr);
+  synchronize_legacy_stream();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], -1) << i;
 }
 
 }  // namespace

@@ -25,11 +25,13 @@ void free_bytes(MemoryKind kind, void* pointer, Device device) noexcept;
 }  // namespace detail
 
 /** Copies `bytes` bytes. Host-to-host copies are a synchronous memcpy; anything that touches a CUDA device
- *  is enqueued on `stream` (cudaMemcpyAsync) and the memory must stay valid until the stream passes it. */
+ *  is enqueued on `stream` (cudaMemcpyAsync; nullptr is the legacy default stream) and the memory must stay
+ *  valid until the stream passes it. */
 void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
                       StreamHandle stream);
 
-/** Sets `bytes` bytes to `byte_value`; synchronous on the host, enqueued on `stream` on a device. */
+/** Sets `bytes` bytes to `byte_value`; synchronous on the host, enqueued on `stream` on a device (nullptr: the
+ *  legacy default stream). */
 void fill_bytes_async(void* dst, Device device, int byte_value, std::size_t bytes, StreamHandle stream);
 
 }  // namespace asrdec
