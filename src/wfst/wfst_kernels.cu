@@ -518,6 +518,8 @@ __global__ void wfst_begin_segment_kernel(WfstKernelArgs g) {
     h->frames = 0;
     h->used = 0;
     h->overflow_mask = 0;
+    // Only sizes[0, frames) carry meaning, but the host copies the whole header back: no byte of it is stale.
+    for (std::int32_t f = 0; f < kWfstFramesPerProgram; ++f) h->sizes[f] = 0;
     h->progress = g.lanes.control[l].frame;
     g.lanes.control[l].stalled = 0;
   }
