@@ -270,4 +270,11 @@ inline detail::CtcGraph sample_ctc_graph(const CtcGraphOptions& options) {
   return detail::make_ctc_graph(tokens, lexicon, data + "/wfst/words_3gram.arpa.gz", options);
 }
 
+// (max_active, max_tokens_per_frame) pairs that put the sample TLG under growing pressure: the histogram cut,
+// then beam tightening, then (the last ones) the overflow selection. A CPU test proves that the last ones
+// overflow, so that the CUDA test that compares every pair covers the overflow path.
+inline std::vector<std::pair<std::int64_t, std::int64_t>> sample_pressure_limits() {
+  return {{10000, 1000000}, {50, 1000000}, {7, 1000000}, {50, 200}, {7, 30}, {10000, 2}, {10000, 1}};
+}
+
 }  // namespace asrdec::wfst_testing

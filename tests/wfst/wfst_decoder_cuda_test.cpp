@@ -133,8 +133,7 @@ TEST(WfstDecoderCUDA, SampleTlgEqualsTheCpuUnderPressure) {
   CtcGraphOptions options;
   const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
   std::int64_t overflowed = 0;
-  for (const auto& [max_active, max_tokens] :
-       {std::pair<std::int64_t, std::int64_t>{10000, 1000000}, {50, 1000000}, {7, 1000000}, {50, 200}, {7, 30}}) {
+  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
     WfstDecoderConfig config;
     config.acoustic_scale = 2.0f;
     config.max_active = max_active;

@@ -292,6 +292,32 @@ TEST(WfstDecoder, SampleTlgsOfEveryTopologyEqualOpenFst) {
   }
 }
 
+// The sample frames through the sample TLG under the tightest pressure limits must overflow, or the CUDA test
+// that compares every limit with the CPU would never reach the overflow selection.
+TEST(WfstDecoder, SampleTlgOverflowsUnderTheTightestLimits) {
+  const NpyArray logprobs = read_npy(sample_data_dir() + "/ctc/logprobs.npy");
+  const NpyArray lengths = read_npy(sample_data_dir() + "/ctc/lengths.npy");
+  const TensorView view(logprobs.data(), logprobs.dtype(),
+                        {logprobs.shape()[0], logprobs.shape()[1], logprobs.shape()[2]});
+  const TensorView lens(lengths.data(), lengths.dtype(), {lengths.shape()[0]});
+  const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(CtcGraphOptions{}).tlg, "sample TLG");
+  const auto limits = sample_pressure_limits();
+  for (std::size_t i = 0; i < limits.size(); ++i) {
+    WfstDecoderConfig config;
+    config.acoustic_scale = 2.0f;
+    config.max_active = limits[i].first;
+    config.max_tokens_per_frame = limits[i].second;
+    std::int64_t overflowed = 0;
+    for (const WfstResult& r : WfstDecoder(graph, config).decode(view, lens)) overflowed += r.overflow ? 1 : 0;
+    std::printf("max_active %lld, max_tokens_per_frame %lld: %lld of %lld utterances overflowed\n",
+                static_cast<long long>(limits[i].first), static_cast<long long>(limits[i].second),
+                static_cast<long long>(overflowed), static_cast<long long>(lengths.shape()[0]));
+    if (i + 1 == limits.size()) {
+      EXPECT_GT(overflowed, 0) << config.to_string();
+    }
+  }
+}
+
 // A tiny TLG and frames that peak on a known alignment: the words, their frames and the split of the cost are
 // known by hand. Tokens ▁the 0, ▁cat 1, s 2, ▁sat 3, blank 4; a bigram LM where "the cats" and "cats sat" back off.
 TEST(WfstDecoder, WordFramesAndCostPartsOfAKnownAlignment) {
