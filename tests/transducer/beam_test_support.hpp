@@ -16,15 +16,18 @@
 namespace asrdec::testing {
 
 /** The N-best lists of every utterance agree: same hypotheses in the same order, scores (LM and boosting parts
- *  included) within 1e-4. */
+ *  included) within `agreement` (default: 1e-4, no swaps). */
 inline void expect_same_beams(const std::vector<std::vector<Hypothesis>>& got,
-                              const std::vector<std::vector<Hypothesis>>& want, const std::string& what) {
+                              const std::vector<std::vector<Hypothesis>>& want, const std::string& what,
+                              const Agreement& agreement = {}) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t b = 0; b < want.size(); ++b) {
-    expect_same_hypotheses(got[b], want[b], 1e-4, what + ", utterance " + std::to_string(b));
+    expect_same_hypotheses(got[b], want[b], agreement, what + ", utterance " + std::to_string(b), true);
     for (std::size_t i = 0; i < std::min(got[b].size(), want[b].size()); ++i) {
-      EXPECT_NEAR(got[b][i].lm_score, want[b][i].lm_score, 1e-4 * (1.0 + std::fabs(want[b][i].lm_score))) << what;
-      EXPECT_NEAR(got[b][i].boost_score, want[b][i].boost_score, 1e-4 * (1.0 + std::fabs(want[b][i].boost_score)))
+      if (got[b][i].tokens != want[b][i].tokens || got[b][i].timestamps != want[b][i].timestamps) break;  // a tie
+      const double relative = std::max(1e-4, agreement.relative);
+      EXPECT_NEAR(got[b][i].lm_score, want[b][i].lm_score, relative * (1.0 + std::fabs(want[b][i].lm_score))) << what;
+      EXPECT_NEAR(got[b][i].boost_score, want[b][i].boost_score, relative * (1.0 + std::fabs(want[b][i].boost_score)))
           << what;
     }
   }

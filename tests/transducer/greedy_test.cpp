@@ -36,8 +36,10 @@ class TransducerGreedy : public ::testing::TestWithParam<GreedyCase> {
       device_ = Device::cuda(0);
     }
   }
-  // CPU results must equal the oracle exactly; CUDA ones within float tolerance (different summation order).
-  double tolerance() const { return GetParam().cuda ? 1e-4 : 0.0; }
+  // CPU results equal the oracle exactly; CUDA ones within what the model's dtype allows (cuda_agreement).
+  testing::Agreement agreement(DType dtype) const {
+    return GetParam().cuda ? testing::cuda_agreement(dtype) : testing::Agreement{0.0, false};
+  }
 
   struct Placed {
     DeviceBuffer<std::byte> buffer;
@@ -95,7 +97,7 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
       config.max_symbols_per_frame = max_symbols;
       config.graph_mode = GetParam().mode;
       TransducerGreedyDecoder decoder(model, config, BatchLimits{3, 5});  // small: buffers grow during the test
-      expect_same_hypotheses(decoder.decode(enc.view, e.lens()), want, tolerance(),
+      expect_same_hypotheses(decoder.decode(enc.view, e.lens()), want, agreement(spec.dtype),
                              std::string(to_string(algorithm)) + " W=" + std::to_string(window));
       if (::testing::Test::HasFatalFailure()) return;
     }

@@ -58,9 +58,30 @@ struct RandomEncoded {
 RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& spec, std::int64_t max_batch,
                              std::int64_t max_frames);
 
+/** How closely one executor's hypotheses must agree with another's (or the oracle's). */
+struct Agreement {
+  double relative = 1e-4;           ///< scores within this (relative, at least absolute 1e-5)
+  bool near_ties_may_swap = false;  ///< hypotheses whose scores tie within `relative` may come out in either order
+};
+
+/** What a CUDA executor must meet against the CPU oracle on a model of `dtype`. Float32 models: scores within
+ *  1e-4 (the GPU sums in another order). fp16 and bf16 models round intermediates (the predictor state, the
+ *  joint hidden) to their dtype, and a summation order that moves such a value across a rounding boundary
+ *  changes it by one unit in its last place: scores then agree within four units of the dtype's rounding (2^-11
+ *  for fp16, 2^-8 for bf16). In every dtype, two hypotheses whose scores tie within that tolerance are a tie,
+ *  and may come out in either order (seen on an H100: a float32 WIND beam N-best swapped two such entries). */
+Agreement cuda_agreement(DType dtype);
+
 /** Fails with a readable diff unless the two hypothesis lists have identical tokens, timestamps and durations,
- *  and scores within `tolerance` (relative, at least absolute 1e-5). */
-void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want, double tolerance,
-                            const std::string& what);
+ *  and scores within `agreement.relative` (relative, at least absolute 1e-5). Where near ties may swap, a pair of
+ *  different hypotheses passes when their scores tie within that tolerance; each such pair is printed. In an
+ *  N-best list (`nbest`), the entries after such a tie are not compared: which of the tied hypotheses survived
+ *  pruning decides them. */
+void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
+                            const Agreement& agreement, const std::string& what, bool nbest = false);
+inline void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
+                                   double tolerance, const std::string& what) {
+  expect_same_hypotheses(got, want, Agreement{tolerance, false}, what);
+}
 
 }  // namespace asrdec::testing
