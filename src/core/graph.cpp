@@ -303,8 +303,8 @@ struct GraphExecutor::Impl {
 
   void run(StreamHandle user_stream) {
     detail::DeviceGuard guard(device);
-    // nullptr is the legacy default stream (the convention of every asrdec call); the own stream only captures.
-    cudaStream_t stream = user_stream != nullptr ? user_stream : cudaStreamLegacy;
+    // The own stream only captures; work runs on the caller's (nullptr: the legacy default stream).
+    cudaStream_t stream = detail::caller_stream(user_stream);
     host_checks = 0;
     if (mode == GraphMode::conditional && whole == nullptr) {
       try {

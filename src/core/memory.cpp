@@ -123,9 +123,7 @@ void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_
     return;
   }
 #if ASRDEC_WITH_CUDA
-  // nullptr is the legacy default stream, as everywhere in asrdec (docs/cuda-contract.md).
-  ASRDEC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-                                    stream != nullptr ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy));
+  ASRDEC_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, detail::caller_stream(stream)));
 #else
   (void)stream;
   no_cuda("a copy to or from a CUDA device");
@@ -141,8 +139,7 @@ void fill_bytes_async(void* dst, Device device, int byte_value, std::size_t byte
     return;
   }
 #if ASRDEC_WITH_CUDA
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(dst, byte_value, bytes,
-                                    stream != nullptr ? static_cast<cudaStream_t>(stream) : cudaStreamLegacy));
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(dst, byte_value, bytes, detail::caller_stream(stream)));
 #else
   (void)stream;
   no_cuda("filling device memory");

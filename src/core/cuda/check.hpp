@@ -6,8 +6,14 @@
 
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/error.hpp"
+#include "asrdec/core/stream.hpp"
 
 namespace asrdec::detail {
+
+/** The stream a StreamHandle names: nullptr is the legacy default stream, as in CUB and cuBLAS. */
+inline cudaStream_t caller_stream(StreamHandle stream) noexcept {
+  return stream != nullptr ? stream : cudaStreamLegacy;
+}
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 

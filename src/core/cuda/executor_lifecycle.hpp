@@ -11,13 +11,9 @@
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
+#include "core/cuda/check.hpp"
 
 namespace asrdec::detail {
-
-/** The stream a StreamHandle names: nullptr is the legacy default stream, as in CUB and cuBLAS. */
-inline cudaStream_t caller_stream(StreamHandle stream) noexcept {
-  return stream != nullptr ? stream : cudaStreamLegacy;
-}
 
 class ExecutorLifecycle {
  public:
