@@ -2,12 +2,23 @@
 
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
 
 namespace asrdec {
+
+std::int32_t beam_history_start(std::int64_t frames, std::int32_t worst) {
+  // A step per frame and about a token per frame, plus slack for short utterances.
+  const std::int64_t start = 2 * std::max<std::int64_t>(frames, 0) + 16;
+  return static_cast<std::int32_t>(std::min<std::int64_t>(start, std::max(worst, 1)));
+}
+
+std::int32_t beam_history_next(std::int32_t capacity, std::int32_t worst) {
+  return static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{capacity} * 2, worst));
+}
 
 Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::int32_t k) {
   ASRDEC_CHECK_ARG(b >= 0 && b < h.batch && k >= 0 && k < h.beam, "beam slot (", b, ", ", k, ") out of range [0, ",

@@ -143,7 +143,8 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
     const std::int32_t K = std::uniform_int_distribution<std::int32_t>(1, 6)(rng);
     const std::int32_t blank = 3;  // tokens 0..2: small, so equal transcripts are common
     const std::int32_t steps = std::uniform_int_distribution<std::int32_t>(1, 12)(rng);
-    auto hyps = make(kind, K, blank, 2, steps);
+    // Odd trials start with one entry a slot and widen the history before each step that needs it.
+    auto hyps = make(kind, K, blank, 2, trial % 2 == 1 ? 1 : steps);
     const std::int64_t b = 1;
     std::vector<NaiveSlot> naive(static_cast<std::size_t>(K));
     for (std::int32_t k = 1; k < K; ++k) naive[static_cast<std::size_t>(k)].score = -INFINITY;
@@ -195,6 +196,7 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
       }
       for (std::size_t k = 0; k < next.size(); ++k) next[k].score = merged[k];
       naive = next;
+      hyps.make_room_for_step(2, steps);
       step(hyps, b, candidates);
       const detail::BeamHypsRef h = hyps.ref();
       for (std::int32_t k = 0; k < K; ++k) {
@@ -218,6 +220,35 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
         ASSERT_EQ(rebuilt.durations, n.durations);
       }
     }
+  }
+}
+
+TEST(BatchedBeamHyps, HistoryStartsSmallAndDoublesUpToTheWorstCase) {
+  EXPECT_EQ(beam_history_start(100, 1100), 216);  // a step and a token per frame, and 16 more
+  EXPECT_EQ(beam_history_start(100, 150), 150);   // never above the algorithm's bound
+  EXPECT_EQ(beam_history_start(0, 1), 1);
+  EXPECT_EQ(beam_history_next(216, 1100), 432);
+  EXPECT_EQ(beam_history_next(864, 1100), 1100);
+  // Widening keeps what was written, for every slot of every utterance.
+  auto hyps = make(BeamKind::tdt, 2, 4, 2, 2);
+  for (std::int64_t b = 0; b < 2; ++b) {
+    step(hyps, b, {{0, 1, -1.0f, 0}, {0, 2, -2.0f, 1}}, false);
+    step(hyps, b, {{1, 3, -3.0f, 2}, {0, 0, -4.0f, 0}}, false);
+  }
+  hyps.make_room_for_step(2, 2);  // full, but at the worst case: nothing to widen
+  EXPECT_EQ(hyps.capacity(), 2);
+  hyps.make_room_for_step(2, 100);
+  EXPECT_EQ(hyps.capacity(), 4);
+  hyps.make_room_for_step(2, 100);  // room left: unchanged
+  EXPECT_EQ(hyps.capacity(), 4);
+  for (std::int64_t b = 0; b < 2; ++b) step(hyps, b, {{0, 0, -5.0f, 3}, {1, 1, -6.0f, 0}}, false);
+  const detail::BeamHypsRef h = hyps.ref();
+  for (std::int64_t b = 0; b < 2; ++b) {
+    const Hypothesis first = beam_hypothesis(h, b, 0);
+    EXPECT_EQ(first.tokens, (std::vector<std::int32_t>{2, 3, 0}));
+    EXPECT_EQ(first.durations, (std::vector<std::int32_t>{1, 2, 3}));
+    EXPECT_EQ(first.timestamps, (std::vector<std::int32_t>{1, 3, 6}));
+    EXPECT_EQ(beam_hypothesis(h, b, 1).tokens, (std::vector<std::int32_t>{1, 0, 1}));
   }
 }
 

@@ -151,6 +151,41 @@ TEST_P(TransducerBeamSearch, EqualsTheOracle) {
               static_cast<long long>(utterances), static_cast<long long>(multiple), static_cast<long long>(differs));
 }
 
+// Hypotheses that emit up to max_symbols tokens on every frame need more history than a decode starts with
+// (2·T + 16 entries a slot): the CPU executors widen it between steps, the CUDA executor decodes the batch again
+// with twice the entries. Either way the result must equal the oracle's.
+TEST_P(TransducerBeamSearch, HistoryThatOutgrowsItsStartEqualsTheOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t outgrown = 0;
+  for (int i = 0; i < cases(16); ++i) {
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    spec.bias_mode = "token";  // one token wins every step: max_symbols tokens on every frame
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device());
+    TransducerBeamConfig config = this->config(rng, 4);
+    config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(4, 6)(rng);
+    if (aes()) config.aes_num_steps = std::uniform_int_distribution<std::int32_t>(4, 6)(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    TransducerBeamDecoder decoder(model, config, BatchLimits{2, 8});
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 3, 48);
+    const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+    const Placed placed = place(e);
+    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want, to_string(config.algorithm), agreement(spec));
+    if (::testing::Test::HasFailure()) return;
+    // A hypothesis of n tokens took at least n steps (ALSD++, AES++: and one per frame), an entry each.
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      const std::int64_t frames = e.lengths[b];
+      const std::int64_t entries = static_cast<std::int64_t>(want[b].front().tokens.size()) + (wind() ? 0 : frames);
+      outgrown += entries > 2 * e.frames + 16 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(outgrown, 0) << "no decode needed more history than it starts with";
+  std::printf("%lld utterances outgrew their starting history\n", static_cast<long long>(outgrown));
+}
+
 TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));

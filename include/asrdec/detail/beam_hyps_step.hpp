@@ -36,7 +36,7 @@ struct BeamHypsRef {
   std::int32_t* parents;     ///< [B,K,L] the slot, at step i-1, of the entry's parent
   std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (RNN-T, windowed: emission frame, TDT: end frame, CTC:
                              ///< step)
-  std::int32_t* durations;   ///< [B,K,L] TDT duration of the entry
+  std::int32_t* durations;   ///< [B,K,L] TDT duration of the entry (TDT only)
   // Per-slot state.
   float* scores;               ///< [B,K] total log score; -inf marks an empty or dead slot
   std::int32_t* steps;         ///< [B,K] entries written (the same for every slot)
@@ -116,7 +116,7 @@ ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, st
   h.labels[at] = label;
   h.parents[at] = parent;
   h.timestamps[at] = h.kind == BeamKind::ctc ? step : time;
-  h.durations[at] = h.kind == BeamKind::tdt && label >= 0 ? duration : 0;
+  if (h.kind == BeamKind::tdt) h.durations[at] = label >= 0 ? duration : 0;  // allocated for TDT only
 }
 
 /** Phase 2 of adding a step's results. */

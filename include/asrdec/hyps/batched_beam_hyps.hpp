@@ -6,7 +6,12 @@
  *
  * Hypotheses form a back-pointer tree: each step writes one entry per slot (a token, blank, or -1 for a
  * hypothesis that had already finished) with the slot of its parent, so reordering the beam copies nothing; the
- * transcripts are rebuilt once, at the end, by following the pointers. Each slot also keeps its total score
+ * transcripts are rebuilt once, at the end, by following the pointers.
+ *
+ * History is sized to what a decode needs, not to its worst case: decoders start a slot with
+ * beam_history_start(frames) entries and widen it (host memory: widen_history, between steps; device memory: by
+ * decoding the batch again with twice the entries, see docs/cuda-contract.md) when a step finds it full, up to the
+ * worst case the algorithm allows. An entry takes 12 bytes (TDT: 16). Each slot also keeps its total score
  * (-inf: empty or dead), its token count, last label, a 64-bit hash of its tokens (NeMo's formula,
  * detail::beam_hash_extend) and, for transducers, its frame and the labels emitted on it.
  *
@@ -30,6 +35,12 @@
 
 namespace asrdec {
 
+/** Entries a slot's history starts with for `frames` frames (at most `worst`, the algorithm's bound): room for a
+ *  step per frame and about one token per frame. A decode that needs more widens it. */
+std::int32_t beam_history_start(std::int64_t frames, std::int32_t worst);
+/** The next history size after `capacity` ran out: twice as many entries, at most `worst`. */
+std::int32_t beam_history_next(std::int32_t capacity, std::int32_t worst);
+
 template <MemoryKind Kind>
 class BatchedBeamHyps {
  public:
@@ -41,15 +52,15 @@ class BatchedBeamHyps {
                Device device) {
     kind_ = kind;
     blank_ = blank;
-    if (batch <= batch_ && beam == beam_ && capacity <= capacity_) return;
+    const bool durations_fit = kind != detail::BeamKind::tdt || durations_.size() == labels_.size();
+    if (batch <= batch_ && beam == beam_ && capacity <= capacity_ && durations_fit) return;
     batch_ = std::max(batch, batch_);
     beam_ = beam;
     capacity_ = std::max(capacity, capacity_);
     const auto slots = static_cast<std::size_t>(batch_ * beam_);
     const auto cells = slots * static_cast<std::size_t>(capacity_);
-    for (auto* buffer : {&labels_, &parents_, &timestamps_, &durations_}) {
-      *buffer = Buffer<std::int32_t, Kind>(cells, device);
-    }
+    for (auto* buffer : {&labels_, &parents_, &timestamps_}) *buffer = Buffer<std::int32_t, Kind>(cells, device);
+    durations_ = Buffer<std::int32_t, Kind>(kind == detail::BeamKind::tdt ? cells : 1, device);
     for (auto* buffer : {&steps_, &tokens_, &last_label_, &next_time_, &on_frame_, &staged_tokens_, &staged_last_label_,
                          &staged_next_time_, &staged_on_frame_}) {
       *buffer = Buffer<std::int32_t, Kind>(slots, device);
@@ -60,6 +71,47 @@ class BatchedBeamHyps {
     scores_ = Buffer<float, Kind>(slots, device);
     staged_score_ = Buffer<float, Kind>(slots, device);
     overflow_ = Buffer<std::int32_t, Kind>(static_cast<std::size_t>(batch_), device);
+  }
+
+  /** Host memory: widens every slot's history to `capacity` entries (when larger), keeping the entries written so
+   *  far. The CPU executors call it between steps when a slot's history is full. */
+  template <MemoryKind K = Kind, class = std::enable_if_t<K != MemoryKind::device>>
+  void widen_history(std::int32_t capacity) {
+    if (capacity <= capacity_) return;
+    const auto slots = static_cast<std::size_t>(batch_ * beam_);
+    const auto old_width = static_cast<std::size_t>(capacity_);
+    const auto width = static_cast<std::size_t>(capacity);
+    const bool tdt = kind_ == detail::BeamKind::tdt;
+    for (auto* buffer : {&labels_, &parents_, &timestamps_, &durations_}) {
+      if (buffer == &durations_ && !tdt) continue;
+      Buffer<std::int32_t, Kind> wider(slots * width, Device::cpu());
+      for (std::size_t s = 0; s < slots; ++s) {
+        std::copy_n(buffer->data() + s * old_width, old_width, wider.data() + s * width);
+      }
+      *buffer = std::move(wider);
+    }
+    capacity_ = capacity;
+  }
+
+  /** Host memory, before a step: widens the history (beam_history_next, at most `worst` entries) when a slot of the
+   *  first `batch` utterances is full. Refresh ref() afterwards. */
+  template <MemoryKind K = Kind, class = std::enable_if_t<K != MemoryKind::device>>
+  void make_room_for_step(std::int64_t batch, std::int32_t worst) {
+    if (capacity_ < worst && history_used(batch) >= capacity_) widen_history(beam_history_next(capacity_, worst));
+  }
+
+  /** The most entries any of the first `batch` utterances' slots holds. */
+  template <MemoryKind K = Kind, class = std::enable_if_t<K != MemoryKind::device>>
+  std::int32_t history_used(std::int64_t batch) const {
+    const auto n = static_cast<std::size_t>(std::min(batch, batch_) * beam_);
+    return n == 0 ? 0 : *std::max_element(steps_.data(), steps_.data() + n);
+  }
+
+  /** Bytes of the buffers reserve() allocates for these sizes. */
+  static std::int64_t bytes_for(std::int64_t batch, std::int32_t beam, std::int32_t capacity, detail::BeamKind kind) {
+    const std::int64_t slots = batch * beam;
+    const std::int64_t cells = slots * capacity;
+    return cells * 4 * (kind == detail::BeamKind::tdt ? 4 : 3) + slots * (9 * 4 + 4 * 8 + 2 * 4) + batch * 4;
   }
 
   std::int64_t batch() const noexcept { return batch_; }

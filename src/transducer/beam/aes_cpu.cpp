@@ -35,12 +35,13 @@ class AesCpu final : public TransducerBeamBackend {
     const std::int32_t C = K + config_.aes_expansion_beta;  // proposals per hypothesis
     reserve(B);
     const std::int32_t blank = model_.blank_id();
-    const std::int64_t capacity =
-        std::max<std::int64_t>(1, p.frames * (static_cast<std::int64_t>(config_.aes_num_steps) + 1));
-    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", p.frames,
-                     ") for AES++ with aes_num_steps ", config_.aes_num_steps);
-    hyps_.reserve(B, K, static_cast<std::int32_t>(capacity), BeamKind::rnnt, blank, Device::cpu());
-    const BeamHypsRef h = hyps_.ref();
+    const std::int32_t worst = beam_worst_history(config_, p.frames);
+    hyps_.reserve(B, K, beam_history_start(p.frames, worst), BeamKind::rnnt, blank, Device::cpu());
+    BeamHypsRef h = hyps_.ref();
+    const auto room_for_a_step = [&] {
+      hyps_.make_room_for_step(B, worst);
+      h = hyps_.ref();
+    };
     const std::int64_t V1 = model_.vocab_size() + 1;
 
     states_.start(B, K);
@@ -66,6 +67,7 @@ class AesCpu final : public TransducerBeamBackend {
       }
 
       for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {
+        room_for_a_step();
         for (std::int64_t b = 0; b < B; ++b) {
           if (!active_[b] || !aes_any_expanding(h, b, expanding_.data())) {
             for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
@@ -83,6 +85,7 @@ class AesCpu final : public TransducerBeamBackend {
       }
 
       // Hypotheses still expanding after num_steps leave the frame with a blank.
+      room_for_a_step();
       for (std::int64_t b = 0; b < B; ++b) {
         if (active_[b]) aes_end_frame(rule_, h, b, expanding_.data(), frame);
       }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
@@ -33,13 +32,10 @@ class AlsdCpu final : public TransducerBeamBackend {
     reserve(B);
     const bool tdt = model_.type() == TransducerType::tdt;
     const std::int32_t blank = model_.blank_id();
-    const std::int64_t capacity =
-        std::max<std::int64_t>(1, p.frames * (static_cast<std::int64_t>(config_.max_symbols_per_frame) + 1));
-    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", p.frames,
-                     ") for beam search with max_symbols_per_frame ", config_.max_symbols_per_frame);
-    hyps_.reserve(B, K, static_cast<std::int32_t>(capacity), tdt ? BeamKind::tdt : BeamKind::rnnt, blank,
+    const std::int32_t worst = beam_worst_history(config_, p.frames);
+    hyps_.reserve(B, K, beam_history_start(p.frames, worst), tdt ? BeamKind::tdt : BeamKind::rnnt, blank,
                   Device::cpu());
-    const BeamHypsRef h = hyps_.ref();
+    BeamHypsRef h = hyps_.ref();
     const std::int64_t V = model_.vocab_size();
     const std::int64_t outputs = model_.joint().output_size();
     const auto D = static_cast<std::int32_t>(model_.durations().size());
@@ -49,6 +45,8 @@ class AlsdCpu final : public TransducerBeamBackend {
     for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
 
     for (;;) {
+      hyps_.make_room_for_step(B, worst);
+      h = hyps_.ref();
       // The live hypotheses still inside their utterance, and the utterances that still step.
       rows_.clear();
       row_slots_.clear();

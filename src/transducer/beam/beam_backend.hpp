@@ -23,6 +23,11 @@ class TransducerBeamBackend {
 /** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++) or 1e-6 (AES++). */
 BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);
 
+/** The most entries a hypothesis slot's history can need for `frames` frames: every step writes one, and a frame
+ *  takes at most max_symbols_per_frame tokens (ALSD++, WIND) or aes_num_steps expansion steps (AES++), and one
+ *  more entry. Throws InvalidArgument when that does not fit 32 bits. */
+std::int32_t beam_worst_history(const TransducerBeamConfig& config, std::int64_t frames);
+
 /** Throws InvalidArgument when the algorithm, LM or tree of `config` does not fit `model`. */
 void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config);
 

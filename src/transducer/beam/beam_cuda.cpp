@@ -38,7 +38,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   TransducerBeamCuda(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
       : model_(model),
         config_(config),
-        limits_(limits),
+        capacity_{limits, beam_history_start(limits.max_frames, beam_worst_history(config, limits.max_frames))},
         pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
         device_(model.device()),
         lifecycle_(device_, config.graph_mode),
@@ -51,7 +51,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
     durations_ = device_durations(model_);
-    lifecycle_.grow(limits_, limits_, [this] { allocate(); });
+    lifecycle_.grow(capacity_, capacity_, [this] { allocate(); });
   }
 
   std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle user_stream) override {
@@ -65,10 +65,29 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     }
     grow(p.batch, p.frames);
     if (p.enc_proj.numel() > 0) check_device_readable(p.enc_proj.data(), device_, "enc_proj");
+    // History starts at beam_history_start entries a slot; a decode that fills it is run again with twice as many
+    // (the loop cannot grow buffers it has captured), up to the algorithm's bound, so results stay exact.
+    for (;;) {
+      start(p, stream);
+      lifecycle_.run(executor(p.enc_proj.dtype()), stream);
+      std::optional<std::vector<std::vector<Hypothesis>>> beams = collect(p.batch, stream);
+      if (beams) return *std::move(beams);
+      widen_history(beam_worst_history(config_, p.frames));
+    }
+  }
 
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+
+ private:
+  struct Capacity {
+    BatchLimits limits;
+    std::int32_t history;  // entries of each slot's history
+  };
+
+  void start(const TransducerInput& p, cudaStream_t stream) {
     // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
     // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
-    const std::int64_t slots = limits_.max_batch * pool_;
+    const std::int64_t slots = capacity_.limits.max_batch * pool_;
     const auto n = static_cast<std::size_t>(slots);
     BeamArgs args{};
     args.enc = p.enc_proj.data();
@@ -94,50 +113,47 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       copy_bytes_async(boost_state_.data(), device_, boost_roots_.data(), Device::cpu(), n * 4, stream);
       fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
     }
-    lifecycle_.run(executor(p.enc_proj.dtype()), stream);
-    return collect(p.batch, stream);
   }
 
-  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
-
- private:
   // Grows the buffers (outside any loop) when a call exceeds the limits; graphs are then captured again. A failed
   // allocation restores the old size (ExecutorLifecycle::grow).
   void grow(std::int64_t batch, std::int64_t frames) {
-    if (lifecycle_.usable() && batch <= limits_.max_batch && frames <= limits_.max_frames) return;
-    BatchLimits wanted = limits_;
-    wanted.max_batch = std::max(limits_.max_batch, batch);
-    wanted.max_frames = std::max(limits_.max_frames, frames);
-    capacity(wanted.max_frames);  // throws before anything changes
-    lifecycle_.grow(limits_, wanted, [this] { allocate(); });
+    const std::int32_t history = beam_history_start(frames, beam_worst_history(config_, frames));  // throws first
+    const BatchLimits& limits = capacity_.limits;
+    if (lifecycle_.usable() && batch <= limits.max_batch && frames <= limits.max_frames &&
+        history <= capacity_.history) {
+      return;
+    }
+    Capacity wanted = capacity_;
+    wanted.limits.max_batch = std::max(limits.max_batch, batch);
+    wanted.limits.max_frames = std::max(limits.max_frames, frames);
+    wanted.history = std::max(capacity_.history, history);
+    lifecycle_.grow(capacity_, wanted, [this] { allocate(); });
+  }
+
+  // A decode found a slot's history full: twice the entries (at most `worst`, which no decode can fill).
+  void widen_history(std::int32_t worst) {
+    ASRDEC_EXPECTS(capacity_.history < worst, Error, "internal error: beam history of ", worst,
+                   " entries a slot ran out");
+    Capacity wanted = capacity_;
+    wanted.history = beam_history_next(capacity_.history, worst);
+    lifecycle_.grow(capacity_, wanted, [this] { allocate(); });
   }
 
   // No loop runs more often than a hypothesis slot can take entries (one per step).
-  std::int64_t loop_cap() const { return std::int64_t{capacity(limits_.max_frames)} + 2; }
+  std::int64_t loop_cap() const { return std::int64_t{beam_worst_history(config_, capacity_.limits.max_frames)} + 2; }
 
   bool aes() const { return config_.algorithm == TransducerBeamAlgorithm::aes; }
   bool wind() const { return config_.algorithm == TransducerBeamAlgorithm::wind; }
 
   // Rows of the joint per step: a slot each, or WIND's window rows of each utterance's (at most K) group members.
   std::int64_t joint_rows() const {
-    return limits_.max_batch * (wind() ? std::int64_t{config_.beam} * config_.wind_window : pool_);
-  }
-
-  // Entries per hypothesis slot: every step writes one; a frame takes at most max_symbols tokens and a blank
-  // (ALSD++; WIND: a step per first output, whose frame holds at most max_symbols tokens), or num_steps expansion
-  // steps and the end-of-frame entry (AES++).
-  std::int32_t capacity(std::int64_t max_frames) const {
-    const std::int64_t per_frame = aes() ? config_.aes_num_steps : config_.max_symbols_per_frame;
-    const std::int64_t capacity = std::max<std::int64_t>(1, max_frames * (per_frame + 1));
-    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", max_frames,
-                     ") for ", to_string(config_.algorithm), " beam search with ",
-                     aes() ? "aes_num_steps " : "max_symbols_per_frame ", per_frame);
-    return static_cast<std::int32_t>(capacity);
+    return capacity_.limits.max_batch * (wind() ? std::int64_t{config_.beam} * config_.wind_window : pool_);
   }
 
   void allocate() {
     for (auto& slot : executors_) slot.reset();
-    const std::int64_t B = limits_.max_batch;
+    const std::int64_t B = capacity_.limits.max_batch;
     const std::int32_t K = config_.beam;
     const std::int64_t slots = B * pool_;
     const auto n = static_cast<std::size_t>(slots);
@@ -148,9 +164,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     const auto V = static_cast<std::size_t>(model_.vocab_size());
     const BeamKind kind =
         wind() ? BeamKind::windowed : (model_.type() == TransducerType::tdt ? BeamKind::tdt : BeamKind::rnnt);
-    const std::int32_t entries = capacity(limits_.max_frames);
-    hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), device_);
-    host_hyps_.reserve(B, pool_, entries, kind, model_.blank_id(), Device::cpu());
+    hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), device_);
+    host_hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), Device::cpu());
     session_ = model_.predictor().start_session(slots);
     gemm_ = std::make_unique<Gemm>(device_);
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
@@ -213,8 +228,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.args = args_.data();
     g.lengths = lengths_.data();
     g.hyps = hyps_.ref();
-    g.max_batch = limits_.max_batch;
-    g.slots = limits_.max_batch * pool_;
+    g.max_batch = capacity_.limits.max_batch;
+    g.slots = capacity_.limits.max_batch * pool_;
     g.beam = config_.beam;
     g.joint_rows = joint_rows();
     g.state = state_.data();
@@ -369,8 +384,9 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     return *slot;
   }
 
-  // The beams of the first `batch` utterances, copied back (only the filled entries) and ranked on the host.
-  std::vector<std::vector<Hypothesis>> collect(std::int64_t batch, cudaStream_t stream) {
+  // The beams of the first `batch` utterances, copied back (only the filled entries) and ranked on the host;
+  // nothing when an utterance ran out of history entries.
+  std::optional<std::vector<std::vector<Hypothesis>>> collect(std::int64_t batch, cudaStream_t stream) {
     const BeamHypsRef d = hyps_.ref();
     const BeamHypsRef h = host_hyps_.ref();
     const auto n = static_cast<std::size_t>(batch * pool_);
@@ -393,6 +409,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     ASRDEC_EXPECTS(
         internal_error == 0, Error, "internal error: WIND beam search ",
         (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
+    if (std::any_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; })) return std::nullopt;
     BeamHypsRef view = h;
     view.batch = batch;
     return ranked_beams_of(view, batch, config_.length_normalized,
@@ -402,7 +419,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
 
   TransducerModel model_;
   TransducerBeamConfig config_;
-  BatchLimits limits_;
+  Capacity capacity_;
   std::int32_t pool_;  // hypothesis slots per utterance
   Device device_;
   ExecutorLifecycle lifecycle_;

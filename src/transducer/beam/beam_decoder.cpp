@@ -1,6 +1,8 @@
 #include "asrdec/transducer/beam_decoder.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/transducer_step.hpp"
@@ -100,6 +102,16 @@ BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config) {
   // NeMo's values: ALSD++ clamps harder (chosen for bf16 log-probabilities).
   rule.blank_clamp = config.algorithm == TransducerBeamAlgorithm::aes ? 1e-6f : 1e-2f;
   return rule;
+}
+
+std::int32_t beam_worst_history(const TransducerBeamConfig& config, std::int64_t frames) {
+  const bool aes = config.algorithm == TransducerBeamAlgorithm::aes;
+  const std::int64_t per_frame = aes ? config.aes_num_steps : config.max_symbols_per_frame;
+  const std::int64_t worst = std::max<std::int64_t>(1, frames * (per_frame + 1));
+  ASRDEC_CHECK_ARG(worst <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", frames,
+                   ") for ", to_string(config.algorithm), " beam search with ",
+                   aes ? "aes_num_steps " : "max_symbols_per_frame ", per_frame);
+  return static_cast<std::int32_t>(worst);
 }
 
 /** The checks decoders and the reference make on a beam config against the model. */

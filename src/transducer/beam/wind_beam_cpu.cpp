@@ -37,16 +37,15 @@ class WindBeamCpu final : public TransducerBeamBackend {
     reserve(B);
     const std::int32_t blank = model_.blank_id();
     const std::int64_t V1 = model_.vocab_size() + 1;
-    const std::int64_t capacity =
-        std::max<std::int64_t>(1, p.frames * (static_cast<std::int64_t>(config_.max_symbols_per_frame) + 1));
-    ASRDEC_CHECK_ARG(capacity <= std::numeric_limits<std::int32_t>::max(), "enc_proj has too many frames (", p.frames,
-                     ") for beam search with max_symbols_per_frame ", config_.max_symbols_per_frame);
-    hyps_.reserve(B, P, static_cast<std::int32_t>(capacity), BeamKind::windowed, blank, Device::cpu());
-    const BeamHypsRef h = hyps_.ref();
+    const std::int32_t worst = beam_worst_history(config_, p.frames);
+    hyps_.reserve(B, P, beam_history_start(p.frames, worst), BeamKind::windowed, blank, Device::cpu());
+    BeamHypsRef h = hyps_.ref();
     states_.start(B, P);
     for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
 
     for (;;) {
+      hyps_.make_room_for_step(B, worst);
+      h = hyps_.ref();
       // Each utterance's earliest unfinished frame, and the group of hypotheses on it (at most K).
       rows_.clear();
       row_decs_.clear();
