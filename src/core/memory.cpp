@@ -8,6 +8,7 @@
 
 #if ASRDEC_WITH_CUDA
 #include "core/cuda/check.hpp"
+#include "core/cuda/device_bytes_meter.hpp"
 #endif
 
 namespace asrdec {
@@ -63,6 +64,7 @@ void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
     case MemoryKind::device: {
 #if ASRDEC_WITH_CUDA
       ASRDEC_CHECK_ARG(device.is_cuda(), "device memory needs a CUDA device, got ", device.to_string());
+      DeviceBytesMeter::charge(bytes, device);
       DeviceGuard guard(device);
       void* pointer = nullptr;
       const cudaError_t status = cudaMalloc(&pointer, bytes);

@@ -1,7 +1,8 @@
 // The CUDA contract (docs/cuda-contract.md), checked on the decoders: work is ordered after the producer on the
 // caller's stream (nullptr: the legacy default stream), calls on different streams are ordered, an allocation
-// failure leaves a decoder usable at its old capacity, and graph_mode() reports what runs. The oracle is the CPU
-// executor on the same values. Each case needs a GPU and says why it skips without one.
+// failure leaves a decoder usable at its old capacity, device memory is counted and capped, and graph_mode() reports
+// what runs. The oracle is the CPU executor on the same values. Each case needs a GPU and says why it skips without
+// one.
 
 #include <chrono>
 #include <cmath>
@@ -180,6 +181,87 @@ TEST(ContractCUDA, OutOfMemoryLeavesTheDecoderUsable) {
   expect_same(
       greedy.decode(TensorView(input.data(), DType::f32, {v.batch, v.frames, v.columns}, device), v.host_lengths()),
       want);
+}
+
+// device_bytes() is what the decoder's buffers took (every device allocation is counted as it is made); a
+// max_device_bytes below it refuses the limits before allocating, and a call that would grow the buffers past the
+// cap is refused while the decoder keeps decoding at its old size.
+TEST(ContractCUDA, DeviceBytesAreCountedAndCapped) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device device = Device::cuda(0);
+  const CtcValues small = random_ctc(rng, 4, 50, 30);
+  const CtcValues large = random_ctc(rng, 16, 50, 30);
+  DeviceBuffer<float> small_input(small.values.size(), device), large_input(large.values.size(), device);
+  copy_bytes_async(small_input.data(), device, small.values.data(), Device::cpu(), small.bytes(), nullptr);
+  copy_bytes_async(large_input.data(), device, large.values.data(), Device::cpu(), large.bytes(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const TensorView small_view(small_input.data(), DType::f32, {small.batch, small.frames, small.columns}, device);
+  const TensorView large_view(large_input.data(), DType::f32, {large.batch, large.frames, large.columns}, device);
+  CtcGreedyDecoder cpu(Device::cpu());
+  EXPECT_EQ(cpu.device_bytes(), 0);
+
+  const CtcGreedyDecoder sized(device, {}, BatchLimits{8, 64});
+  const std::int64_t bytes = sized.device_bytes();
+  EXPECT_GT(bytes, 8 * 64 * 4) << "the token buffers alone take more";
+  std::printf("CTC greedy, limits {8, 64}: %lld device bytes\n", static_cast<long long>(bytes));
+  CtcGreedyConfig capped;
+  capped.max_device_bytes = bytes - 1;
+  ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(device, capped, BatchLimits{8, 64}), OutOfMemory,
+                          "need more than max_device_bytes = " + std::to_string(bytes - 1));
+  capped.max_device_bytes = bytes;
+  CtcGreedyDecoder greedy(device, capped, BatchLimits{8, 64});
+  EXPECT_EQ(greedy.device_bytes(), bytes);
+  ASRDEC_EXPECT_THROW_MSG(greedy.decode(large_view, large.host_lengths()), OutOfMemory, "max_device_bytes");
+  EXPECT_EQ(greedy.device_bytes(), bytes);
+  expect_same(greedy.decode(small_view, small.host_lengths()), cpu.decode(small.host_logprobs(), small.host_lengths()));
+
+  // CTC beam search sizes its buffers on the first call (the vocabulary comes with the input).
+  CtcBeamConfig beam_config;
+  beam_config.beam = 4;
+  CtcBeamDecoder beam(device, beam_config, BatchLimits{8, 64});
+  (void)beam.decode(small_view, small.host_lengths());
+  EXPECT_GT(beam.device_bytes(), 8 * 4 * 64 * 12) << "the history alone takes more";
+  beam_config.max_device_bytes = beam.device_bytes() - 1;
+  CtcBeamDecoder capped_beam(device, beam_config, BatchLimits{8, 64});
+  ASRDEC_EXPECT_THROW_MSG(capped_beam.decode(small_view, small.host_lengths()), OutOfMemory, "max_device_bytes");
+}
+
+// A call on a stream that is being captured is refused with Unsupported before it enqueues anything: the caller's
+// capture ends cleanly (an empty graph) and the decoder works afterwards.
+TEST(ContractCUDA, CallsInsideACallersCaptureAreRefusedCleanly) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device device = Device::cuda(0);
+  const CtcValues v = random_ctc(rng, 3, 20, 9);
+  DeviceBuffer<float> input(v.values.size(), device);
+  copy_bytes_async(input.data(), device, v.values.data(), Device::cpu(), v.bytes(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const TensorView view(input.data(), DType::f32, {v.batch, v.frames, v.columns}, device);
+  CtcGreedyDecoder cpu(Device::cpu());
+  for (GraphMode mode : {GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
+    SCOPED_TRACE(to_string(mode));
+    CtcGreedyConfig config;
+    config.graph_mode = mode;
+    CtcGreedyDecoder greedy(device, config);
+    const Stream caller(device);
+    auto* stream = static_cast<cudaStream_t>(caller.handle());
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    ASRDEC_EXPECT_THROW_MSG(greedy.decode_async(view, v.host_lengths(), caller.handle()), Unsupported,
+                            "being captured into a CUDA graph");
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    std::size_t nodes = 1;
+    ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    EXPECT_EQ(nodes, 0u) << "the refused call enqueued work into the capture";
+    ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    expect_same(greedy.decode(view, v.host_lengths(), caller.handle()),
+                cpu.decode(v.host_logprobs(), v.host_lengths()));
+  }
 }
 
 // graph_mode() is the mode that runs: what the device supports for the mode asked for.

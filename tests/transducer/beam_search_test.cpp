@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -184,6 +185,54 @@ TEST_P(TransducerBeamSearch, HistoryThatOutgrowsItsStartEqualsTheOracle) {
   }
   EXPECT_GT(outgrown, 0) << "no decode needed more history than it starts with";
   std::printf("%lld utterances outgrew their starting history\n", static_cast<long long>(outgrown));
+}
+
+// max_device_bytes caps what a CUDA decoder's buffers take, history included: a call whose history would widen past
+// the cap is refused with OutOfMemory and the decoder keeps decoding what fits. On the CPU there is no device memory
+// to count, and the cap does not apply.
+TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  testing::RandomTransducerSpec spec = this->spec(rng);
+  spec.bias_mode = "token";
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  const TransducerModel cpu_model = random.build(Device::cpu());
+  const TransducerModel model = random.build(device());
+  TransducerBeamConfig config = this->config(rng, 4);
+  config.max_symbols_per_frame = 6;
+  config.aes_num_steps = 6;
+  SCOPED_TRACE(random.spec.describe() + ", " + config.to_string());
+  const BatchLimits limits{2, 48};
+  const std::int64_t bytes = TransducerBeamDecoder(model, config, limits).device_bytes();
+  if (!GetParam().cuda) {
+    EXPECT_EQ(bytes, 0);
+    config.max_device_bytes = 1;
+  } else {
+    EXPECT_GT(bytes, 0);
+    config.max_device_bytes = bytes;
+  }
+  TransducerBeamDecoder decoder(model, config, limits);
+  EXPECT_EQ(decoder.device_bytes(), bytes);
+  // Every frame takes max_symbols tokens: the history outgrows the 2·T + 16 entries it starts with.
+  testing::RandomEncoded e = testing::random_encoded(rng, spec, 2, 48);
+  while (e.frames < 40 || *std::max_element(e.lengths.begin(), e.lengths.end()) < 40) {
+    e = testing::random_encoded(rng, spec, 2, 48);
+  }
+  const Placed placed = place(e);
+  const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+  if (GetParam().cuda) {
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_nbest(placed.view, e.lens()), OutOfMemory, "max_device_bytes");
+    EXPECT_EQ(decoder.device_bytes(), bytes);
+    // A short batch fits in the history it has.
+    const testing::RandomEncoded short_batch = testing::random_encoded(rng, spec, 2, 4);
+    const Placed short_placed = place(short_batch);
+    expect_same_beams(decoder.decode_nbest(short_placed.view, short_batch.lens()),
+                      transducer_beam_reference(cpu_model, short_batch.enc(), short_batch.lens(), config),
+                      "after the refusal", agreement(spec));
+  } else {
+    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want, "CPU", agreement(spec));
+  }
 }
 
 TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {

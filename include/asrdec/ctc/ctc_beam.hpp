@@ -70,6 +70,10 @@ struct CtcBeamConfig {
   bool check_values = true;
   /** How the CUDA frame loop is launched; ignored on the CPU. */
   GraphMode graph_mode = GraphMode::automatic;
+  /** CUDA: the most device memory the decoder's buffers may take (0: no cap). Limits whose buffers need more are
+   *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
+   *  them (the decoder then stays at its old size); device_bytes() says what they take. */
+  std::int64_t max_device_bytes = 0;
 
   /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, or non-finite values. */
   void validate() const;
@@ -97,6 +101,9 @@ class CtcBeamDecoder {
   Device device() const;
   /** The graph mode the frame loop really runs in (eager on the CPU). */
   GraphMode graph_mode() const;
+  /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
+   *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
+  std::int64_t device_bytes() const;
 
   struct Impl;
 

@@ -53,6 +53,10 @@ struct CtcGreedyConfig {
   std::int32_t blank_id = -1;
   /** How the CUDA work is launched; ignored on the CPU. */
   GraphMode graph_mode = GraphMode::automatic;
+  /** CUDA: the most device memory the decoder's buffers may take (0: no cap). Limits whose buffers need more are
+   *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
+   *  them (the decoder then stays at its old size); device_bytes() says what they take. */
+  std::int64_t max_device_bytes = 0;
   /** Reject NaN and +inf log-probabilities (costs one comparison per element). */
   bool check_values = true;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the decoder's device with
@@ -116,6 +120,9 @@ class CtcGreedyDecoder {
   const CtcGreedyConfig& config() const;
   /** The graph mode in use (eager on the CPU). */
   GraphMode graph_mode() const;
+  /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
+   *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
+  std::int64_t device_bytes() const;
 
   struct Impl;
 

@@ -131,6 +131,10 @@ struct TransducerBeamConfig {
   BlankLmScoring blank_scoring = BlankLmScoring::lm_weighted_full;
   /** How the CUDA loops are launched; ignored on the CPU. */
   GraphMode graph_mode = GraphMode::automatic;
+  /** CUDA: the most device memory the decoder's buffers may take (0: no cap). Limits whose buffers need more are
+   *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
+   *  them (the decoder then stays at its old size); device_bytes() says what they take. */
+  std::int64_t max_device_bytes = 0;
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
 
@@ -160,6 +164,9 @@ class TransducerBeamDecoder {
   const TransducerBeamConfig& config() const;
   /** The graph mode the decode loop really runs in (eager on the CPU). */
   GraphMode graph_mode() const;
+  /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
+   *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
+  std::int64_t device_bytes() const;
 
   struct Impl;
 

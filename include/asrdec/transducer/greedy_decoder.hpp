@@ -64,6 +64,10 @@ struct TransducerGreedyConfig {
   std::int32_t max_symbols_per_frame = 10;
   /** How the CUDA loops are launched; ignored on the CPU. */
   GraphMode graph_mode = GraphMode::automatic;
+  /** CUDA: the most device memory the decoder's buffers may take (0: no cap). Limits whose buffers need more are
+   *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
+   *  them (the decoder then stays at its old size); device_bytes() says what they take. */
+  std::int64_t max_device_bytes = 0;
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
@@ -139,6 +143,9 @@ class TransducerGreedyDecoder {
   const TransducerGreedyConfig& config() const;
   Device device() const;
   GraphMode graph_mode() const;
+  /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
+   *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
+  std::int64_t device_bytes() const;
 
   struct Impl;
 

@@ -2,13 +2,17 @@
 
 #include <algorithm>
 
+#include "asrdec/core/error.hpp"
 #include "asrdec/core/log.hpp"
 #include "core/cuda/check.hpp"
 
 namespace asrdec::detail {
 
-ExecutorLifecycle::ExecutorLifecycle(Device device, GraphMode requested)
-    : device_(device), requested_(requested), mode_(resolve_graph_mode(requested, device)) {
+ExecutorLifecycle::ExecutorLifecycle(Device device, GraphMode requested, std::int64_t max_device_bytes)
+    : device_(device),
+      requested_(requested),
+      mode_(resolve_graph_mode(requested, device)),
+      max_device_bytes_(max_device_bytes) {
   DeviceGuard guard(device_);
   ASRDEC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
 }
@@ -22,6 +26,14 @@ ExecutorLifecycle::~ExecutorLifecycle() {
 
 ExecutorLifecycle::Call::Call(ExecutorLifecycle& lifecycle, StreamHandle caller)
     : lifecycle_(lifecycle), stream_(caller_stream(caller)) {
+  // Refused before anything is enqueued, so the caller's capture stays valid: a call copies its arguments from host
+  // memory, may grow buffers and synchronises or captures graphs of its own, none of which a capture can hold.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ASRDEC_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  ASRDEC_EXPECTS(capture == cudaStreamCaptureStatusNone, Unsupported,
+                 "a decoder cannot be called on a stream that is being captured into a CUDA graph (every graph mode "
+                 "copies per-call arguments from host memory and checks results on the host); call it outside the "
+                 "capture");
   // Calls on one stream are ordered by the stream itself; a call on another stream waits for the last one.
   if (lifecycle_.recorded_ && stream_ != lifecycle_.last_stream_) {
     ASRDEC_CUDA_CHECK(cudaStreamWaitEvent(stream_, lifecycle_.done_, 0));

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -12,13 +13,15 @@
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/device_bytes_meter.hpp"
 
 namespace asrdec::detail {
 
 class ExecutorLifecycle {
  public:
-  /** Resolves the graph mode on `device` (a one-time warning when `requested` is not available). */
-  ExecutorLifecycle(Device device, GraphMode requested);
+  /** Resolves the graph mode on `device` (a one-time warning when `requested` is not available). With
+   *  `max_device_bytes` > 0, growth refuses (OutOfMemory) buffers that would take more device memory. */
+  ExecutorLifecycle(Device device, GraphMode requested, std::int64_t max_device_bytes = 0);
   ~ExecutorLifecycle();
   ExecutorLifecycle(const ExecutorLifecycle&) = delete;
   ExecutorLifecycle& operator=(const ExecutorLifecycle&) = delete;
@@ -63,12 +66,12 @@ class ExecutorLifecycle {
     ran_.clear();  // allocate() destroys the executors
     const Capacity old = std::exchange(capacity, std::move(wanted));
     try {
-      allocate();
+      metered(allocate);
     } catch (...) {
       capacity = old;
       usable_ = false;
       try {
-        allocate();
+        metered(allocate);
         usable_ = true;
       } catch (...) {
       }
@@ -76,10 +79,21 @@ class ExecutorLifecycle {
     }
     usable_ = true;
   }
+  /** Device bytes of the buffers the last successful allocate() made (each executor reallocates all of its sized
+   *  buffers there), as counted by a DeviceBytesMeter. */
+  std::int64_t device_bytes() const noexcept { return device_bytes_; }
+  std::int64_t max_device_bytes() const noexcept { return max_device_bytes_; }
   /** False before the first successful allocation and after a growth that could not restore the old size. */
   bool usable() const noexcept { return usable_; }
 
  private:
+  template <class Allocate>
+  void metered(Allocate& allocate) {
+    DeviceBytesMeter meter(max_device_bytes_, "max_device_bytes");
+    allocate();
+    device_bytes_ = meter.bytes();
+  }
+
   Device device_;
   GraphMode requested_;
   GraphMode mode_;
@@ -87,6 +101,8 @@ class ExecutorLifecycle {
   cudaStream_t last_stream_ = nullptr;  // the stream the last call ended on
   bool recorded_ = false;
   bool usable_ = false;
+  std::int64_t max_device_bytes_ = 0;
+  std::int64_t device_bytes_ = 0;
   std::vector<const GraphExecutor*> ran_;  // run since the last check_loops()
 };
 

@@ -28,6 +28,8 @@ void CtcBeamConfig::validate() const {
                    beam_threshold);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcBeamConfig.boost_weight must be finite, got ", boost_weight);
+  ASRDEC_CHECK_ARG(max_device_bytes >= 0, "CtcBeamConfig.max_device_bytes must be 0 (no cap) or positive, got ",
+                   max_device_bytes);
 }
 
 std::string CtcBeamConfig::to_string() const {
@@ -36,7 +38,8 @@ std::string CtcBeamConfig::to_string() const {
       ", beam_threshold=", beam_threshold,
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
 }
 
 namespace {
@@ -211,6 +214,10 @@ Device CtcBeamDecoder::device() const { return detail::live(impl_, "CtcBeamDecod
 GraphMode CtcBeamDecoder::graph_mode() const {
   const Impl& self = detail::live(impl_, "CtcBeamDecoder");
   return self.cuda ? self.cuda->graph_mode() : GraphMode::eager;
+}
+std::int64_t CtcBeamDecoder::device_bytes() const {
+  const Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  return self.cuda ? self.cuda->device_bytes() : 0;
 }
 
 }  // namespace asrdec

@@ -21,6 +21,8 @@ class CtcBeamBackend {
    *  (nullptr: the legacy default stream). */
   virtual std::vector<std::vector<Hypothesis>> decode(const CtcInput& problem, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
+  /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
+  virtual std::int64_t device_bytes() const noexcept { return 0; }
 };
 
 #if ASRDEC_WITH_CUDA

@@ -29,7 +29,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
       : device_(device),
         config_(config),
         limits_(limits),
-        lifecycle_(device, config.graph_mode),
+        lifecycle_(device, config.graph_mode, config.max_device_bytes),
         args_(1, device),
         flags_(2, device),
         bad_value_(1, device) {
@@ -85,6 +85,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
 
  private:
   // What the buffers are sized for: the limits and the logits' columns (V + 1).
@@ -119,6 +120,8 @@ class CtcBeamCuda final : public CtcBeamBackend {
     const auto n = static_cast<std::size_t>(slots);
     const auto V = static_cast<std::size_t>(std::max<std::int64_t>(columns_ - 1, 1));
     const auto capacity = static_cast<std::int32_t>(std::max<std::int64_t>(limits_.max_frames, 1));
+    hyps_ = BatchedBeamHyps<MemoryKind::device>();  // reallocated whole, so the meter sees every buffer
+    host_hyps_ = BatchedBeamHyps<MemoryKind::pinned>();
     hyps_.reserve(B, config_.beam, capacity, BeamKind::ctc, 0, device_);
     host_hyps_.reserve(B, config_.beam, capacity, BeamKind::ctc, 0, Device::cpu());
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);

@@ -16,6 +16,8 @@ void CtcGreedyConfig::validate() const {
                    blank_id);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "CtcGreedyConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcGreedyConfig.boost_weight must be finite, got ", boost_weight);
+  ASRDEC_CHECK_ARG(max_device_bytes >= 0, "CtcGreedyConfig.max_device_bytes must be 0 (no cap) or positive, got ",
+                   max_device_bytes);
 }
 
 std::string CtcGreedyConfig::to_string() const {
@@ -24,7 +26,7 @@ std::string CtcGreedyConfig::to_string() const {
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
 }
 
 namespace detail {
@@ -107,5 +109,8 @@ void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) {
 Device CtcGreedyDecoder::device() const { return detail::live(impl_, "CtcGreedyDecoder").device; }
 const CtcGreedyConfig& CtcGreedyDecoder::config() const { return detail::live(impl_, "CtcGreedyDecoder").config; }
 GraphMode CtcGreedyDecoder::graph_mode() const { return detail::live(impl_, "CtcGreedyDecoder").backend->graph_mode(); }
+std::int64_t CtcGreedyDecoder::device_bytes() const {
+  return detail::live(impl_, "CtcGreedyDecoder").backend->device_bytes();
+}
 
 }  // namespace asrdec

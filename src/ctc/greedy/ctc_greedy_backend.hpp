@@ -62,6 +62,8 @@ class CtcGreedyBackend {
   virtual std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle stream) = 0;
   virtual void synchronize_and_check(StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
+  /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
+  virtual std::int64_t device_bytes() const noexcept { return 0; }
 };
 
 std::unique_ptr<CtcGreedyBackend> make_ctc_greedy_cpu(const CtcGreedyConfig& config, BatchLimits limits);

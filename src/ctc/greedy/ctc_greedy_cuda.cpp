@@ -22,7 +22,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       : device_(device),
         config_(config),
         limits_(limits),
-        lifecycle_(device, config.graph_mode),
+        lifecycle_(device, config.graph_mode, config.max_device_bytes),
         args_(1, device),
         first_bad_value_(1, device),
         first_bad_length_(1, device),
@@ -137,6 +137,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
 
  private:
   template <class T>

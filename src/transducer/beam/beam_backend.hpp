@@ -18,6 +18,8 @@ class TransducerBeamBackend {
    *  (nullptr: the legacy default stream) and return after synchronising it. */
   virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
+  /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
+  virtual std::int64_t device_bytes() const noexcept { return 0; }
 };
 
 /** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++) or 1e-6 (AES++). */

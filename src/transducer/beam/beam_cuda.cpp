@@ -41,7 +41,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         capacity_{limits, beam_history_start(limits.max_frames, beam_worst_history(config, limits.max_frames))},
         pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
         device_(model.device()),
-        lifecycle_(device_, config.graph_mode),
+        lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
         flags_(5, device_),
         bad_value_(1, device_) {
@@ -77,6 +77,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
 
  private:
   struct Capacity {
@@ -164,6 +165,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     const auto V = static_cast<std::size_t>(model_.vocab_size());
     const BeamKind kind =
         wind() ? BeamKind::windowed : (model_.type() == TransducerType::tdt ? BeamKind::tdt : BeamKind::rnnt);
+    hyps_ = BatchedBeamHyps<MemoryKind::device>();  // reallocated whole, so the meter sees every buffer
+    host_hyps_ = BatchedBeamHyps<MemoryKind::pinned>();
     hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), device_);
     host_hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), Device::cpu());
     session_ = model_.predictor().start_session(slots);

@@ -70,6 +70,8 @@ void TransducerBeamConfig::validate() const {
                    "TransducerBeamConfig.wind_window must be in [1, ", detail::kMaxWindow, "], got ", wind_window);
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerBeamConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
+  ASRDEC_CHECK_ARG(max_device_bytes >= 0, "TransducerBeamConfig.max_device_bytes must be 0 (no cap) or positive, got ",
+                   max_device_bytes);
 }
 
 std::string TransducerBeamConfig::to_string() const {
@@ -87,7 +89,8 @@ std::string TransducerBeamConfig::to_string() const {
       fused ? detail::concat(", pruning=", asrdec::to_string(pruning),
                              ", blank_scoring=", asrdec::to_string(blank_scoring))
             : "",
-      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false", "}");
+      ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
 }
 
 namespace detail {
@@ -194,6 +197,10 @@ const TransducerBeamConfig& TransducerBeamDecoder::config() const {
 }
 GraphMode TransducerBeamDecoder::graph_mode() const {
   return detail::live(impl_, "TransducerBeamDecoder").backend->graph_mode();
+}
+
+std::int64_t TransducerBeamDecoder::device_bytes() const {
+  return detail::live(impl_, "TransducerBeamDecoder").backend->device_bytes();
 }
 
 }  // namespace asrdec

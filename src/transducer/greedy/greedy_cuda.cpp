@@ -38,7 +38,7 @@ class GreedyCuda final : public GreedyBackend {
         rules_(rules_of(model, config)),
         limits_(limits),
         device_(model.device()),
-        lifecycle_(device_, config.graph_mode),
+        lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
         flags_(4, device_),
         bad_value_(1, device_) {
@@ -221,6 +221,7 @@ class GreedyCuda final : public GreedyBackend {
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
 
  private:
   std::int64_t state_size() const { return model_.predictor().state_size(); }

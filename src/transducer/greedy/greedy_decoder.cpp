@@ -38,6 +38,8 @@ void TransducerGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(lm_weight), "TransducerGreedyConfig.lm_weight must be finite, got ", lm_weight);
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerGreedyConfig.boost_weight must be finite, got ",
                    boost_weight);
+  ASRDEC_CHECK_ARG(max_device_bytes >= 0,
+                   "TransducerGreedyConfig.max_device_bytes must be 0 (no cap) or positive, got ", max_device_bytes);
 }
 
 std::string TransducerGreedyConfig::to_string() const {
@@ -47,7 +49,7 @@ std::string TransducerGreedyConfig::to_string() const {
       ", check_values=", check_values ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
 }
 
 namespace detail {
@@ -185,6 +187,10 @@ const TransducerGreedyConfig& TransducerGreedyDecoder::config() const {
 Device TransducerGreedyDecoder::device() const { return model().device(); }
 GraphMode TransducerGreedyDecoder::graph_mode() const {
   return detail::live(impl_, "TransducerGreedyDecoder").backend->graph_mode();
+}
+
+std::int64_t TransducerGreedyDecoder::device_bytes() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").backend->device_bytes();
 }
 
 }  // namespace asrdec
