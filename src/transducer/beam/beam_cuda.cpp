@@ -90,7 +90,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
     const std::int64_t slots = capacity_.limits.max_batch * pool_;
     const auto n = static_cast<std::size_t>(slots);
-    BeamArgs args{};
+    JointEncArgs args{};
     args.enc = p.enc_proj.data();
     args.stride_b = p.enc.stride_b;
     args.stride_t = p.enc.stride_t;
@@ -261,23 +261,23 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.running = running_.data();
     g.any_running = flags_.data();
     if (aes()) {
-      g.frame = flags_.data() + 1;
-      g.step = flags_.data() + 2;
-      g.any_expanding = flags_.data() + 3;
-      g.expanding = expanding_.data();
-      g.aes_proposals = aes_proposals_.data();
-      g.aes_steps = config_.aes_num_steps;
-      g.aes_per_hypothesis = config_.beam + config_.aes_expansion_beta;
-      g.aes_gamma = config_.aes_expansion_gamma;
+      g.aes.frame = flags_.data() + 1;
+      g.aes.step = flags_.data() + 2;
+      g.aes.any_expanding = flags_.data() + 3;
+      g.aes.expanding = expanding_.data();
+      g.aes.proposals = aes_proposals_.data();
+      g.aes.steps = config_.aes_num_steps;
+      g.aes.per_hypothesis = config_.beam + config_.aes_expansion_beta;
+      g.aes.gamma = config_.aes_expansion_gamma;
     }
     if (wind()) {
-      g.wind_window = config_.wind_window;
-      g.wind_frame = wind_frame_.data();
-      g.wind_width = wind_width_.data();
-      g.group_size = group_size_.data();
-      g.group = group_.data();
-      g.wind_candidates = wind_candidates_.data();
-      g.internal_error = flags_.data() + 4;
+      g.wind.window = config_.wind_window;
+      g.wind.frame = wind_frame_.data();
+      g.wind.width = wind_width_.data();
+      g.wind.group_size = group_size_.data();
+      g.wind.group = group_.data();
+      g.wind.candidates = wind_candidates_.data();
+      g.wind.internal_error = flags_.data() + 4;
     }
     g.hidden = hidden_.data();
     g.logits = logits_.data();
@@ -368,7 +368,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
           evaluate(s);
           launch_aes_prefix_search(g, s);
         })
-        .loop_while(g.any_expanding, steps, loop_cap())
+        .loop_while(g.aes.any_expanding, steps, loop_cap())
         .then([g](StreamHandle s) {
           launch_aes_end_frame(g, s);
           launch_aes_next_frame(g, s);
@@ -429,7 +429,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   int multiprocessors_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
-  DeviceBuffer<BeamArgs> args_;
+  DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag; WIND internal error
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_, lengths_, running_;

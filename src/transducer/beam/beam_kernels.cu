@@ -4,6 +4,7 @@
 #include "core/cuda/check.hpp"
 #include "core/logsumexp.hpp"
 #include "transducer/beam/beam_kernels.hpp"
+#include "transducer/model/joint_hidden.cuh"
 
 namespace asrdec::detail {
 namespace {
@@ -51,44 +52,36 @@ __global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(BeamDevice
 // window position j.
 __device__ bool joint_row(const BeamDeviceState& g, std::int64_t r, std::int64_t& s, std::int64_t& b,
                           std::int32_t& frame) {
-  if (g.wind_window > 0) {
-    const std::int64_t member = r / g.wind_window;
-    const auto j = static_cast<std::int32_t>(r - member * g.wind_window);
+  if (g.wind.window > 0) {
+    const std::int64_t member = r / g.wind.window;
+    const auto j = static_cast<std::int32_t>(r - member * g.wind.window);
     b = member / g.beam;
     const auto rank = static_cast<std::int32_t>(member - b * g.beam);
-    if (!g.running[b] || rank >= g.group_size[b] || j >= g.wind_width[b]) return false;
-    s = beam_slot(g.hyps, b, g.group[member]);
-    frame = g.wind_frame[b] + j;
+    if (!g.running[b] || rank >= g.wind.group_size[b] || j >= g.wind.width[b]) return false;
+    s = beam_slot(g.hyps, b, g.wind.group[member]);
+    frame = g.wind.frame[b] + j;
     return true;
   }
   s = r;
   if (!g.row_active[s]) return false;
   b = s / g.hyps.beam;
-  frame = g.frame != nullptr ? *g.frame : g.hyps.next_time[s];
+  frame = g.aes.frame != nullptr ? *g.aes.frame : g.hyps.next_time[s];
   return true;
 }
 
-template <class TEnc, class TWeight>
-__global__ void __launch_bounds__(kThreads) beam_joint_hidden_kernel(BeamDeviceState g) {
-  const BeamArgs args = *g.args;
-  const std::int64_t n = g.joint_rows * g.hidden_size;
-  TWeight* hidden = static_cast<TWeight*>(g.hidden);
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t r = i / g.hidden_size;
-    const std::int64_t j = i - r * g.hidden_size;
-    std::int64_t s = 0, b = 0;
-    std::int32_t frame = 0;
-    if (!joint_row(g, r, s, b, frame)) {
-      hidden[i] = from_float<TWeight>(0.0f);
-      continue;
-    }
-    const TEnc* enc = static_cast<const TEnc*>(args.enc);
-    const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
-    if (g.check_values && !is_finite_value(x)) atomicMin(g.bad_value, pack_bad_value(b, frame, j, x != x));
-    hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[s * g.hidden_size + j]));
+// Joint rows of beam search (joint_row); a bad encoder value is recorded in the decode's one bad-value word.
+struct BeamJointRows {
+  BeamDeviceState g;
+  __device__ JointEncArgs args() const { return *g.args; }
+  __device__ bool gather(std::int64_t r, const JointEncArgs& /*args*/, JointGather& at) const {
+    std::int64_t s = 0;
+    if (!joint_row(g, r, s, at.b, at.frame)) return false;
+    at.dec_row = s;
+    at.bad = g.bad_value;
+    at.check = g.check_values != 0;
+    return true;
   }
-}
+};
 
 // The log-sum-exp of the block's values, the same in every thread.
 __device__ LogSumExp block_lse(LogSumExp lse) {
@@ -251,7 +244,7 @@ __device__ void aes_frame_masks(const BeamDeviceState& g, std::int32_t t) {
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
       const std::int64_t s = beam_slot(g.hyps, b, k);
       const std::int32_t expanding = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
-      g.expanding[s] = expanding;
+      g.aes.expanding[s] = expanding;
       g.row_active[s] = expanding;
     }
     any |= on ? 1 : 0;
@@ -266,32 +259,32 @@ __device__ AesFrame aes_frame(const BeamDeviceState& g) {
 
 __global__ void __launch_bounds__(kPhaseThreads) aes_begin_kernel(BeamDeviceState g) {
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
-  if (threadIdx.x == 0) *g.frame = 0;
+  if (threadIdx.x == 0) *g.aes.frame = 0;
   __syncthreads();
   aes_frame_masks(g, 0);
 }
 
 __global__ void __launch_bounds__(kPhaseThreads) aes_next_frame_kernel(BeamDeviceState g) {
-  const std::int32_t t = *g.frame + 1;
+  const std::int32_t t = *g.aes.frame + 1;
   __syncthreads();  // every thread has read t before it changes
-  if (threadIdx.x == 0) *g.frame = t;
+  if (threadIdx.x == 0) *g.aes.frame = t;
   aes_frame_masks(g, t);
 }
 
 // One block: prefix search of every utterance that has the frame (a thread each), then the inner loop's start.
 __global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDeviceState g) {
-  const std::int32_t t = *g.frame;
+  const std::int32_t t = *g.aes.frame;
   const AesFrame frame = aes_frame(g);
   int any = 0;
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
     if (!g.running[b]) continue;
     aes_prefix_search(g.rule, g.hyps, b, t, frame);
-    any |= aes_any_expanding(g.hyps, b, g.expanding) ? 1 : 0;
+    any |= aes_any_expanding(g.hyps, b, g.aes.expanding) ? 1 : 0;
   }
   any = __syncthreads_or(any);
   if (threadIdx.x == 0) {
-    *g.step = 0;
-    *g.any_expanding = any;
+    *g.aes.step = 0;
+    *g.aes.any_expanding = any;
   }
 }
 
@@ -299,9 +292,9 @@ __global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g)
   const AesFrame frame = aes_frame(g);
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (g.running[b] && aes_any_expanding(g.hyps, b, g.expanding)) {
-      aes_expand(g.rule, g.hyps, b, g.aes_per_hypothesis, g.aes_gamma, frame, g.aes_proposals, g.expanding, g.take_from,
-                 g.take_label);
+    if (g.running[b] && aes_any_expanding(g.hyps, b, g.aes.expanding)) {
+      aes_expand(g.rule, g.hyps, b, g.aes.per_hypothesis, g.aes.gamma, frame, g.aes.proposals, g.aes.expanding,
+                 g.take_from, g.take_label);
       continue;
     }
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
@@ -315,14 +308,14 @@ __global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g)
 __global__ void __launch_bounds__(kPhaseThreads) aes_mark_rows_kernel(BeamDeviceState g) {
   int any = 0;
   for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
-    g.row_active[s] = g.expanding[s];
-    any |= g.expanding[s] != 0 ? 1 : 0;
+    g.row_active[s] = g.aes.expanding[s];
+    any |= g.aes.expanding[s] != 0 ? 1 : 0;
   }
-  const std::int32_t step = *g.step + 1;
+  const std::int32_t step = *g.aes.step + 1;
   any = __syncthreads_or(any);
   if (threadIdx.x == 0) {
-    *g.step = step;
-    *g.any_expanding = any && step < g.aes_steps ? 1 : 0;
+    *g.aes.step = step;
+    *g.aes.any_expanding = any && step < g.aes.steps ? 1 : 0;
   }
 }
 
@@ -330,7 +323,7 @@ __global__ void __launch_bounds__(kThreads) aes_end_frame_kernel(BeamDeviceState
   const AesFrame frame = aes_frame(g);
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (g.running[b]) aes_end_frame(g.rule, g.hyps, b, g.expanding, frame);
+    if (g.running[b]) aes_end_frame(g.rule, g.hyps, b, g.aes.expanding, frame);
   }
 }
 
@@ -343,16 +336,16 @@ __device__ void wind_groups(const BeamDeviceState& g) {
   int any = 0;
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) g.row_active[beam_slot(g.hyps, b, k)] = 0;
-    std::int32_t* group = g.group + b * K;
+    std::int32_t* group = g.wind.group + b * K;
     std::int32_t frame = 0;
     // The frame cap keeps a group within K slots; were it broken, the call fails as on the CPU.
     const std::int32_t found = b < batch ? wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
-    if (found > K) atomicOr(g.internal_error, 1);
+    if (found > K) atomicOr(g.wind.internal_error, 1);
     const std::int32_t count = min(found, K);
     for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
-    g.group_size[b] = count;
-    g.wind_frame[b] = frame;
-    g.wind_width[b] = count > 0 ? min(g.wind_window, g.lengths[b] - frame) : 0;
+    g.wind.group_size[b] = count;
+    g.wind.frame[b] = frame;
+    g.wind.width[b] = count > 0 ? min(g.wind.window, g.lengths[b] - frame) : 0;
     g.running[b] = count > 0 ? 1 : 0;
     any |= count > 0 ? 1 : 0;
   }
@@ -370,7 +363,7 @@ __global__ void __launch_bounds__(kPhaseThreads) wind_groups_kernel(BeamDeviceSt
 
 // Utterance b's window log-probabilities (RNN-T: a joint row is exactly the V+1 token columns).
 __device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
-  return WindWindows{g.logits + b * g.beam * g.wind_window * g.outputs, g.wind_window, g.blank,
+  return WindWindows{g.logits + b * g.beam * g.wind.window * g.outputs, g.wind.window, g.blank,
                      static_cast<std::int32_t>(g.token_columns), &g.fusion};
 }
 
@@ -379,11 +372,11 @@ __global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDevic
   for (std::int64_t m = blockIdx.x; m < members; m += gridDim.x) {
     const std::int64_t b = m / g.beam;
     const auto rank = static_cast<std::int32_t>(m - b * g.beam);
-    if (!g.running[b] || rank >= g.group_size[b]) continue;  // block-uniform
-    const std::int32_t width = g.wind_width[b];
-    for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind_window + j);
+    if (!g.running[b] || rank >= g.wind.group_size[b]) continue;  // block-uniform
+    const std::int32_t width = g.wind.width[b];
+    for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind.window + j);
     if (threadIdx.x == 0) {
-      const std::int64_t s = beam_slot(g.hyps, b, g.group[m]);
+      const std::int64_t s = beam_slot(g.hyps, b, g.wind.group[m]);
       wind_propose(g.rule, wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols), g.beam,
                    g.proposals[m]);
     }
@@ -396,10 +389,10 @@ __global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) 
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if (g.running[b]) {
       // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU.
-      if (!wind_step(g.rule, g.hyps, b, g.wind_frame[b], g.group + b * g.beam, g.group_size[b], wind_windows(g, b),
-                     g.proposals + b * g.beam, g.beam, g.wind_candidates + b * g.hyps.beam, g.take_from,
-                     g.take_label)) {
-        atomicOr(g.internal_error, 2);
+      if (!wind_step(g.rule, g.hyps, b, g.wind.frame[b], g.wind.group + b * g.beam, g.wind.group_size[b],
+                     wind_windows(g, b), g.proposals + b * g.beam, g.beam, g.wind.candidates + b * g.hyps.beam,
+                     g.take_from, g.take_label)) {
+        atomicOr(g.wind.internal_error, 2);
       }
       continue;
     }
@@ -408,21 +401,6 @@ __global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) 
       g.take_from[s] = s;
       g.take_label[s] = -1;
     }
-  }
-}
-
-template <class TEnc>
-void launch_hidden_for(const BeamDeviceState& g, cudaStream_t stream) {
-  const int blocks = blocks_for(g.joint_rows * g.hidden_size, kThreads);
-  switch (g.weight_dtype) {
-    case DType::f16:
-      beam_joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
-      break;
-    case DType::bf16:
-      beam_joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
-      break;
-    default:
-      beam_joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
   }
 }
 
@@ -439,17 +417,8 @@ void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream) {
-  switch (g.enc_dtype) {
-    case DType::f16:
-      launch_hidden_for<half_t>(g, stream);
-      break;
-    case DType::bf16:
-      launch_hidden_for<bfloat16_t>(g, stream);
-      break;
-    default:
-      launch_hidden_for<float>(g, stream);
-  }
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_joint_hidden_kernel");
+  const JointHiddenRows rows{g.dec, g.hidden, g.joint_rows, g.hidden_size, g.activation};
+  launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, BeamJointRows{g}, stream);
 }
 
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
@@ -549,15 +518,7 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_groups_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_step_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<float, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<half_t, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+  preload_joint_hidden<BeamJointRows>();
 }
 
 }  // namespace asrdec::detail

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: the kernels of batched transducer beam search on CUDA — ALSD++, AES++ and WIND beam search (CTC beam
 // search has its own, in src/ctc/beam/). Everything a kernel needs is in BeamDeviceState (fixed device pointers,
-// captured into graphs once) plus the per-call BeamArgs block in device memory (rewritten before each replay). The
+// captured into graphs once) plus the per-call JointEncArgs block in device memory (rewritten before each replay). The
 // per-hypothesis and per-utterance rules are the shared step functions of transducer/beam/alsd_step.hpp and
 // beam_hyps_step.hpp, so the CPU and CUDA executors make the same choices.
 //
@@ -23,19 +23,36 @@
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/alsd_step.hpp"
 #include "transducer/beam/wind_beam_step.hpp"
+#include "transducer/model/joint_enc_args.hpp"
 
 namespace asrdec::detail {
 
-struct BeamArgs {
-  const void* enc;
-  std::int64_t stride_b;
-  std::int64_t stride_t;
-  std::int64_t stride_j;
-  std::int32_t batch;
+/** AES++ (frame-synchronous; BeamDeviceState::running then marks the utterances that have the frame). */
+struct AesDeviceState {
+  std::int32_t* frame = nullptr;  ///< t; nullptr for ALSD++ and WIND, whose slots sit on their own frames
+  std::int32_t* expanding;        ///< [slots] still expanding on the frame
+  std::int32_t* step;             ///< expansion steps made on the frame
+  std::int32_t* any_expanding;    ///< inner loop flag
+  AesProposals* proposals;        ///< [slots]
+  std::int32_t steps;             ///< aes_num_steps
+  std::int32_t per_hypothesis;    ///< K + beta
+  float gamma;
+};
+
+/** WIND beam search (RNN-T, so outputs == token_columns): each utterance's group is the live slots on its earliest
+ *  unfinished frame; member g's window row j is joint row (b·K + g)·window + j. */
+struct WindDeviceState {
+  std::int32_t window = 0;       ///< W; 0 for ALSD++ and AES++
+  std::int32_t* frame;           ///< [max_batch] the group's frame
+  std::int32_t* width;           ///< [max_batch] frames in its window (≤ W)
+  std::int32_t* group_size;      ///< [max_batch]
+  std::int32_t* group;           ///< [max_batch, K] pool slots of the group, in slot order
+  WindCandidate* candidates;     ///< [slots] wind_step's scratch
+  std::int32_t* internal_error;  ///< bit 1 a group above K slots, bit 2 a pool overflow (the CPU throws)
 };
 
 struct BeamDeviceState {
-  const BeamArgs* args;
+  const JointEncArgs* args;
   const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
   BeamHypsRef hyps;             ///< max_batch × K slots (WIND: max_batch × pool)
   std::int64_t max_batch;
@@ -79,24 +96,8 @@ struct BeamDeviceState {
   DType weight_dtype;
   std::int32_t check_values;
   unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
-  // AES++ (frame-synchronous; `running` then marks the utterances that have the frame).
-  std::int32_t* frame;          ///< t; nullptr for ALSD++, whose slots sit on their own frames (hyps.next_time)
-  std::int32_t* expanding;      ///< [slots] still expanding on the frame
-  std::int32_t* step;           ///< expansion steps made on the frame
-  std::int32_t* any_expanding;  ///< inner loop flag
-  AesProposals* aes_proposals;  ///< [slots]
-  std::int32_t aes_steps;
-  std::int32_t aes_per_hypothesis;  ///< K + beta
-  float aes_gamma;
-  // WIND beam search (RNN-T, so outputs == token_columns): each utterance's group is the live slots on its earliest
-  // unfinished frame; member g's window row j is joint row (b·K + g)·window + j.
-  std::int32_t wind_window;        ///< W; 0 for ALSD++ and AES++
-  std::int32_t* wind_frame;        ///< [max_batch] the group's frame
-  std::int32_t* wind_width;        ///< [max_batch] frames in its window (≤ W)
-  std::int32_t* group_size;        ///< [max_batch]
-  std::int32_t* group;             ///< [max_batch, K] pool slots of the group, in slot order
-  WindCandidate* wind_candidates;  ///< [slots] wind_step's scratch
-  std::int32_t* internal_error;    ///< WIND: bit 1 a group above K slots, bit 2 a pool overflow (the CPU throws)
+  AesDeviceState aes;             ///< AES++ only
+  WindDeviceState wind;           ///< WIND beam search only (wind.window is 0 for the others)
 };
 
 // WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused

@@ -116,7 +116,7 @@ class GreedyCuda final : public GreedyBackend {
       copy_rows(lm_state_.data(), state.lm_state.data(), rows, stream);
       copy_rows(boost_state_.data(), state.boost_state.data(), rows, stream);
     }
-    GreedyArgs args{};
+    JointEncArgs args{};
     args.enc = p.enc_proj.data();
     args.stride_b = p.enc.stride_b;
     args.stride_t = p.enc.stride_t;
@@ -464,7 +464,7 @@ class GreedyCuda final : public GreedyBackend {
   std::int32_t window_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
-  DeviceBuffer<GreedyArgs> args_;
+  DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_;

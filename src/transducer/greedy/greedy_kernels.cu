@@ -3,6 +3,7 @@
 #include "core/cuda/check.hpp"
 #include "core/logsumexp.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
+#include "transducer/model/joint_hidden.cuh"
 
 namespace asrdec::detail {
 namespace {
@@ -11,33 +12,26 @@ constexpr int kThreads = 256;
 constexpr int kPhaseThreads = 1024;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-template <class TEnc, class TWeight>
-__global__ void __launch_bounds__(kThreads) joint_hidden_kernel(GreedyDeviceState g) {
-  const GreedyArgs args = *g.args;
-  const std::int64_t n = g.rows * g.hidden_size;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t row = i / g.hidden_size;
-    const std::int64_t j = i - row * g.hidden_size;
+// Joint rows of greedy decoding: row b·W + w is utterance b's frame time[b] + w (clamped to its last frame), with
+// its predictor output; a bad encoder value is recorded for the row (reported only if the row's choice is used).
+struct GreedyJointRows {
+  GreedyDeviceState g;
+  __device__ JointEncArgs args() const { return *g.args; }
+  __device__ bool gather(std::int64_t row, const JointEncArgs& args, JointGather& at) const {
     const std::int64_t b = row / g.window;
-    const std::int32_t w = static_cast<std::int32_t>(row - b * g.window);
-    TWeight* hidden = static_cast<TWeight*>(g.hidden);
-    if (b >= args.batch) {
-      hidden[i] = from_float<TWeight>(0.0f);
-      continue;
-    }
+    if (b >= args.batch) return false;
+    const auto w = static_cast<std::int32_t>(row - b * g.window);
     const std::int32_t length = g.state.lengths[b];
     const std::int32_t last = length > 0 ? length - 1 : 0;
-    std::int32_t frame = safe_frame(g.state.time[b], length) + w;
-    frame = frame < last ? frame : last;
-    const TEnc* enc = static_cast<const TEnc*>(args.enc);
-    const float x = to_float(enc[b * args.stride_b + frame * args.stride_t + j * args.stride_j]);
-    if (g.check_values && length > 0 && !is_finite_value(x)) {
-      atomicMin(g.row_bad + row, pack_bad_value(b, frame, j, x != x));
-    }
-    hidden[i] = from_float<TWeight>(activate(g.activation, x + g.dec[b * g.hidden_size + j]));
+    const std::int32_t frame = safe_frame(g.state.time[b], length) + w;
+    at.b = b;
+    at.frame = frame < last ? frame : last;
+    at.dec_row = b;
+    at.bad = g.row_bad + row;
+    at.check = g.check_values && length > 0;
+    return true;
   }
-}
+};
 
 // A joint row whose outputs overflowed (finite encoder values too large for float32): recorded like a bad input of
 // the row, at the joint-output marker column, and reported only if the row's choice is used (as on the CPU).
@@ -240,37 +234,13 @@ int blocks_for(std::int64_t n, int threads) {
   return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
 }
 
-template <class TEnc>
-void launch_hidden_for(const GreedyDeviceState& g, cudaStream_t stream) {
-  const int blocks = blocks_for(g.rows * g.hidden_size, kThreads);
-  switch (g.weight_dtype) {
-    case DType::f16:
-      joint_hidden_kernel<TEnc, half_t><<<blocks, kThreads, 0, stream>>>(g);
-      break;
-    case DType::bf16:
-      joint_hidden_kernel<TEnc, bfloat16_t><<<blocks, kThreads, 0, stream>>>(g);
-      break;
-    default:
-      joint_hidden_kernel<TEnc, float><<<blocks, kThreads, 0, stream>>>(g);
-  }
-}
-
 }  // namespace
 
 void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK(
       cudaMemsetAsync(g.row_bad, 0xff, static_cast<std::size_t>(g.rows) * sizeof(unsigned long long), stream));
-  switch (g.enc_dtype) {
-    case DType::f16:
-      launch_hidden_for<half_t>(g, stream);
-      break;
-    case DType::bf16:
-      launch_hidden_for<bfloat16_t>(g, stream);
-      break;
-    default:
-      launch_hidden_for<float>(g, stream);
-  }
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_hidden_kernel");
+  const JointHiddenRows rows{g.dec, g.hidden, g.rows, g.hidden_size, g.activation};
+  detail::launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, GreedyJointRows{g}, stream);
 }
 
 void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream) {
@@ -308,15 +278,7 @@ void preload_greedy_kernels() {
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<float, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<half_t, bfloat16_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_hidden_kernel<bfloat16_t, bfloat16_t>));
+  preload_joint_hidden<GreedyJointRows>();
 }
 
 }  // namespace asrdec::detail

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the kernels of greedy transducer decoding on CUDA. Everything a kernel needs is in
-// GreedyDeviceState (fixed device pointers, captured into graphs once) plus the per-call GreedyArgs block in
+// GreedyDeviceState (fixed device pointers, captured into graphs once) plus the per-call JointEncArgs block in
 // device memory (rewritten before each replay). The per-utterance logic is the shared step functions of
 // include/asrdec/detail/transducer_step.hpp.
 
@@ -12,19 +12,12 @@
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "lm/fusion_step.hpp"
+#include "transducer/model/joint_enc_args.hpp"
 
 namespace asrdec::detail {
 
-struct GreedyArgs {
-  const void* enc;
-  std::int64_t stride_b;
-  std::int64_t stride_t;
-  std::int64_t stride_j;
-  std::int32_t batch;
-};
-
 struct GreedyDeviceState {
-  const GreedyArgs* args;
+  const JointEncArgs* args;
   GreedyStateRef state;  ///< arrays of max_batch entries; state.lengths is the device copy of the lengths
   HypsRef hyps;
   std::int32_t* time_jump;  ///< TDT overshoot, in (start) and out (carried to the next chunk)
