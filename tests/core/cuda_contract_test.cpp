@@ -48,6 +48,14 @@ CtcValues random_ctc(std::mt19937_64& rng, std::int64_t batch, std::int64_t fram
   return v;
 }
 
+// The values in device memory, copied and synchronised.
+DeviceBuffer<float> upload(const CtcValues& v, Device device) {
+  DeviceBuffer<float> buffer(v.values.size(), device);
+  copy_bytes_async(buffer.data(), device, v.values.data(), Device::cpu(), v.bytes(), nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return buffer;
+}
+
 void expect_same(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t b = 0; b < got.size(); ++b) {
@@ -164,9 +172,7 @@ TEST(ContractCUDA, OutOfMemoryLeavesTheDecoderUsable) {
   std::mt19937_64 rng(seed);
   const Device device = Device::cuda(0);
   const CtcValues v = random_ctc(rng, 4, 50, 30);
-  DeviceBuffer<float> input(v.values.size(), device);
-  copy_bytes_async(input.data(), device, v.values.data(), Device::cpu(), v.bytes(), nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const DeviceBuffer<float> input = upload(v, device);
   CtcGreedyDecoder cpu(Device::cpu());
   const std::vector<Hypothesis> want = cpu.decode(v.host_logprobs(), v.host_lengths());
   CtcGreedyDecoder greedy(device, {}, BatchLimits{8, 64});
@@ -194,10 +200,7 @@ TEST(ContractCUDA, DeviceBytesAreCountedAndCapped) {
   const Device device = Device::cuda(0);
   const CtcValues small = random_ctc(rng, 4, 50, 30);
   const CtcValues large = random_ctc(rng, 16, 50, 30);
-  DeviceBuffer<float> small_input(small.values.size(), device), large_input(large.values.size(), device);
-  copy_bytes_async(small_input.data(), device, small.values.data(), Device::cpu(), small.bytes(), nullptr);
-  copy_bytes_async(large_input.data(), device, large.values.data(), Device::cpu(), large.bytes(), nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const DeviceBuffer<float> small_input = upload(small, device), large_input = upload(large, device);
   const TensorView small_view(small_input.data(), DType::f32, {small.batch, small.frames, small.columns}, device);
   const TensorView large_view(large_input.data(), DType::f32, {large.batch, large.frames, large.columns}, device);
   CtcGreedyDecoder cpu(Device::cpu());
@@ -238,9 +241,7 @@ TEST(ContractCUDA, CallsInsideACallersCaptureAreRefusedCleanly) {
   std::mt19937_64 rng(seed);
   const Device device = Device::cuda(0);
   const CtcValues v = random_ctc(rng, 3, 20, 9);
-  DeviceBuffer<float> input(v.values.size(), device);
-  copy_bytes_async(input.data(), device, v.values.data(), Device::cpu(), v.bytes(), nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const DeviceBuffer<float> input = upload(v, device);
   const TensorView view(input.data(), DType::f32, {v.batch, v.frames, v.columns}, device);
   CtcGreedyDecoder cpu(Device::cpu());
   for (GraphMode mode : {GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
@@ -271,9 +272,7 @@ TEST(ContractCUDA, GraphModeReportsTheModeThatRuns) {
   const GraphSupport support = graph_support(device);
   std::mt19937_64 rng(testing::test_seed());
   const CtcValues v = random_ctc(rng, 2, 10, 5);
-  DeviceBuffer<float> input(v.values.size(), device);
-  copy_bytes_async(input.data(), device, v.values.data(), Device::cpu(), v.bytes(), nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const DeviceBuffer<float> input = upload(v, device);
   for (GraphMode requested : {GraphMode::automatic, GraphMode::conditional, GraphMode::per_step, GraphMode::eager}) {
     SCOPED_TRACE(to_string(requested));
     CtcGreedyConfig config;
