@@ -94,10 +94,11 @@ class BatchedBeamHyps {
   }
 
   /** Host memory, before a step: widens the history (beam_history_next, at most `worst` entries) when a slot of the
-   *  first `batch` utterances is full. Refresh ref() afterwards. */
+   *  first `batch` utterances is full. Returns ref(), which widening changes. */
   template <MemoryKind K = Kind, class = std::enable_if_t<K != MemoryKind::device>>
-  void make_room_for_step(std::int64_t batch, std::int32_t worst) {
+  detail::BeamHypsRef make_room_for_step(std::int64_t batch, std::int32_t worst) {
     if (capacity_ < worst && history_used(batch) >= capacity_) widen_history(beam_history_next(capacity_, worst));
+    return ref();
   }
 
   /** The most entries any of the first `batch` utterances' slots holds. */
@@ -105,13 +106,6 @@ class BatchedBeamHyps {
   std::int32_t history_used(std::int64_t batch) const {
     const auto n = static_cast<std::size_t>(std::min(batch, batch_) * beam_);
     return n == 0 ? 0 : *std::max_element(steps_.data(), steps_.data() + n);
-  }
-
-  /** Bytes of the buffers reserve() allocates for these sizes. */
-  static std::int64_t bytes_for(std::int64_t batch, std::int32_t beam, std::int32_t capacity, detail::BeamKind kind) {
-    const std::int64_t slots = batch * beam;
-    const std::int64_t cells = slots * capacity;
-    return cells * 4 * (kind == detail::BeamKind::tdt ? 4 : 3) + slots * (9 * 4 + 4 * 8 + 2 * 4) + batch * 4;
   }
 
   std::int64_t batch() const noexcept { return batch_; }

@@ -82,7 +82,6 @@ class ExecutorLifecycle {
   /** Device bytes of the buffers the last successful allocate() made (each executor reallocates all of its sized
    *  buffers there), as counted by a DeviceBytesMeter. */
   std::int64_t device_bytes() const noexcept { return device_bytes_; }
-  std::int64_t max_device_bytes() const noexcept { return max_device_bytes_; }
   /** False before the first successful allocation and after a growth that could not restore the old size. */
   bool usable() const noexcept { return usable_; }
 

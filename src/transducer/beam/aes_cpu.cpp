@@ -38,10 +38,6 @@ class AesCpu final : public TransducerBeamBackend {
     const std::int32_t worst = beam_worst_history(config_, p.frames);
     hyps_.reserve(B, K, beam_history_start(p.frames, worst), BeamKind::rnnt, blank, Device::cpu());
     BeamHypsRef h = hyps_.ref();
-    const auto room_for_a_step = [&] {
-      hyps_.make_room_for_step(B, worst);
-      h = hyps_.ref();
-    };
     const std::int64_t V1 = model_.vocab_size() + 1;
 
     states_.start(B, K);
@@ -67,7 +63,7 @@ class AesCpu final : public TransducerBeamBackend {
       }
 
       for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {
-        room_for_a_step();
+        h = hyps_.make_room_for_step(B, worst);
         for (std::int64_t b = 0; b < B; ++b) {
           if (!active_[b] || !aes_any_expanding(h, b, expanding_.data())) {
             for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
@@ -85,7 +81,7 @@ class AesCpu final : public TransducerBeamBackend {
       }
 
       // Hypotheses still expanding after num_steps leave the frame with a blank.
-      room_for_a_step();
+      h = hyps_.make_room_for_step(B, worst);
       for (std::int64_t b = 0; b < B; ++b) {
         if (active_[b]) aes_end_frame(rule_, h, b, expanding_.data(), frame);
       }

@@ -45,8 +45,7 @@ class AlsdCpu final : public TransducerBeamBackend {
     for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
 
     for (;;) {
-      hyps_.make_room_for_step(B, worst);
-      h = hyps_.ref();
+      h = hyps_.make_room_for_step(B, worst);
       // The live hypotheses still inside their utterance, and the utterances that still step.
       rows_.clear();
       row_slots_.clear();

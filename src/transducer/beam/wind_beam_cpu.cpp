@@ -44,8 +44,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
     for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
 
     for (;;) {
-      hyps_.make_room_for_step(B, worst);
-      h = hyps_.ref();
+      h = hyps_.make_room_for_step(B, worst);
       // Each utterance's earliest unfinished frame, and the group of hypotheses on it (at most K).
       rows_.clear();
       row_decs_.clear();
