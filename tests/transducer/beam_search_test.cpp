@@ -160,7 +160,8 @@ TEST_P(TransducerBeamSearch, HistoryThatOutgrowsItsStartEqualsTheOracle) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t outgrown = 0;
-  for (int i = 0; i < cases(16); ++i) {
+  // Random models and lengths do not always outgrow it: more cases until a few utterances have.
+  for (int i = 0; i < cases(16) || (outgrown < 4 && i < 400); ++i) {
     testing::RandomTransducerSpec spec = this->spec(rng);
     spec.bias_mode = "token";  // one token wins every step: max_symbols tokens on every frame
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
