@@ -15,6 +15,7 @@
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/core/timer.hpp"
+#include "asrdec/core/version.hpp"
 #include "asrdec/ctc/ctc_beam.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"

@@ -34,15 +34,13 @@ const char* to_string(MemoryKind kind) noexcept {
   return "unknown";
 }
 
-namespace detail {
-
 void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
   switch (kind) {
     case MemoryKind::host:
       try {
         return ::operator new(bytes, kHostAlignment);
       } catch (const std::bad_alloc&) {
-        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of host memory"));
+        throw OutOfMemory(detail::concat("cannot allocate ", bytes, " bytes of host memory"));
       }
     case MemoryKind::pinned: {
 #if ASRDEC_WITH_CUDA
@@ -53,7 +51,7 @@ void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
       const cudaError_t status = cudaMallocHost(&pointer, bytes);
       if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
-        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of pinned host memory"));
+        throw OutOfMemory(detail::concat("cannot allocate ", bytes, " bytes of pinned host memory"));
       }
       ASRDEC_CUDA_CHECK(status);
       return pointer;
@@ -64,13 +62,13 @@ void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device) {
     case MemoryKind::device: {
 #if ASRDEC_WITH_CUDA
       ASRDEC_CHECK_ARG(device.is_cuda(), "device memory needs a CUDA device, got ", device.to_string());
-      DeviceBytesMeter::charge(bytes, device);
-      DeviceGuard guard(device);
+      detail::DeviceBytesMeter::charge(bytes, device);
+      detail::DeviceGuard guard(device);
       void* pointer = nullptr;
       const cudaError_t status = cudaMalloc(&pointer, bytes);
       if (status == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();  // not sticky: the device stays usable
-        throw OutOfMemory(concat("cannot allocate ", bytes, " bytes of device memory on ", device.to_string()));
+        throw OutOfMemory(detail::concat("cannot allocate ", bytes, " bytes of device memory on ", device.to_string()));
       }
       ASRDEC_CUDA_CHECK(status);
       return pointer;
@@ -111,8 +109,6 @@ void free_bytes(MemoryKind kind, void* pointer, Device device) noexcept {
       return;
   }
 }
-
-}  // namespace detail
 
 void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
                       StreamHandle stream) {

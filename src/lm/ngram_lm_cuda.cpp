@@ -5,6 +5,7 @@
 
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
+#include "core/cuda/kernel_image.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
@@ -23,6 +24,7 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, Device device) {
 }  // namespace
 
 void upload_ngram(NgramLm::Impl& impl) {
+  require_kernel_image(impl.device);
   DeviceGuard guard(impl.device);
   const NgramLmRef host = impl.host.ref();
   const auto states = static_cast<std::size_t>(host.states);

@@ -12,12 +12,17 @@ namespace {
 nlohmann::json collect() {
   const CudaInfo& cuda = cuda_info();
   nlohmann::json info;
-  info["version"] = ASRDEC_VERSION_STRING;
-  info["build"] = {{"type", ASRDEC_BUILD_TYPE},
-                   {"cxx_compiler", ASRDEC_CXX_COMPILER},
-                   {"cuda_compiled", ASRDEC_WITH_CUDA == 1},
-                   {"cuda_compiler", ASRDEC_CUDA_COMPILER},
-                   {"cuda_architectures", ASRDEC_CUDA_ARCHITECTURES}};
+  const BuildInfo build = build_info();
+  std::string architectures;
+  for (const std::string& a : build.cuda_architectures) {
+    architectures += (architectures.empty() ? "" : ";") + a;
+  }
+  info["version"] = build.version;
+  info["build"] = {{"type", build.build_type},
+                   {"cxx_compiler", build.cxx_compiler},
+                   {"cuda_compiled", build.cuda},
+                   {"cuda_compiler", build.cuda_compiler},
+                   {"cuda_architectures", build.cuda ? architectures : "none"}};
   info["cuda"] = {{"available", cuda.available},
                   {"reason", cuda.reason},
                   {"runtime_version", format_cuda_version(cuda.runtime_version)},

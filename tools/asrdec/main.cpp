@@ -9,7 +9,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"asrdec " ASRDEC_VERSION_STRING ": exact, fast decoding of CTC and transducer model outputs", "asrdec"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", ASRDEC_VERSION_STRING);
+  // The library's own version and build line; it makes no CUDA call, so --version never loads a GPU library.
+  app.set_version_flag("--version", [] { return asrdec::build_info().to_string(); });
   asrdec::cli::add_info_command(app);
   CLI::App* decode = app.add_subcommand("decode", "Decode model outputs stored in .npy files");
   decode->require_subcommand(1);

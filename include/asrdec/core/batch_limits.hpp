@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <string>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 /** Sizes a decoder allocates for at construction. A call that exceeds them grows the buffers (and re-captures
  *  CUDA graphs) before it starts, never inside a decode loop; size them for your largest batch to avoid that. */
-struct BatchLimits {
+struct ASRDEC_API BatchLimits {
   /** The largest limits a decoder accepts: utterances and frames are indexed with 32-bit integers on the device,
    *  and a hostile or mistaken request (say 2^40 utterances) must be refused before anything is sized from it. */
   static constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;

@@ -92,13 +92,13 @@ class Buffer {
     if (size > 0) {
       ASRDEC_CHECK_ARG(size <= static_cast<std::size_t>(-1) / sizeof(T), "buffer of ", size,
                        " elements overflows size_t");
-      data_ = static_cast<T*>(detail::allocate_bytes(Kind, size * sizeof(T), device_));
+      data_ = static_cast<T*>(allocate_bytes(Kind, size * sizeof(T), device_));
       size_ = size;
     }
   }
   void release() noexcept {
     if (data_ != nullptr) {
-      detail::free_bytes(Kind, data_, device_);
+      free_bytes(Kind, data_, device_);
       data_ = nullptr;
       size_ = 0;
     }

@@ -10,11 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 enum class DeviceKind { cpu, cuda };
 
-class Device {
+class ASRDEC_API Device {
  public:
   /** The CPU. */
   constexpr Device() noexcept = default;
@@ -41,7 +43,7 @@ class Device {
   int index_ = 0;
 };
 
-struct CudaDeviceProperties {
+struct ASRDEC_API CudaDeviceProperties {
   int index = 0;
   std::string name;
   int compute_capability_major = 0;
@@ -51,7 +53,7 @@ struct CudaDeviceProperties {
 };
 
 /** What the process can see of CUDA, gathered once. */
-struct CudaInfo {
+struct ASRDEC_API CudaInfo {
   bool compiled = false;   ///< this build has the CUDA executor
   bool available = false;  ///< at least one device can be used
   /** Empty when available; otherwise "no CUDA device: <reason>", e.g. the runtime's error for a missing or
@@ -63,12 +65,12 @@ struct CudaInfo {
 };
 
 /** Discovers CUDA devices on the first call and returns the cached result; never throws. */
-const CudaInfo& cuda_info() noexcept;
+ASRDEC_API const CudaInfo& cuda_info() noexcept;
 
 /** Number of usable CUDA devices (0 when CUDA is unavailable); never throws. */
-int cuda_device_count() noexcept;
+ASRDEC_API int cuda_device_count() noexcept;
 
 /** Formats a CUDA version number such as 12040 as "12.4". */
-std::string format_cuda_version(int version);
+ASRDEC_API std::string format_cuda_version(int version);
 
 }  // namespace asrdec

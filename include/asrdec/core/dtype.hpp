@@ -11,16 +11,18 @@
 #include <string>
 #include <string_view>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 enum class DType : std::uint8_t { f32, f16, bf16, i32, i64 };
 
 /** IEEE-754 binary16 bit pattern. */
-struct half_t {
+struct ASRDEC_API half_t {
   std::uint16_t bits;
 };
 /** bfloat16 bit pattern (the upper half of a float32). */
-struct bfloat16_t {
+struct ASRDEC_API bfloat16_t {
   std::uint16_t bits;
 };
 
@@ -40,11 +42,11 @@ constexpr std::size_t dtype_size(DType dtype) noexcept {
 }
 
 /** "float32", "float16", "bfloat16", "int32" or "int64". */
-const char* dtype_name(DType dtype) noexcept;
+ASRDEC_API const char* dtype_name(DType dtype) noexcept;
 
 /** Parses the names dtype_name() returns plus the short forms fp32, fp16, bf16, f32, f16. Throws
  *  InvalidArgument listing the accepted names. */
-DType parse_dtype(std::string_view name);
+ASRDEC_API DType parse_dtype(std::string_view name);
 
 constexpr bool is_floating(DType dtype) noexcept {
   return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;

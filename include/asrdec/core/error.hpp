@@ -14,23 +14,25 @@
 #include <string>
 #include <utility>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 /** Base class of every exception asrdec throws. */
-class Error : public std::runtime_error {
+class ASRDEC_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 /** An argument, tensor or configuration value is invalid (wrong shape, dtype, range, NaN input, ...). */
-class InvalidArgument : public Error {
+class ASRDEC_API InvalidArgument : public Error {
  public:
   explicit InvalidArgument(const std::string& message) : Error(message) {}
 };
 
 /** A file could not be parsed. line() is 1-based for text formats and 0 for binary formats, whose message
  *  names the byte offset instead. */
-class ParseError : public Error {
+class ASRDEC_API ParseError : public Error {
  public:
   ParseError(std::string file, std::int64_t line, const std::string& message);
   const std::string& file() const noexcept { return file_; }
@@ -46,7 +48,7 @@ class ParseError : public Error {
 
 /** The request is valid but this build, device or driver cannot serve it (e.g. CUDA in a CPU-only build,
  *  a dtype a file format does not carry). */
-class Unsupported : public Error {
+class ASRDEC_API Unsupported : public Error {
  public:
   explicit Unsupported(const std::string& message) : Error(message) {}
 };
@@ -54,13 +56,13 @@ class Unsupported : public Error {
 /** Host, pinned or device memory the library needed could not be allocated (what() names the size and the device).
  *  Sizes derived from files and arguments are bounded before anything is allocated, so this signals a real
  *  shortage, not a hostile input. A decoder whose growth fails this way stays usable at its old capacity. */
-class OutOfMemory : public Error {
+class ASRDEC_API OutOfMemory : public Error {
  public:
   explicit OutOfMemory(const std::string& message) : Error(message) {}
 };
 
 /** A CUDA runtime call failed. what() names the call, the error and where it was made. */
-class CudaError : public Error {
+class ASRDEC_API CudaError : public Error {
  public:
   CudaError(std::string call, int code, const std::string& error_name, const std::string& error_string,
             const char* file, int line);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 
 namespace asrdec {
@@ -43,24 +44,24 @@ namespace asrdec {
 enum class GraphMode { automatic, conditional, per_step, eager };
 
 /** "auto", "conditional", "per_step" or "eager". */
-const char* to_string(GraphMode mode) noexcept;
+ASRDEC_API const char* to_string(GraphMode mode) noexcept;
 /** Parses the names to_string() gives; throws InvalidArgument listing them. */
-GraphMode parse_graph_mode(std::string_view name);
+ASRDEC_API GraphMode parse_graph_mode(std::string_view name);
 
 /** What the driver of one device supports, probed once per device and cached; never throws. */
-struct GraphSupport {
+struct ASRDEC_API GraphSupport {
   bool graphs = false;       ///< stream capture and graph launch work
   bool conditional = false;  ///< conditional WHILE nodes work
   std::string reason;        ///< why a capability is missing (empty when both are there)
 };
-GraphSupport graph_support(Device device) noexcept;
+ASRDEC_API GraphSupport graph_support(Device device) noexcept;
 
 /** The mode a request resolves to on `device`: automatic -> conditional or per_step; conditional without
  *  support -> per_step (with a one-time warning); a CPU device -> eager. Never throws. */
-GraphMode resolve_graph_mode(GraphMode requested, Device device) noexcept;
+ASRDEC_API GraphMode resolve_graph_mode(GraphMode requested, Device device) noexcept;
 
 /** A sequence of stream steps and device-flag loops (see the file comment). Cheap to copy. */
-class StreamProgram {
+class ASRDEC_API StreamProgram {
  public:
   using Launch = std::function<void(StreamHandle)>;
 
@@ -83,7 +84,7 @@ class StreamProgram {
   std::vector<Node> nodes_;
 };
 
-struct StreamProgram::Node {
+struct ASRDEC_API StreamProgram::Node {
   Launch launch;                        ///< set for a step
   const std::int32_t* flag = nullptr;   ///< set for a loop
   std::shared_ptr<StreamProgram> body;  ///< set for a loop
@@ -91,7 +92,7 @@ struct StreamProgram::Node {
 };
 
 /** Runs a StreamProgram on a CUDA device in the resolved graph mode; graphs are captured on first run(). */
-class GraphExecutor {
+class ASRDEC_API GraphExecutor {
  public:
   /** Throws Unsupported for a CPU device or a build without CUDA, InvalidArgument for an empty program. */
   GraphExecutor(Device device, GraphMode requested, StreamProgram program);

@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 enum class LogLevel { debug, info, warning, error };
@@ -16,15 +18,15 @@ enum class LogLevel { debug, info, warning, error };
 using LogHandler = std::function<void(LogLevel, const std::string&)>;
 
 /** Replaces the handler; an empty function restores the default (stderr, warning and above). */
-void set_log_handler(LogHandler handler);
+ASRDEC_API void set_log_handler(LogHandler handler);
 
 /** Sends one message to the handler. */
-void log(LogLevel level, const std::string& message);
+ASRDEC_API void log(LogLevel level, const std::string& message);
 
 /** Logs a warning the first time `key` is seen in this process and never again, so that a fallback that
  *  happens on every call is reported once. Returns true when the message was emitted. */
-bool warn_once(const std::string& key, const std::string& message);
+ASRDEC_API bool warn_once(const std::string& key, const std::string& message);
 
-const char* to_string(LogLevel level) noexcept;
+ASRDEC_API const char* to_string(LogLevel level) noexcept;
 
 }  // namespace asrdec

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 
 namespace asrdec {
@@ -17,21 +18,23 @@ namespace asrdec {
  *  CUDA kernels and the only host memory that copies truly overlap with; device: CUDA device memory. */
 enum class MemoryKind { host, pinned, device };
 
-const char* to_string(MemoryKind kind) noexcept;
+ASRDEC_API const char* to_string(MemoryKind kind) noexcept;
 
-namespace detail {
-void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device);
-void free_bytes(MemoryKind kind, void* pointer, Device device) noexcept;
-}  // namespace detail
+/** Allocates `bytes` bytes of `kind` memory (on `device` for device memory). Every allocation of the library goes
+ *  through here, so device allocations are counted against a decoder's `max_device_bytes` cap. Throws
+ *  OutOfMemory naming the bytes and the device. Buffer<T, Kind> is the typed owner; use these only for raw bytes. */
+ASRDEC_API void* allocate_bytes(MemoryKind kind, std::size_t bytes, Device device);
+/** Frees memory from allocate_bytes with the same kind and device; nullptr is a no-op. */
+ASRDEC_API void free_bytes(MemoryKind kind, void* pointer, Device device) noexcept;
 
 /** Copies `bytes` bytes. Host-to-host copies are a synchronous memcpy; anything that touches a CUDA device
  *  is enqueued on `stream` (cudaMemcpyAsync; nullptr is the legacy default stream) and the memory must stay
  *  valid until the stream passes it. */
-void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
-                      StreamHandle stream);
+ASRDEC_API void copy_bytes_async(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
+                                 StreamHandle stream);
 
 /** Sets `bytes` bytes to `byte_value`; synchronous on the host, enqueued on `stream` on a device (nullptr: the
  *  legacy default stream). */
-void fill_bytes_async(void* dst, Device device, int byte_value, std::size_t bytes, StreamHandle stream);
+ASRDEC_API void fill_bytes_async(void* dst, Device device, int byte_value, std::size_t bytes, StreamHandle stream);
 
 }  // namespace asrdec

@@ -15,12 +15,13 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/dtype.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/tensor.hpp"
 
 namespace asrdec {
 
 /** An array read from a .npy file, owning its host memory. */
-class NpyArray {
+class ASRDEC_API NpyArray {
  public:
   NpyArray() = default;
   NpyArray(DType dtype, std::vector<std::int64_t> shape);
@@ -50,11 +51,11 @@ class NpyArray {
 };
 
 /** Reads a whole .npy file. Throws ParseError (malformed, truncated) or Unsupported (element type/order). */
-NpyArray read_npy(const std::string& path);
+ASRDEC_API NpyArray read_npy(const std::string& path);
 
 /** Writes a contiguous host view as a version 1.0 .npy file (bf16 is not representable and is rejected with
  *  Unsupported). Throws InvalidArgument for a non-contiguous or device view, Error if the file cannot be
  *  written. */
-void write_npy(const std::string& path, const TensorView& array);
+ASRDEC_API void write_npy(const std::string& path, const TensorView& array);
 
 }  // namespace asrdec

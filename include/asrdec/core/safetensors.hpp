@@ -16,11 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/tensor.hpp"
 
 namespace asrdec {
 
-struct SafetensorsEntry {
+struct ASRDEC_API SafetensorsEntry {
   std::string name;
   std::string dtype;  ///< as written in the file, e.g. "F32", "BF16"
   std::vector<std::int64_t> shape;
@@ -28,7 +29,7 @@ struct SafetensorsEntry {
   std::size_t end = 0;
 };
 
-class SafetensorsFile {
+class ASRDEC_API SafetensorsFile {
  public:
   /** Maps and validates the file. Throws ParseError (or Error when it cannot be opened). */
   explicit SafetensorsFile(const std::string& path);

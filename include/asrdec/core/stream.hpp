@@ -10,6 +10,7 @@
  */
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 
 struct CUstream_st;
 struct CUevent_st;
@@ -20,7 +21,7 @@ using StreamHandle = CUstream_st*;
 
 /** An owned, non-blocking CUDA stream on one device; for Device::cpu() it holds no stream and every operation
  *  is a no-op, so CPU and CUDA code paths can share their shape. Move-only. */
-class Stream {
+class ASRDEC_API Stream {
  public:
   explicit Stream(Device device = Device::cpu());
   ~Stream();
@@ -41,6 +42,6 @@ class Stream {
 
 /** True when ASRDEC_SYNC_KERNELS=1 is set in the environment: every kernel launch is followed by a stream
  *  synchronisation (outside graph capture) so that a faulting kernel is reported at its own launch. */
-bool sync_kernels_enabled() noexcept;
+ASRDEC_API bool sync_kernels_enabled() noexcept;
 
 }  // namespace asrdec

@@ -18,10 +18,11 @@
 
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/dtype.hpp"
+#include "asrdec/core/export.hpp"
 
 namespace asrdec {
 
-class TensorView {
+class ASRDEC_API TensorView {
  public:
   static constexpr int kMaxDims = 4;
   using Dims = std::array<std::int64_t, kMaxDims>;
@@ -72,7 +73,7 @@ class TensorView {
 };
 
 /** Fluent validation of one argument; each check throws InvalidArgument naming `name`. */
-class TensorCheck {
+class ASRDEC_API TensorCheck {
  public:
   TensorCheck(const TensorView& view, std::string name) : view_(view), name_(std::move(name)) {}
 

@@ -5,11 +5,12 @@
  * manual timing). Not for CPU code: use std::chrono there.
  */
 
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 
 namespace asrdec {
 
-class CudaEventTimer {
+class ASRDEC_API CudaEventTimer {
  public:
   /** Creates two events on `device` (a CUDA device; throws Unsupported otherwise). */
   explicit CudaEventTimer(Device device);

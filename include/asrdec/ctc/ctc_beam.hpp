@@ -40,6 +40,7 @@
 
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
@@ -49,7 +50,7 @@
 
 namespace asrdec {
 
-struct CtcBeamConfig {
+struct ASRDEC_API CtcBeamConfig {
   /** Column of the blank; -1 (default) means the last column. Fusion needs the last column. */
   std::int32_t blank_id = -1;
   /** K, hypotheses kept per utterance, 1 … 64. */
@@ -80,7 +81,7 @@ struct CtcBeamConfig {
   std::string to_string() const;
 };
 
-class CtcBeamDecoder {
+class ASRDEC_API CtcBeamDecoder {
  public:
   /** Throws InvalidArgument for a bad config or limits, or an LM or tree on another device; Unsupported for a CUDA
    *  device in a build without CUDA. */

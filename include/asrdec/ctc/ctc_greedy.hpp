@@ -39,6 +39,7 @@
 
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
@@ -48,7 +49,7 @@
 
 namespace asrdec {
 
-struct CtcGreedyConfig {
+struct ASRDEC_API CtcGreedyConfig {
   /** Column of the blank symbol; -1 (default) means the last column, V (NeMo's convention). */
   std::int32_t blank_id = -1;
   /** How the CUDA work is launched; ignored on the CPU. */
@@ -81,7 +82,7 @@ struct CtcGreedyConfig {
 
 /** Results of one batch left by decode_async() in memory the decoder owns (device memory for a CUDA decoder,
  *  host memory for a CPU one), valid until the decoder's next decode call. Row b holds lengths[b] entries. */
-struct CtcGreedyBatchResult {
+struct ASRDEC_API CtcGreedyBatchResult {
   Device device;
   std::int64_t batch = 0;
   std::int64_t row_stride = 0;               ///< elements between consecutive rows of the [batch, *] arrays
@@ -94,7 +95,7 @@ struct CtcGreedyBatchResult {
   const float* boost_scores = nullptr;       ///< [batch] weighted boosting score; nullptr without a tree
 };
 
-class CtcGreedyDecoder {
+class ASRDEC_API CtcGreedyDecoder {
  public:
   /** Throws InvalidArgument for a bad config or limits, Unsupported when `device` is CUDA and CUDA is not
    *  available. */

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "asrdec/core/buffer.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/detail/beam_hyps_step.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 
@@ -37,9 +38,9 @@ namespace asrdec {
 
 /** Entries a slot's history starts with for `frames` frames (at most `worst`, the algorithm's bound): room for a
  *  step per frame and about one token per frame. A decode that needs more widens it. */
-std::int32_t beam_history_start(std::int64_t frames, std::int32_t worst);
+ASRDEC_API std::int32_t beam_history_start(std::int64_t frames, std::int32_t worst);
 /** The next history size after `capacity` ran out: twice as many entries, at most `worst`. */
-std::int32_t beam_history_next(std::int32_t capacity, std::int32_t worst);
+ASRDEC_API std::int32_t beam_history_next(std::int32_t capacity, std::int32_t worst);
 
 template <MemoryKind Kind>
 class BatchedBeamHyps {
@@ -157,15 +158,16 @@ class BatchedBeamHyps {
 
 /** The hypothesis in slot k of utterance b (host memory), rebuilt from the back-pointer tree: tokens, timestamps,
  *  TDT durations, score = the slot's raw score. */
-Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
+ASRDEC_API Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
 
 /** The live slots of utterance b, best first: by score, or by score / (tokens + 1) with `length_normalized`;
  *  ties go to the lower slot; dead (-inf) slots are left out. */
-std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
+ASRDEC_API std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& hyps, std::int64_t b,
+                                                  bool length_normalized);
 
 /** The live hypotheses of utterance b (host memory), best first: by score, or by score / (tokens + 1) with
  *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. The
  *  returned scores are raw. */
-std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
+ASRDEC_API std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
 
 }  // namespace asrdec

@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "asrdec/core/buffer.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 
 namespace asrdec {
 
-struct BatchedHypsView {
+struct ASRDEC_API BatchedHypsView {
   Device device;
   std::int64_t batch = 0;
   std::int64_t capacity = 0;                 ///< row stride of the [batch, capacity] arrays
@@ -105,7 +106,7 @@ class BatchedHyps {
 
 /** Host hypotheses from a view in host memory. `time_offsets` (may be null) is added to each row's timestamps,
  *  making chunk-relative frames absolute; durations are kept only when `with_durations` (TDT). */
-std::vector<Hypothesis> to_hypotheses(const BatchedHypsView& host_view, const std::int64_t* time_offsets,
-                                      bool with_durations, bool is_final);
+ASRDEC_API std::vector<Hypothesis> to_hypotheses(const BatchedHypsView& host_view, const std::int64_t* time_offsets,
+                                                 bool with_durations, bool is_final);
 
 }  // namespace asrdec

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
-struct Hypothesis {
+struct ASRDEC_API Hypothesis {
   std::vector<std::int32_t> tokens;      ///< token ids, blank never included
   std::vector<std::int32_t> timestamps;  ///< frame at which each token was emitted
   std::vector<std::int32_t> durations;   ///< TDT: predicted duration of each token; empty otherwise

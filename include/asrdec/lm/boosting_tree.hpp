@@ -31,12 +31,13 @@
 #include <vector>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 
 namespace asrdec {
 
-struct BoostingTreeOptions {
+struct ASRDEC_API BoostingTreeOptions {
   /** Score of the first token of a phrase (NeMo's context_score). Must be positive. */
   float context_score = 1.0f;
   /** Scale of the later tokens' scores (NeMo's depth_scaling: 2.0 for CTC and transducers). Must be ≥ 1. */
@@ -58,9 +59,9 @@ using PhraseList = std::vector<std::vector<std::int32_t>>;
 /** Reads phrases to boost, one per line, trimmed; blank lines and lines starting with '#' are skipped (CRLF
  *  accepted). The caller tokenises them (e.g. with the model's SentencePiece model) into a PhraseList. Throws the
  *  errors of TextFileReader. */
-std::vector<std::string> read_phrase_list(const std::string& path);
+ASRDEC_API std::vector<std::string> read_phrase_list(const std::string& path);
 
-class BoostingTree {
+class ASRDEC_API BoostingTree {
  public:
   /** Builds the automata of `lists` (at least one; a list may be empty: no boosting for its utterances) over
    *  tokens 0..vocab_size-1, on `device`. Throws InvalidArgument for an empty phrase, a token outside the

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/tensor.hpp"
 
@@ -39,7 +40,7 @@ namespace asrdec {
 
 enum class LmVocabularyKind { token_level, arpa_words, symbol_table };
 
-struct NgramLmOptions {
+struct ASRDEC_API NgramLmOptions {
   LmVocabularyKind vocabulary = LmVocabularyKind::token_level;
   /** token_level: V, the number of tokens (the ASR model's blank id). Required for ARPA files; 0 takes an LM
    *  image's own V. */
@@ -58,7 +59,7 @@ struct NgramLmOptions {
 };
 
 /** The device view of an LM (trivially copyable), used by the shared query functions and kernels. */
-struct NgramLmRef {
+struct ASRDEC_API NgramLmRef {
   const std::int32_t* arc_begin;   ///< [states + 1]
   const std::int32_t* arc_label;   ///< [arcs] sorted within each state; labels 0..V-1 tokens, V = <unk>
   const std::int32_t* arc_target;  ///< [arcs]
@@ -73,7 +74,7 @@ struct NgramLmRef {
   float missing_offset;  ///< added to a missing token's <unk> score (normalize_unk), else 0
 };
 
-class NgramLm {
+class ASRDEC_API NgramLm {
  public:
   /** Loads an ARPA file (plain or .gz) or a binary image written by save_binary() (recognised by content) onto
    *  `device`. Throws ParseError (with file and line) for a malformed file, InvalidArgument for options that do

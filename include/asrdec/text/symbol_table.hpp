@@ -18,9 +18,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
-class SymbolTable {
+class ASRDEC_API SymbolTable {
  public:
   SymbolTable() = default;
   /** Reads a table (see above). Throws Error when the file cannot be read, ParseError (file and line) for an empty

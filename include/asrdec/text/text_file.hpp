@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/core/export.hpp"
 
 namespace asrdec {
 
-class TextFileReader {
+class ASRDEC_API TextFileReader {
  public:
   /** Lines longer than this (1 MiB) are refused unless a reader asks for another limit. */
   static constexpr std::size_t kDefaultMaxLineBytes = std::size_t{1} << 20;
@@ -62,6 +63,6 @@ class TextFileReader {
 
 /** The fields of a text line, separated by runs of ASCII space and tab only (as KenLM splits words: token-level
  *  vocabularies use other code points, U+00A0 among them, as symbols). */
-std::vector<std::string> split_fields(std::string_view line);
+ASRDEC_API std::vector<std::string> split_fields(std::string_view line);
 
 }  // namespace asrdec

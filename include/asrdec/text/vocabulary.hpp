@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
-class Vocabulary {
+class ASRDEC_API Vocabulary {
  public:
   Vocabulary() = default;
   explicit Vocabulary(std::vector<std::string> tokens);

@@ -11,9 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
-struct WerStats {
+struct ASRDEC_API WerStats {
   std::int64_t substitutions = 0;
   std::int64_t deletions = 0;
   std::int64_t insertions = 0;
@@ -25,10 +27,10 @@ struct WerStats {
   WerStats& operator+=(const WerStats& other) noexcept;
 };
 
-std::vector<std::string> split_words(std::string_view text);
+ASRDEC_API std::vector<std::string> split_words(std::string_view text);
 
 /** Minimum-edit alignment; among equally short alignments the counts are those of a fixed traceback
  *  preference (substitution, then deletion, then insertion). */
-WerStats word_errors(std::string_view reference, std::string_view hypothesis);
+ASRDEC_API WerStats word_errors(std::string_view reference, std::string_view hypothesis);
 
 }  // namespace asrdec

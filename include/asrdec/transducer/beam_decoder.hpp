@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
@@ -92,18 +93,18 @@ enum class FusionPruning { early, late };
 /** Whether blank takes part in fusion (the paper's eq. 2 = none, eq. 3 = lm_weighted_full). */
 enum class BlankLmScoring { none, lm_weighted_full };
 
-const char* to_string(TransducerBeamAlgorithm algorithm) noexcept;
-const char* to_string(FusionPruning pruning) noexcept;
-const char* to_string(BlankLmScoring scoring) noexcept;
+ASRDEC_API const char* to_string(TransducerBeamAlgorithm algorithm) noexcept;
+ASRDEC_API const char* to_string(FusionPruning pruning) noexcept;
+ASRDEC_API const char* to_string(BlankLmScoring scoring) noexcept;
 /** "alsd++" (also "alsd", "malsd"), "aes++" (also "aes", "maes") or "wind-beam" (also "wind"); throws
  *  InvalidArgument otherwise. */
-TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name);
+ASRDEC_API TransducerBeamAlgorithm parse_beam_algorithm(std::string_view name);
 /** "early" or "late"; throws InvalidArgument otherwise. */
-FusionPruning parse_fusion_pruning(std::string_view name);
+ASRDEC_API FusionPruning parse_fusion_pruning(std::string_view name);
 /** "none" or "full" ("lm-weighted-full", "lm_weighted_full"); throws InvalidArgument otherwise. */
-BlankLmScoring parse_blank_lm_scoring(std::string_view name);
+ASRDEC_API BlankLmScoring parse_blank_lm_scoring(std::string_view name);
 
-struct TransducerBeamConfig {
+struct ASRDEC_API TransducerBeamConfig {
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   /** K, hypotheses kept per utterance, 1 … 64. Beam 1 is greedy decoding (the same tokens). */
   std::int32_t beam = 4;
@@ -144,7 +145,7 @@ struct TransducerBeamConfig {
   std::string to_string() const;
 };
 
-class TransducerBeamDecoder {
+class ASRDEC_API TransducerBeamDecoder {
  public:
   /** Throws InvalidArgument for a bad config or limits, or fusion models that do not fit the model (device,
    *  vocabulary, blank not last). */

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "asrdec/core/batch_limits.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
@@ -52,11 +53,11 @@ namespace asrdec {
 
 enum class TransducerGreedyAlgorithm { frame_looping, label_looping, wind };
 
-const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept;
+ASRDEC_API const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept;
 /** "frame-looping", "label-looping" or "wind" (underscores accepted); throws InvalidArgument otherwise. */
-TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name);
+ASRDEC_API TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name);
 
-struct TransducerGreedyConfig {
+struct ASRDEC_API TransducerGreedyConfig {
   TransducerGreedyAlgorithm algorithm = TransducerGreedyAlgorithm::label_looping;
   /** WIND window W (frames per joint evaluation); 1 is plain label looping. */
   std::int32_t window = 8;
@@ -93,7 +94,7 @@ struct TransducerGreedyConfig {
 
 /** The state that carries a batch of utterances from one chunk to the next: predictor state and output, last
  *  label, frames decoded so far and the TDT overshoot. Created by TransducerGreedyDecoder::start_stream(). */
-class TransducerStream {
+class ASRDEC_API TransducerStream {
  public:
   ~TransducerStream();
   TransducerStream(TransducerStream&&) noexcept;
@@ -112,7 +113,7 @@ class TransducerStream {
   std::unique_ptr<Impl> impl_;
 };
 
-class TransducerGreedyDecoder {
+class ASRDEC_API TransducerGreedyDecoder {
  public:
   /** The decoder keeps a copy of `model` (cheap: the parts are shared). Throws InvalidArgument for a bad config
    *  or limits, Unsupported for WIND on a TDT model. */

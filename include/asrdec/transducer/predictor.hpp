@@ -14,11 +14,12 @@
 #include <memory>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/stream.hpp"
 
 namespace asrdec {
 
-class PredictorSession {
+class ASRDEC_API PredictorSession {
  public:
   virtual ~PredictorSession() = default;
 
@@ -35,7 +36,7 @@ class PredictorSession {
                     std::int64_t batch, StreamHandle stream) = 0;
 };
 
-class TransducerPredictor {
+class ASRDEC_API TransducerPredictor {
  public:
   virtual ~TransducerPredictor() = default;
   virtual Device device() const = 0;

@@ -24,6 +24,7 @@
 
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/dtype.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/transducer/predictor.hpp"
@@ -32,11 +33,11 @@ namespace asrdec {
 
 enum class TransducerType { rnnt, tdt };
 
-const char* to_string(TransducerType type) noexcept;
-const char* to_string(JointActivation activation) noexcept;
+ASRDEC_API const char* to_string(TransducerType type) noexcept;
+ASRDEC_API const char* to_string(JointActivation activation) noexcept;
 
 /** The joint network's weights on one device. */
-class TransducerJoint {
+class ASRDEC_API TransducerJoint {
  public:
   /** out_weight: [V+1+D, J]; out_bias: [V+1+D] (any float dtype, host memory). Weights are stored in
    *  `weight_dtype`; the bias in fp32. Throws InvalidArgument for inconsistent shapes. */
@@ -62,7 +63,7 @@ class TransducerJoint {
 /** The built-in LSTM prediction network (NeMo's RNNTDecoder): embedding (the blank embeds to zero), L LSTM
  *  layers of hidden size P (PyTorch gate order i, f, g, o), then the joint's prediction projection to J. The first
  *  layer's input projection W_ih · emb + b_ih + b_hh is precomputed per label at construction. */
-struct LstmPredictorWeights {
+struct ASRDEC_API LstmPredictorWeights {
   TensorView embedding;               ///< [V+1, E]
   std::vector<TensorView> weight_ih;  ///< per layer [4P, E] (layer 0) or [4P, P]
   std::vector<TensorView> weight_hh;  ///< per layer [4P, P]
@@ -72,29 +73,31 @@ struct LstmPredictorWeights {
   TensorView projection_bias;         ///< [J]
 };
 
-std::shared_ptr<TransducerPredictor> make_lstm_predictor(const LstmPredictorWeights& weights, std::int32_t blank_id,
-                                                         DType weight_dtype, Device device);
+ASRDEC_API std::shared_ptr<TransducerPredictor> make_lstm_predictor(const LstmPredictorWeights& weights,
+                                                                    std::int32_t blank_id, DType weight_dtype,
+                                                                    Device device);
 
 /** The built-in stateless prediction network (NeMo's StatelessTransducerDecoder): the previous `context` labels
  *  (blank before the start), each embedded by its own table — position 0 is the most recent — concatenated,
  *  optionally layer-normalised (no affine), then projected to J. */
-struct StatelessPredictorWeights {
+struct ASRDEC_API StatelessPredictorWeights {
   std::vector<TensorView> embeddings;  ///< per position [V+1, E_i], position 0 = most recent label
   bool layer_norm = false;
   TensorView projection_weight;  ///< [J, sum E_i]
   TensorView projection_bias;    ///< [J]
 };
 
-std::shared_ptr<TransducerPredictor> make_stateless_predictor(const StatelessPredictorWeights& weights,
-                                                              std::int32_t blank_id, DType weight_dtype, Device device);
+ASRDEC_API std::shared_ptr<TransducerPredictor> make_stateless_predictor(const StatelessPredictorWeights& weights,
+                                                                         std::int32_t blank_id, DType weight_dtype,
+                                                                         Device device);
 
-struct TransducerLoadOptions {
+struct ASRDEC_API TransducerLoadOptions {
   /** Weight dtype on the device; unset (the default) keeps the dtype of joint.out.weight in the file. */
   bool override_weight_dtype = false;
   DType weight_dtype = DType::f32;
 };
 
-class TransducerModel {
+class ASRDEC_API TransducerModel {
  public:
   /** Assembles a model from its parts (e.g. with an engine's own predictor). `durations` empty means RNN-T.
    *  Throws InvalidArgument when the parts do not fit together (sizes, devices, blank id). */

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 /** The CTC token topologies of the reference notes (shared/reference/wfst-ctc.md §2.2). */
@@ -41,12 +43,12 @@ enum class CtcTopology {
 };
 
 /** "standard", "compact" or "minimal". */
-const char* to_string(CtcTopology topology);
+ASRDEC_API const char* to_string(CtcTopology topology);
 /** Inverse of to_string(CtcTopology); throws InvalidArgument naming the accepted values. */
-CtcTopology parse_ctc_topology(const std::string& name);
+ASRDEC_API CtcTopology parse_ctc_topology(const std::string& name);
 
 /** How T is shaped and where the blank is. */
-struct CtcGraphOptions {
+struct ASRDEC_API CtcGraphOptions {
   CtcTopology topology = CtcTopology::standard;
   /** false drops the token self-loops (standard, compact): each non-blank token then spans exactly one frame. */
   bool self_loops = true;
@@ -62,7 +64,7 @@ struct CtcGraphOptions {
 };
 
 /** One pronunciation: a word and the token pieces (strings of tokens.txt) that spell it. */
-struct LexiconEntry {
+struct ASRDEC_API LexiconEntry {
   std::string word;
   std::vector<std::string> pieces;
   /** 1-based line of the lexicon file it came from, for error messages; 0 when built in memory. */
@@ -70,7 +72,7 @@ struct LexiconEntry {
 };
 
 /** Pronunciations in file order; a word may have several. `source` names the file in error messages. */
-struct Lexicon {
+struct ASRDEC_API Lexicon {
   std::vector<LexiconEntry> entries;
   std::string source = "<lexicon>";
 };
@@ -79,10 +81,10 @@ struct Lexicon {
  *  Blank lines are skipped. Throws Error when the file cannot be opened and ParseError (with the line) for a
  *  line without pieces, a word that is a reserved symbol (`<eps>`, `<s>`, `</s>`, `#0`, `#1`, ...) or an empty
  *  file. */
-Lexicon read_lexicon(const std::string& path);
+ASRDEC_API Lexicon read_lexicon(const std::string& path);
 
 /** What a build produced. */
-struct CtcGraphSummary {
+struct ASRDEC_API CtcGraphSummary {
   std::int64_t tlg_states = 0;
   std::int64_t tlg_arcs = 0;
   std::int64_t lg_states = 0;
@@ -114,8 +116,8 @@ struct CtcGraphSummary {
  * lexicon file and line) or a blank id that does not fit the token table; ParseError for malformed files;
  * Error when a file cannot be read or written.
  */
-CtcGraphSummary build_ctc_graph(const std::string& tokens_path, const Lexicon& lexicon, const std::string& arpa_path,
-                                const CtcGraphOptions& options, const std::string& graph_path,
-                                const std::string& words_path);
+ASRDEC_API CtcGraphSummary build_ctc_graph(const std::string& tokens_path, const Lexicon& lexicon,
+                                           const std::string& arpa_path, const CtcGraphOptions& options,
+                                           const std::string& graph_path, const std::string& words_path);
 
 }  // namespace asrdec

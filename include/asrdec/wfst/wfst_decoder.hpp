@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/text/symbol_table.hpp"
@@ -76,7 +77,7 @@
 
 namespace asrdec {
 
-struct WfstDecoderConfig {
+struct ASRDEC_API WfstDecoderConfig {
   /** Search beam (cost units): tokens more than this above a frame's best are dropped. */
   float beam = 17.0f;
   /** Soft cap of tokens expanded per frame (see the file comment). */
@@ -112,9 +113,9 @@ using WordBoosts = std::vector<std::pair<std::int32_t, float>>;
 /** Reads a word boosting list: "word score" per line (blank lines skipped, CRLF accepted), words looked up in
  *  `words` (the graph's words table). Throws ParseError (file and line) for a malformed line, a non-finite score,
  *  or a word the table lacks (or `<eps>`), and the errors of TextFileReader. */
-WordBoosts read_word_boosts(const std::string& path, const SymbolTable& words);
+ASRDEC_API WordBoosts read_word_boosts(const std::string& path, const SymbolTable& words);
 
-struct WfstResult {
+struct ASRDEC_API WfstResult {
   std::vector<std::int32_t> words;
   std::vector<std::int32_t> word_start_frames;
   std::vector<std::int32_t> word_end_frames;
@@ -127,13 +128,13 @@ struct WfstResult {
 };
 
 /** One row of a decode_chunks() call. */
-struct WfstChunk {
+struct ASRDEC_API WfstChunk {
   std::int64_t stream = 0;  ///< the caller's id for the stream
   bool first = false;       ///< starts the stream (an existing stream with this id is discarded)
   bool last = false;        ///< ends it: the result is final and the stream is forgotten
 };
 
-class WfstDecoder {
+class ASRDEC_API WfstDecoder {
  public:
   /** Throws InvalidArgument for a bad config, Unsupported for a device without an executor. */
   WfstDecoder(WfstGraph graph, WfstDecoderConfig config = {}, Device device = Device::cpu());

@@ -25,10 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "asrdec/core/export.hpp"
+
 namespace asrdec {
 
 /** The arrays of a graph in host memory (read-only). */
-struct WfstGraphArrays {
+struct ASRDEC_API WfstGraphArrays {
   std::int32_t num_states = 0;
   std::int32_t start = 0;
   std::vector<std::int64_t> emitting_begin;  ///< [num_states + 1]: arcs of state s are emitting_begin[s] …
@@ -41,7 +43,7 @@ struct WfstGraphArrays {
   std::vector<float> final_weight;           ///< [num_states]; +∞: not final
 };
 
-class WfstGraph {
+class ASRDEC_API WfstGraph {
  public:
   /** Reads an OpenFst binary file (vector or const FST, standard arc). Throws as described above. */
   static WfstGraph load(const std::string& path);

@@ -1,7 +1,7 @@
 #pragma once
 // Internal: counts the device memory a CUDA executor's buffers take while they are (re)allocated, and enforces a
 // decoder's max_device_bytes before cudaMalloc is asked (docs/cuda-contract.md, "Memory"). Every device allocation
-// goes through detail::allocate_bytes, which charges the meters of its thread; so the count is the allocations
+// goes through allocate_bytes, which charges the meters of its thread; so the count is the allocations
 // themselves, not a formula that could drift from them.
 
 #include <cstddef>

@@ -5,6 +5,7 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/log.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/kernel_image.hpp"
 
 namespace asrdec::detail {
 
@@ -13,6 +14,7 @@ ExecutorLifecycle::ExecutorLifecycle(Device device, GraphMode requested, std::in
       requested_(requested),
       mode_(resolve_graph_mode(requested, device)),
       max_device_bytes_(max_device_bytes) {
+  require_kernel_image(device_);
   DeviceGuard guard(device_);
   ASRDEC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
 }

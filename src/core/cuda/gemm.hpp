@@ -1,8 +1,8 @@
 #pragma once
-// Internal: the one GEMM shape the transducer needs, through cuBLAS: Y[r, o] = sum_k W[o, k] * X[r, k] for a
-// weight matrix W [O, K] (row-major, fp32/fp16/bf16) and R input rows X (row-major, same dtype), fp32 output
-// and fp32 accumulation. The handle owns a fixed workspace so that the GEMM can be captured into CUDA graphs
-// (cuBLAS must not allocate during capture).
+// Internal: the one GEMM shape the transducer needs, through cuBLAS (opened on first use, cublas_library.hpp): Y[r, o]
+// = sum_k W[o, k] * X[r, k] for a weight matrix W [O, K] (row-major, fp32/fp16/bf16) and R input rows X (row-major,
+// same dtype), fp32 output and fp32 accumulation. The handle owns a fixed workspace so that the GEMM can be captured
+// into CUDA graphs (cuBLAS must not allocate during capture).
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/dtype.hpp"
+#include "core/cuda/cublas_library.hpp"
 
 namespace asrdec::detail {
 
@@ -26,6 +27,7 @@ class Gemm {
                            std::int64_t ldx, std::int64_t rows, float* y, std::int64_t ldy, cudaStream_t stream);
 
  private:
+  const CublasLibrary& cublas_;  // opened by the first Gemm of the process
   cublasHandle_t handle_ = nullptr;
   DeviceBuffer<std::byte> workspace_;
 };

@@ -72,6 +72,13 @@ void launch_counter_add(std::int32_t* total, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "counter_add_kernel");
 }
 
+cudaError_t kernel_image_status() {
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, clear_word_kernel);
+  (void)cudaGetLastError();  // the status is the answer; leave no error behind for the next check
+  return status;
+}
+
 void preload_graph_kernels() {
   cudaFuncAttributes attributes{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, loop_enter_kernel));

@@ -26,6 +26,11 @@ void launch_counter_step(std::int32_t* counter, std::int32_t* flag, const std::i
 /** ++*total. */
 void launch_counter_add(std::int32_t* total, cudaStream_t stream);
 
+/** Whether the current device can run asrdec's kernels: cudaSuccess, or cudaErrorNoKernelImageForDevice (or
+ *  cudaErrorInvalidDeviceFunction) when the library holds no code for its architecture. Every .cu file is compiled
+ *  for the same architectures, so one kernel answers for all. Does not throw. */
+cudaError_t kernel_image_status();
+
 /** Loads the module holding these kernels so that their first launch never happens during stream capture. */
 void preload_graph_kernels();
 
