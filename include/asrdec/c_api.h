@@ -50,8 +50,9 @@ typedef enum asrdec_status {
 ASRDEC_API const char* asrdec_version(void);
 /** ASRDEC_C_API_VERSION of the library. */
 ASRDEC_API int asrdec_c_api_version(void);
-/** "ASRDEC_OK", "ASRDEC_INVALID_ARGUMENT", ... */
-ASRDEC_API const char* asrdec_status_name(asrdec_status status);
+/** "ASRDEC_OK", "ASRDEC_INVALID_ARGUMENT", ...; "unknown asrdec_status" for any other value (an int, so that any
+ *  value a caller holds is valid to pass). */
+ASRDEC_API const char* asrdec_status_name(int status);
 /** The message of the last failed call on this thread; "" when the last call succeeded. */
 ASRDEC_API const char* asrdec_last_error(void);
 

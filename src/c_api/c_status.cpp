@@ -58,7 +58,7 @@ const char* asrdec_version(void) { return asrdec::version(); }
 
 int asrdec_c_api_version(void) { return ASRDEC_C_API_VERSION; }
 
-const char* asrdec_status_name(asrdec_status status) {
+const char* asrdec_status_name(int status) {
   switch (status) {
     case ASRDEC_OK:
       return "ASRDEC_OK";

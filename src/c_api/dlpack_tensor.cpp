@@ -1,6 +1,7 @@
 #include "c_api/dlpack_tensor.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
@@ -21,7 +22,12 @@ DType dtype_of(const DLDataType& type, const char* name) {
 }
 
 Device device_of(const DLDevice& device, const char* name) {
-  switch (device.device_type) {
+  // Read as an int: a C caller may store any value in the enum field, and loading one outside the enum's range is
+  // undefined in C++.
+  static_assert(sizeof(device.device_type) == sizeof(int), "DLDeviceType is int-sized");
+  int type = 0;
+  std::memcpy(&type, &device.device_type, sizeof type);
+  switch (type) {
     case kDLCPU:
     case kDLCUDAHost:  // pinned host memory: the CPU reads it directly
       return Device::cpu();
@@ -29,8 +35,8 @@ Device device_of(const DLDevice& device, const char* name) {
       ASRDEC_CHECK_ARG(device.device_id >= 0, name, ": negative CUDA device id ", device.device_id);
       return Device::cuda(device.device_id);
     default:
-      throw InvalidArgument(detail::concat(name, ": DLPack device type ", static_cast<int>(device.device_type),
-                                           " is not supported (CPU, CUDA, CUDA host)"));
+      throw InvalidArgument(
+          detail::concat(name, ": DLPack device type ", type, " is not supported (CPU, CUDA, CUDA host)"));
   }
 }
 
