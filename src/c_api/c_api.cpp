@@ -113,6 +113,30 @@ asrdec_results* nbest(std::vector<std::vector<Hypothesis>> lists) {
   return results.release();
 }
 
+/** A decoder's decode(): one hypothesis per utterance. `input` is logprobs (CTC) or enc_proj (transducers). */
+template <class Handle>
+asrdec_status decode_best(Handle* decoder, const DLTensor* input, const char* input_name, const DLTensor* lengths,
+                          void* stream, asrdec_results** out) {
+  return guarded([&] {
+    check_out(out);
+    *out = one_per_utterance(handle(decoder, "decoder")
+                                 .decoder.decode(tensor_view(input, input_name), tensor_view(lengths, "lengths"),
+                                                 static_cast<StreamHandle>(stream)));
+  });
+}
+
+/** A beam decoder's decode_nbest(): each utterance's list, best first. */
+template <class Handle>
+asrdec_status decode_lists(Handle* decoder, const DLTensor* input, const char* input_name, const DLTensor* lengths,
+                           void* stream, asrdec_results** out) {
+  return guarded([&] {
+    check_out(out);
+    *out = nbest(handle(decoder, "decoder")
+                     .decoder.decode_nbest(tensor_view(input, input_name), tensor_view(lengths, "lengths"),
+                                           static_cast<StreamHandle>(stream)));
+  });
+}
+
 CtcGreedyConfig ctc_greedy_config(const asrdec_ctc_greedy_config* given) {
   const asrdec_ctc_greedy_config c = read_config(given, asrdec_ctc_greedy_config_init, "asrdec_ctc_greedy_config");
   CtcGreedyConfig config;
@@ -366,13 +390,7 @@ asrdec_status asrdec_ctc_greedy_create(const char* device, const asrdec_ctc_gree
 
 asrdec_status asrdec_ctc_greedy_decode(asrdec_ctc_greedy_decoder* decoder, const DLTensor* logprobs,
                                        const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::one_per_utterance(d.decoder.decode(asrdec::c_api::tensor_view(logprobs, "logprobs"),
-                                                             asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                             static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_best(decoder, logprobs, "logprobs", lengths, stream, out);
 }
 
 void asrdec_ctc_greedy_free(asrdec_ctc_greedy_decoder* decoder) { delete decoder; }
@@ -406,24 +424,12 @@ asrdec_status asrdec_ctc_beam_create(const char* device, const asrdec_ctc_beam_c
 
 asrdec_status asrdec_ctc_beam_decode(asrdec_ctc_beam_decoder* decoder, const DLTensor* logprobs,
                                      const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::one_per_utterance(d.decoder.decode(asrdec::c_api::tensor_view(logprobs, "logprobs"),
-                                                             asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                             static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_best(decoder, logprobs, "logprobs", lengths, stream, out);
 }
 
 asrdec_status asrdec_ctc_beam_decode_nbest(asrdec_ctc_beam_decoder* decoder, const DLTensor* logprobs,
                                            const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::nbest(d.decoder.decode_nbest(asrdec::c_api::tensor_view(logprobs, "logprobs"),
-                                                       asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                       static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_lists(decoder, logprobs, "logprobs", lengths, stream, out);
 }
 
 void asrdec_ctc_beam_free(asrdec_ctc_beam_decoder* decoder) { delete decoder; }
@@ -478,13 +484,7 @@ asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer_model* mod
 
 asrdec_status asrdec_transducer_greedy_decode(asrdec_transducer_greedy_decoder* decoder, const DLTensor* enc_proj,
                                               const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::one_per_utterance(d.decoder.decode(asrdec::c_api::tensor_view(enc_proj, "enc_proj"),
-                                                             asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                             static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_best(decoder, enc_proj, "enc_proj", lengths, stream, out);
 }
 
 void asrdec_transducer_greedy_free(asrdec_transducer_greedy_decoder* decoder) { delete decoder; }
@@ -524,24 +524,12 @@ asrdec_status asrdec_transducer_beam_create(const asrdec_transducer_model* model
 
 asrdec_status asrdec_transducer_beam_decode(asrdec_transducer_beam_decoder* decoder, const DLTensor* enc_proj,
                                             const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::one_per_utterance(d.decoder.decode(asrdec::c_api::tensor_view(enc_proj, "enc_proj"),
-                                                             asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                             static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_best(decoder, enc_proj, "enc_proj", lengths, stream, out);
 }
 
 asrdec_status asrdec_transducer_beam_decode_nbest(asrdec_transducer_beam_decoder* decoder, const DLTensor* enc_proj,
                                                   const DLTensor* lengths, void* stream, asrdec_results** out) {
-  return guarded([&] {
-    asrdec::c_api::check_out(out);
-    auto& d = handle(decoder, "decoder");
-    *out = asrdec::c_api::nbest(d.decoder.decode_nbest(asrdec::c_api::tensor_view(enc_proj, "enc_proj"),
-                                                       asrdec::c_api::tensor_view(lengths, "lengths"),
-                                                       static_cast<asrdec::StreamHandle>(stream)));
-  });
+  return asrdec::c_api::decode_lists(decoder, enc_proj, "enc_proj", lengths, stream, out);
 }
 
 void asrdec_transducer_beam_free(asrdec_transducer_beam_decoder* decoder) { delete decoder; }

@@ -29,15 +29,23 @@ BuildInfo build_info() {
   return info;
 }
 
+std::string BuildInfo::cuda_architectures_list() const {
+  if (!cuda) {
+    return "none";
+  }
+  std::string list;
+  for (const std::string& a : cuda_architectures) {
+    list += (list.empty() ? "" : ";") + a;
+  }
+  return list;
+}
+
 std::string BuildInfo::to_string() const {
   std::ostringstream out;
   out << "asrdec " << version << " (" << (build_type.empty() ? "no build type" : build_type) << "; " << cxx_compiler
       << "; ";
   if (cuda) {
-    out << "CUDA " << cuda_compiler << " for ";
-    for (std::size_t i = 0; i < cuda_architectures.size(); ++i) {
-      out << (i ? ";" : "") << cuda_architectures[i];
-    }
+    out << "CUDA " << cuda_compiler << " for " << cuda_architectures_list();
   } else {
     out << "CPU only";
   }

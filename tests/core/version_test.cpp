@@ -40,6 +40,7 @@ TEST(Version, ListsTheCompiledCudaArchitectures) {
     EXPECT_TRUE(info.cuda_architectures.empty());
     EXPECT_NE(info.to_string().find("CPU only"), std::string::npos) << info.to_string();
   }
+  EXPECT_EQ(info.cuda_architectures_list(), info.cuda ? joined : std::string("none"));
   EXPECT_EQ(info.to_string().rfind("asrdec " + info.version + " (", 0), 0u) << info.to_string();
 }
 

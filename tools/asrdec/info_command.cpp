@@ -13,16 +13,12 @@ nlohmann::json collect() {
   const CudaInfo& cuda = cuda_info();
   nlohmann::json info;
   const BuildInfo build = build_info();
-  std::string architectures;
-  for (const std::string& a : build.cuda_architectures) {
-    architectures += (architectures.empty() ? "" : ";") + a;
-  }
   info["version"] = build.version;
   info["build"] = {{"type", build.build_type},
                    {"cxx_compiler", build.cxx_compiler},
                    {"cuda_compiled", build.cuda},
                    {"cuda_compiler", build.cuda_compiler},
-                   {"cuda_architectures", build.cuda ? architectures : "none"}};
+                   {"cuda_architectures", build.cuda_architectures_list()}};
   info["cuda"] = {{"available", cuda.available},
                   {"reason", cuda.reason},
                   {"runtime_version", format_cuda_version(cuda.runtime_version)},

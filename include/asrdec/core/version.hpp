@@ -28,6 +28,9 @@ struct ASRDEC_API BuildInfo {
   std::string cxx_compiler;                     ///< e.g. "GNU 12.2.0"
   std::string build_type;                       ///< CMake's build type, e.g. "Release"
 
+  /** cuda_architectures as CMake writes them, "80;86;89;90"; "none" without CUDA. */
+  std::string cuda_architectures_list() const;
+
   /** One line: "asrdec 0.1.0 (Release; GNU 12.2.0; CUDA NVIDIA 13.0.48 for 80;86;89;90)". */
   std::string to_string() const;
 };

@@ -40,13 +40,8 @@ void require_kernel_image(Device device) {
   int minor = 0;
   (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index());
   (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index());
-  const BuildInfo build = build_info();
-  std::string compiled;
-  for (const std::string& a : build.cuda_architectures) {
-    compiled += (compiled.empty() ? "" : ";") + a;
-  }
-  throw Unsupported(concat("this asrdec was compiled for CUDA architectures ", compiled, ", which do not cover ",
-                           device.to_string(), " (compute capability ", major, ".", minor,
+  throw Unsupported(concat("this asrdec was compiled for CUDA architectures ", build_info().cuda_architectures_list(),
+                           ", which do not cover ", device.to_string(), " (compute capability ", major, ".", minor,
                            "); rebuild asrdec with -DASRDEC_CUDA_ARCHITECTURES=", major, minor,
                            " (or \"native\" on that machine), or decode on the CPU"));
 }
