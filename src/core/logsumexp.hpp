@@ -23,6 +23,9 @@ ASRDEC_HD_INLINE LogSumExp lse_merge(LogSumExp a, LogSumExp b) {
 
 ASRDEC_HD_INLINE LogSumExp lse_add(LogSumExp a, float x) { return lse_merge(a, LogSumExp{x, 1.0f}); }
 
+/** x - logsumexp: the log-softmax of a value x of the reduction. */
+ASRDEC_HD_INLINE float lse_log_probability(LogSumExp lse, float x) { return (x - lse.max) - logf(lse.sum); }
+
 /** exp(best - logsumexp): the softmax probability of the best value. */
 ASRDEC_HD_INLINE float lse_max_probability(LogSumExp lse, float best) { return expf(best - lse.max) / lse.sum; }
 

@@ -47,8 +47,13 @@ Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::in
     if (h.kind == detail::BeamKind::tdt) out.durations.push_back(h.durations[at]);
   }
   out.score = h.scores[detail::beam_slot(h, b, k)];
+  out.ranking_score = out.score;
   out.am_score = out.score;
   return out;
+}
+
+float beam_ranking_score(const detail::BeamHypsRef& h, std::int64_t slot, bool length_normalized) {
+  return length_normalized ? h.scores[slot] / static_cast<float>(h.tokens[slot] + 1) : h.scores[slot];
 }
 
 std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
@@ -56,10 +61,7 @@ std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& h, std::int64_
   for (std::int32_t k = 0; k < h.beam; ++k) {
     if (h.scores[detail::beam_slot(h, b, k)] != -std::numeric_limits<float>::infinity()) order.push_back(k);
   }
-  const auto key = [&](std::int32_t k) {
-    const std::int64_t s = detail::beam_slot(h, b, k);
-    return length_normalized ? h.scores[s] / static_cast<float>(h.tokens[s] + 1) : h.scores[s];
-  };
+  const auto key = [&](std::int32_t k) { return beam_ranking_score(h, detail::beam_slot(h, b, k), length_normalized); };
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) { return key(x) > key(y); });
   return order;
 }
@@ -68,7 +70,10 @@ std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b,
   const std::vector<std::int32_t> order = beam_ranking(h, b, length_normalized);
   std::vector<Hypothesis> out;
   out.reserve(order.size());
-  for (const std::int32_t k : order) out.push_back(beam_hypothesis(h, b, k));
+  for (const std::int32_t k : order) {
+    out.push_back(beam_hypothesis(h, b, k));
+    out.back().ranking_score = beam_ranking_score(h, detail::beam_slot(h, b, k), length_normalized);
+  }
   return out;
 }
 

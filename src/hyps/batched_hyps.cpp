@@ -24,6 +24,7 @@ std::vector<Hypothesis> to_hypotheses(const BatchedHypsView& v, const std::int64
     h.token_scores.assign(v.scores + begin, v.scores + end);
     h.token_confidences.assign(v.confidences + begin, v.confidences + end);
     h.score = v.total_scores[b];
+    h.ranking_score = v.total_scores[b];
     h.am_score = v.total_scores[b];
     h.is_final = is_final;
   }

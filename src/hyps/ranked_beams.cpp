@@ -15,6 +15,7 @@ std::vector<std::vector<Hypothesis>> ranked_beams_of(const BeamHypsRef& h, std::
       hyp.lm_score = lm_total != nullptr ? lm_total[s] : 0.0f;
       hyp.boost_score = boost_total != nullptr ? boost_total[s] : 0.0f;
       hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
+      hyp.ranking_score = beam_ranking_score(h, s, length_normalized);
       out[static_cast<std::size_t>(b)].push_back(std::move(hyp));
     }
   }

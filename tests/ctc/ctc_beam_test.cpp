@@ -67,6 +67,7 @@ class CtcBeam : public ::testing::TestWithParam<CtcBeamCase> {
     config.beam = std::uniform_int_distribution<std::int32_t>(1, max_beam)(rng);
     config.beam_beta = random_beta(rng);
     config.beam_threshold = random_threshold(rng);
+    config.unique_transcripts = rng() % 4 != 0;  // mostly the default; the search's raw lists too
     config.graph_mode = GetParam().mode;
     return config;
   }

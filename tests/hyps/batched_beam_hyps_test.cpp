@@ -89,7 +89,8 @@ TEST(BatchedBeamHyps, TdtKeepsEqualTranscriptsOnDifferentFramesApart) {
   EXPECT_EQ(h.scores[0], kDead);
   EXPECT_NEAR(h.scores[1], std::log(std::exp(-2.5) + std::exp(-1.5)), 1e-6);
   EXPECT_EQ(beam_hypothesis(h, 0, 1).durations, (std::vector<std::int32_t>{1}));
-  EXPECT_EQ(beam_hypothesis(h, 0, 1).timestamps, (std::vector<std::int32_t>{1}));  // TDT: the end frame
+  EXPECT_EQ(beam_hypothesis(h, 0, 1).timestamps, (std::vector<std::int32_t>{0}));  // TDT: the emission frame
+  EXPECT_EQ(token_end_frames(beam_hypothesis(h, 0, 1)), (std::vector<std::int32_t>{1}));
 }
 
 TEST(BatchedBeamHyps, CtcFoldsRepeatsAndMergesByMax) {
@@ -158,6 +159,7 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
         if (rng() % 7 == 0) c.score = kDead;
         candidates.push_back(c);
         NaiveSlot n = naive[static_cast<std::size_t>(c.parent)];
+        const std::int32_t emitted_on = n.time;
         const bool real = c.label >= 0 && c.label != blank && (kind != BeamKind::ctc || c.label != n.last);
         if (kind == BeamKind::rnnt) {
           n.time += c.label == blank ? 1 : 0;
@@ -169,7 +171,7 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
         }
         if (real) {
           n.tokens.push_back(c.label);
-          n.timestamps.push_back(kind == BeamKind::ctc ? s : n.time);
+          n.timestamps.push_back(kind == BeamKind::ctc ? s : kind == BeamKind::tdt ? emitted_on : n.time);
           if (kind == BeamKind::tdt) n.durations.push_back(c.duration);
         }
         if (kind == BeamKind::ctc ? c.label >= 0 : real) n.last = c.label;
@@ -247,7 +249,8 @@ TEST(BatchedBeamHyps, HistoryStartsSmallAndDoublesUpToTheWorstCase) {
     const Hypothesis first = beam_hypothesis(h, b, 0);
     EXPECT_EQ(first.tokens, (std::vector<std::int32_t>{2, 3, 0}));
     EXPECT_EQ(first.durations, (std::vector<std::int32_t>{1, 2, 3}));
-    EXPECT_EQ(first.timestamps, (std::vector<std::int32_t>{1, 3, 6}));
+    EXPECT_EQ(first.timestamps, (std::vector<std::int32_t>{0, 1, 3}));  // emission frames
+    EXPECT_EQ(token_end_frames(first), (std::vector<std::int32_t>{1, 3, 6}));
     EXPECT_EQ(beam_hypothesis(h, b, 1).tokens, (std::vector<std::int32_t>{1, 0, 1}));
   }
 }

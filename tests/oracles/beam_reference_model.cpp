@@ -84,11 +84,15 @@ std::vector<Hypothesis> ReferenceBeamModel::ranked(std::vector<RefHyp> beam) con
   std::stable_sort(beam.begin(), beam.end(), [&](const RefHyp& x, const RefHyp& y) { return key(x) > key(y); });
   std::vector<Hypothesis> out;
   for (const RefHyp& h : beam) {
+    // unique_transcripts: a later (worse-ranked) hypothesis with the transcript of one already listed is left out.
+    const auto same = [&](const Hypothesis& listed) { return listed.tokens == h.tokens; };
+    if (config_.unique_transcripts && std::any_of(out.begin(), out.end(), same)) continue;
     Hypothesis hyp;
     hyp.tokens = h.tokens;
     hyp.timestamps = h.timestamps;
     hyp.durations = h.durations;
     hyp.score = h.score;
+    hyp.ranking_score = key(h);
     hyp.lm_score = h.lm_total;
     hyp.boost_score = h.boost_total;
     hyp.am_score = h.score - h.lm_total - h.boost_total;

@@ -105,10 +105,14 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
     std::stable_sort(beam.begin(), beam.end(), [](const RefHyp& x, const RefHyp& y) { return x.score > y.score; });
     std::vector<Hypothesis> hyps;
     for (const RefHyp& h : beam) {
+      // unique_transcripts: a later (worse) hypothesis with the transcript of one already listed is left out.
+      const auto same = [&](const Hypothesis& listed) { return listed.tokens == h.tokens; };
+      if (config.unique_transcripts && std::any_of(hyps.begin(), hyps.end(), same)) continue;
       Hypothesis hyp;
       hyp.tokens = h.tokens;
       hyp.timestamps = h.timestamps;
       hyp.score = h.score;
+      hyp.ranking_score = h.score;
       hyp.lm_score = h.lm_total;
       hyp.boost_score = h.boost_total;
       hyp.am_score = h.score - h.lm_total - h.boost_total;

@@ -138,7 +138,7 @@ class AlsdReference {
     const std::int32_t jump = tdt ? e.jump : (e.label == blank ? 1 : 0);
     if (e.label != blank) {
       h.tokens.push_back(e.label);
-      h.timestamps.push_back(parent.frame + jump);
+      h.timestamps.push_back(parent.frame);  // the emission frame (for RNN-T jump is 0 here)
       if (tdt) h.durations.push_back(e.jump);
       scorer_.emit(h, e.label);
     }

@@ -1,7 +1,12 @@
 // Algorithm 1 of the label-looping paper, one utterance at a time: the oracle. It shares only the primitives
-// (joint evaluation, predictor step) with the decoders, not their control flow or step functions.
+// (the joint's output logits, the predictor step) with the decoders, not their argmax, log-softmax, control flow
+// or step functions.
 
 #include "oracles/transducer_greedy_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "asrdec/core/error.hpp"
 #include "lm/fusion_checks.hpp"
@@ -26,7 +31,25 @@ std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView
   std::vector<float> state(static_cast<std::size_t>(model.predictor().state_size()));
   std::vector<float> dec(static_cast<std::size_t>(model.joint_hidden()));
   const std::int32_t one = 1;
-  std::vector<float> logits(static_cast<std::size_t>(model.vocab_size() + 1));
+  const std::int64_t columns = model.vocab_size() + 1;
+  const auto num_durations = static_cast<std::int64_t>(model.durations().size());
+  std::vector<float> logits(static_cast<std::size_t>(columns + num_durations));
+  // log-softmax of entry `at` of [begin, end), in double precision.
+  const auto log_softmax = [&](std::int64_t begin, std::int64_t end, std::int64_t at) {
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::int64_t i = begin; i < end; ++i) top = std::max(top, static_cast<double>(logits[i]));
+    double sum = 0.0;
+    for (std::int64_t i = begin; i < end; ++i) sum += std::exp(static_cast<double>(logits[i]) - top);
+    return static_cast<double>(logits[static_cast<std::size_t>(at)]) - top - std::log(sum);
+  };
+  // The first maximum of [begin, end) of `values`.
+  const auto first_max = [](const std::vector<float>& values, std::int64_t begin, std::int64_t end) {
+    std::int64_t best = begin;
+    for (std::int64_t i = begin + 1; i < end; ++i) {
+      if (values[static_cast<std::size_t>(i)] > values[static_cast<std::size_t>(best)]) best = i;
+    }
+    return best;
+  };
 
   std::vector<Hypothesis> out(static_cast<std::size_t>(p.batch));
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -39,6 +62,7 @@ std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView
     std::int32_t on_frame = 0;  // labels emitted on frame t so far
     std::int32_t lm_state = NgramLm::bos_state();
     std::int32_t boost_state = boost != nullptr ? boost->root_for(b, p.batch) : 0;
+    double path_logprob = 0.0;
     // α·LM + β·boost of token v from the current states, each model asked one token at a time.
     const auto bonus = [&](std::int32_t v) {
       const float lm_part = lm != nullptr ? detail::weighted(lm_weight, lm->score(lm_state, v).first) : 0.0f;
@@ -47,47 +71,47 @@ std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView
       return lm_part + boost_part;
     };
     while (t < length) {
-      detail::JointChoice c = joint.evaluate(p.enc, b, t, dec.data(), true);
-      if ((lm != nullptr || boost != nullptr) && c.label != blank) {
+      const detail::JointRow row{b, t};
+      const float* dec_row = dec.data();
+      joint.logits_rows(p.enc, &row, &dec_row, 1, true, logits.data());
+      auto label = static_cast<std::int32_t>(first_max(logits, 0, columns));
+      if ((lm != nullptr || boost != nullptr) && label != blank) {
         // Fusion: the best non-blank token by logit + α·LM + β·boost.
-        joint.token_logits(p.enc, b, t, dec.data(), logits.data());
-        detail::ArgMax best = detail::argmax_identity();
-        detail::LogSumExp lse = detail::lse_identity();
-        for (std::int32_t v = 0; v <= model.vocab_size(); ++v) {
-          const float logit = logits[static_cast<std::size_t>(v)];
-          lse = detail::lse_add(lse, logit);
-          if (v < model.vocab_size()) {
-            detail::argmax_update(best, logit + bonus(v), v);
-          }
-        }
-        c.label = best.index;
-        c.score = logits[static_cast<std::size_t>(best.index)];
-        c.confidence = detail::lse_max_probability(lse, c.score);
+        std::vector<float> fused(static_cast<std::size_t>(model.vocab_size()));
+        for (std::int32_t v = 0; v < model.vocab_size(); ++v) fused[static_cast<std::size_t>(v)] = logits[v] + bonus(v);
+        label = static_cast<std::int32_t>(first_max(fused, 0, model.vocab_size()));
         if (lm != nullptr) {
-          const auto [lm_score, next] = lm->score(lm_state, c.label);
+          const auto [lm_score, next] = lm->score(lm_state, label);
           hyp.lm_score += detail::weighted(lm_weight, lm_score);
           lm_state = next;
         }
         if (boost != nullptr) {
-          const auto [boost_score, next] = boost->score(boost_state, c.label);
+          const auto [boost_score, next] = boost->score(boost_state, label);
           hyp.boost_score += detail::weighted(boost_weight, boost_score);
           boost_state = next;
         }
       }
+      const double token_logprob = log_softmax(0, columns, label);
+      std::int32_t duration = 0;
+      path_logprob += token_logprob;
+      if (tdt) {
+        const std::int64_t d = first_max(logits, columns, columns + num_durations);
+        duration = model.durations()[static_cast<std::size_t>(d - columns)];
+        path_logprob += log_softmax(columns, columns + num_durations, d);
+      }
       std::int32_t step;
-      if (c.label == blank) {
-        step = tdt ? std::max(c.duration, 1) : 1;
+      if (label == blank) {
+        step = tdt ? std::max(duration, 1) : 1;
       } else {
-        hyp.tokens.push_back(c.label);
+        hyp.tokens.push_back(label);
         hyp.timestamps.push_back(t);
-        if (tdt) hyp.durations.push_back(c.duration);
-        hyp.token_scores.push_back(c.score);
-        hyp.token_confidences.push_back(c.confidence);
-        hyp.score += c.score;
-        session->step(&c.label, &one, state.data(), dec.data(), 1, nullptr);
-        step = tdt ? c.duration : 0;
+        if (tdt) hyp.durations.push_back(duration);
+        hyp.token_scores.push_back(static_cast<float>(token_logprob));
+        hyp.token_confidences.push_back(static_cast<float>(std::exp(token_logprob)));
+        session->step(&label, &one, state.data(), dec.data(), 1, nullptr);
+        step = tdt ? duration : 0;
         if (step == 0 && ++on_frame >= max_symbols) {
-          step = 1;  // max_symbols labels on this frame: move on without another joint evaluation
+          step = 1;  // max_symbols labels on this frame: move on without another joint evaluation (unscored)
         }
       }
       if (step > 0) {
@@ -95,8 +119,9 @@ std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView
       }
       t += step;
     }
-    hyp.am_score = hyp.score;
+    hyp.am_score = static_cast<float>(path_logprob);
     hyp.score = hyp.am_score + hyp.lm_score + hyp.boost_score;
+    hyp.ranking_score = hyp.score;
   }
   return out;
 }

@@ -164,6 +164,7 @@ TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
             h.token_confidences.insert(h.token_confidences.end(), p.token_confidences.begin(),
                                        p.token_confidences.end());
             h.score += p.score;
+            h.ranking_score += p.ranking_score;
           }
           start += std::max<std::int64_t>(frames, 1);
         }

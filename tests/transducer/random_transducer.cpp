@@ -166,6 +166,8 @@ void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vecto
       ASSERT_NEAR(got[b].token_confidences[i], want[b].token_confidences[i], std::max(1e-5, tolerance));
     }
     ASSERT_NEAR(got[b].score, want[b].score, std::max(1e-4, tolerance * std::fabs(want[b].score)));
+    ASSERT_NEAR(got[b].ranking_score, want[b].ranking_score,
+                std::max(1e-4, tolerance * std::fabs(want[b].ranking_score)));
     ASSERT_NEAR(got[b].lm_score, want[b].lm_score, std::max(1e-4, tolerance * std::fabs(want[b].lm_score)));
     ASSERT_NEAR(got[b].boost_score, want[b].boost_score, std::max(1e-4, tolerance * std::fabs(want[b].boost_score)));
   }

@@ -30,9 +30,19 @@ def ctc_greedy(logprobs, length, blank):
     return {"tokens": tokens, "timestamps": stamps, "score": score}
 
 
+def _log_softmax(x):
+    """log-softmax in float64 (the score oracle; the argmax is taken on the
+    float32 logits)."""
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max()
+    return x - (m + np.log(np.sum(np.exp(x - m))))
+
+
 def rnnt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
-    """Frame-synchronous RNN-T greedy search; score = sum of the raw logits
-    of emitted tokens."""
+    """Frame-synchronous RNN-T greedy search. Score = log-probability of the
+    path: the log-softmax (over the V+1 token columns) of every label and
+    every blank chosen; the move after max_symbols labels is not scored (no
+    joint evaluation is made)."""
     blank = model.blank
     pred, h, c = model.initial_state(1)
     tokens, stamps, score = [], [], 0.0
@@ -40,11 +50,11 @@ def rnnt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
         for _ in range(max_symbols):
             logits = model.joint(enc[t][None, :], pred)[0]
             k = int(np.argmax(logits[:blank + 1]))
+            score += float(_log_softmax(logits[:blank + 1])[k])
             if k == blank:
                 break
             tokens.append(k)
             stamps.append(t)
-            score += float(logits[k])
             pred, h, c = model.predictor_step(np.array([k]), h, c)
     return {"tokens": tokens, "timestamps": stamps, "score": score}
 
@@ -52,7 +62,10 @@ def rnnt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
 def tdt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
     """TDT greedy search: token and duration argmax taken independently.
 
-    Blank with duration 0 advances one frame. A run of zero-duration
+    Score = log-probability of the path: for every joint evaluation, the
+    log-softmax of the chosen token (over the V+1 token columns) plus that of
+    the chosen duration (over the duration columns). Blank with duration 0
+    advances one frame. A run of zero-duration
     emissions on one frame is cut after `max_symbols` by moving to t + 1.
     """
     blank = model.blank
@@ -63,14 +76,16 @@ def tdt_greedy(model, enc, length, max_symbols=MAX_SYMBOLS):
     while t < length:
         logits = model.joint(enc[t][None, :], pred)[0]
         k = int(np.argmax(logits[:blank + 1]))
-        d = durations[int(np.argmax(logits[blank + 1:]))]
+        di = int(np.argmax(logits[blank + 1:]))
+        d = durations[di]
+        score += float(_log_softmax(logits[:blank + 1])[k]
+                       + _log_softmax(logits[blank + 1:])[di])
         if k == blank:
             d = max(d, 1)
         else:
             tokens.append(k)
             stamps.append(t)
             durs.append(d)
-            score += float(logits[k])
             pred, h, c = model.predictor_step(np.array([k]), h, c)
             if d == 0:
                 on_frame += 1

@@ -14,10 +14,11 @@
  * (NeMo keeps adding padded frames' scores; see docs/beam-search.md), and each hypothesis adds α·ln p_LM(</s> |
  * its LM state).
  *
- * Results (asrdec::Hypothesis): tokens, timestamps (the first frame of each token's run), score (the beam
- * score), lm_score = α × (Σ ln p_LM of the tokens + ln p_LM(</s>)), boost_score = Σ β_boost·boost, am_score =
- * score − lm_score − boost_score (acoustic log-probability plus the insertion bonuses). Ranked by score (NeMo's
- * CTC beam does not length-normalise). token_scores and token_confidences are empty.
+ * Results (asrdec::Hypothesis; docs/results.md): tokens, timestamps (the first frame of each token's run), score
+ * (the beam score, a log-probability), ranking_score = score (NeMo's CTC beam does not length-normalise),
+ * lm_score = α × (Σ ln p_LM of the tokens + ln p_LM(</s>)), boost_score = Σ β_boost·boost, am_score = score −
+ * lm_score − boost_score (acoustic log-probability plus the insertion bonuses). N-best lists hold distinct
+ * transcripts (unique_transcripts). token_scores and token_confidences are empty.
  *
  * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens).
  *
@@ -60,6 +61,9 @@ struct ASRDEC_API CtcBeamConfig {
   float beam_beta = 0.0f;
   /** Proposals more than this below the utterance's best on a frame are dropped. */
   float beam_threshold = 20.0f;
+  /** N-best lists keep only the best-ranked hypothesis of each transcript (drop_repeated_transcripts): a prefix
+   *  ending in blank and the same prefix ending in its last token stay apart in the search. */
+  bool unique_transcripts = true;
   /** Token-level n-gram LM over the V = columns − 1 tokens, or none. */
   std::shared_ptr<const NgramLm> lm;
   float lm_weight = 0.0f;  ///< α

@@ -115,7 +115,9 @@ ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, st
   const std::int64_t at = s * h.capacity + step;
   h.labels[at] = label;
   h.parents[at] = parent;
-  h.timestamps[at] = h.kind == BeamKind::ctc ? step : time;
+  // Timestamps: CTC the step (frame); TDT the frame the label was emitted on, before its duration (as greedy);
+  // RNN-T and windowed the frame the hypothesis is on after the label (a token does not move an RNN-T hypothesis).
+  h.timestamps[at] = h.kind == BeamKind::ctc ? step : (h.kind == BeamKind::tdt ? h.next_time[p] : time);
   if (h.kind == BeamKind::tdt) h.durations[at] = label >= 0 ? duration : 0;  // allocated for TDT only
 }
 

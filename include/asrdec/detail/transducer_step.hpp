@@ -22,8 +22,12 @@ struct JointChoice {
   std::int32_t label;     ///< argmax over the V+1 token columns (blank included), first maximum
   std::int32_t duration;  ///< TDT: durations[argmax over the duration columns]; 0 for RNN-T
   std::int32_t offset;    ///< WIND: window position of the choice (frames skipped before it); 0 otherwise
-  float score;            ///< the label's raw logit
-  float confidence;       ///< max-prob confidence: exp(logit - logsumexp over the token columns)
+  float token_logprob;    ///< log-softmax of the label over the V+1 token columns (blank included)
+  float confidence;       ///< max-prob confidence: exp(token_logprob)
+  /** What the choice adds to the path's log-probability: token_logprob (TDT: plus the log-softmax of the duration
+   *  over the duration columns), and for WIND the blanks of the window positions before the choice. Window
+   *  positions at or past the utterance's end add nothing: they are not frames of the utterance. */
+  float step_logprob;
 };
 
 /** The label of an argmax over the token columns: a row where nothing compared (every logit NaN, possible only
@@ -78,10 +82,10 @@ struct HypsRef {
   std::int32_t* tokens;
   std::int32_t* timestamps;
   std::int32_t* durations;
-  float* scores;
+  float* scores;  ///< per label: its token_logprob
   float* confidences;
   std::int32_t* lengths;
-  float* total_scores;
+  float* total_scores;  ///< per utterance: the path's log-probability (hyps_add_step_logprob)
   std::int32_t* last_timestamp;
   std::int32_t* same_timestamp_count;
   std::int32_t* overflow;  ///< set to 1 for a row that ran out of capacity (never with the sizes decoders use)
@@ -94,6 +98,12 @@ ASRDEC_HD_INLINE void hyps_clear(const HypsRef& h, std::int64_t b) {
   h.last_timestamp[b] = -1;
   h.same_timestamp_count[b] = 0;
   h.overflow[b] = 0;
+}
+
+/** Adds a used joint choice to the path's log-probability: every choice that moves the state machine (label or
+ *  blank) counts; the forced move after max_symbols makes no joint evaluation and adds nothing. */
+ASRDEC_HD_INLINE void hyps_add_step_logprob(const HypsRef& h, std::int64_t b, float step_logprob) {
+  h.total_scores[b] += step_logprob;
 }
 
 ASRDEC_HD_INLINE void hyps_append(const HypsRef& h, std::int64_t b, std::int32_t token, std::int32_t time,
@@ -110,7 +120,6 @@ ASRDEC_HD_INLINE void hyps_append(const HypsRef& h, std::int64_t b, std::int32_t
   h.scores[at] = score;
   h.confidences[at] = confidence;
   h.lengths[b] = n + 1;
-  h.total_scores[b] += score;
   if (h.last_timestamp[b] == time) {
     h.same_timestamp_count[b] += 1;
   } else {
@@ -147,8 +156,8 @@ ASRDEC_HD_INLINE void label_looping_begin(const GreedyStateRef& s, std::int64_t 
 }
 
 /** First joint evaluation of an outer iteration, already made at safe_frame(time) for every utterance. */
-ASRDEC_HD_INLINE void label_looping_first(const GreedyStateRef& s, const GreedyRules& rules, std::int64_t b,
-                                          const JointChoice& choice) {
+ASRDEC_HD_INLINE void label_looping_first(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,
+                                          std::int64_t b, const JointChoice& choice) {
   s.active_at_start[b] = s.active[b];
   if (!s.active[b]) {
     s.advance[b] = 0;
@@ -158,16 +167,17 @@ ASRDEC_HD_INLINE void label_looping_first(const GreedyStateRef& s, const GreedyR
   s.label[b] = choice.label;
   s.label_time[b] = time;
   s.label_duration[b] = choice.duration;
-  s.label_score[b] = choice.score;
+  s.label_score[b] = choice.token_logprob;
   s.label_confidence[b] = choice.confidence;
+  hyps_add_step_logprob(hyps, b, choice.step_logprob);
   s.time[b] = time + time_advance(rules, choice.label, choice.duration);
   s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
   s.advance[b] = (s.active[b] && choice.label == rules.blank) ? 1 : 0;
 }
 
 /** One step of the inner loop over blanks: only utterances still advancing take the new choice. */
-ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyRules& rules, std::int64_t b,
-                                          const JointChoice& choice) {
+ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,
+                                          std::int64_t b, const JointChoice& choice) {
   if (!s.advance[b]) {
     return;
   }
@@ -175,8 +185,9 @@ ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyR
   s.label[b] = choice.label;
   s.label_time[b] = time;
   s.label_duration[b] = choice.duration;
-  s.label_score[b] = choice.score;
+  s.label_score[b] = choice.token_logprob;
   s.label_confidence[b] = choice.confidence;
+  hyps_add_step_logprob(hyps, b, choice.step_logprob);
   s.time[b] = time + time_advance(rules, choice.label, choice.duration);
   s.active[b] = s.time[b] < s.lengths[b] ? 1 : 0;
   s.advance[b] = (s.active[b] && choice.label == rules.blank) ? 1 : 0;
@@ -231,9 +242,10 @@ ASRDEC_HD_INLINE void frame_looping_step(const GreedyStateRef& s, const GreedyRu
   s.label[b] = choice.label;
   const std::int32_t time = s.time[b];
   std::int32_t step = time_advance(rules, choice.label, choice.duration);
+  hyps_add_step_logprob(hyps, b, choice.step_logprob);
   if (choice.label != rules.blank) {
     s.emit[b] = 1;
-    hyps_append(hyps, b, choice.label, time, choice.duration, choice.score, choice.confidence);
+    hyps_append(hyps, b, choice.label, time, choice.duration, choice.token_logprob, choice.confidence);
     s.symbols_on_frame[b] += 1;
     if (step == 0 && (s.symbols_on_frame[b] >= rules.max_symbols || hyps.overflow[b])) {
       step = 1;

@@ -20,8 +20,8 @@
  * die. Hash equality stands for transcript equality (no token-by-token comparison), as in NeMo.
  *
  * Transcripts: entries that are tokens (not blank, not -1); for CTC, repeats of the previous label are folded
- * first. Timestamps: RNN-T the emission frame, TDT the frame after the token's duration (NeMo's end frame), CTC
- * the frame of the run's first label.
+ * first. Timestamps: the frame each token was emitted on (RNN-T and TDT, as greedy decoding; a TDT token's end
+ * frame is its timestamp + duration), CTC the frame of the run's first label.
  */
 
 #include <algorithm>
@@ -157,8 +157,11 @@ class BatchedBeamHyps {
 };
 
 /** The hypothesis in slot k of utterance b (host memory), rebuilt from the back-pointer tree: tokens, timestamps,
- *  TDT durations, score = the slot's raw score. */
+ *  TDT durations, score = ranking_score = am_score = the slot's score. */
 ASRDEC_API Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
+
+/** The value slot `slot` is ranked by: its score, or score / (tokens + 1) with `length_normalized`. */
+ASRDEC_API float beam_ranking_score(const detail::BeamHypsRef& hyps, std::int64_t slot, bool length_normalized);
 
 /** The live slots of utterance b, best first: by score, or by score / (tokens + 1) with `length_normalized`;
  *  ties go to the lower slot; dead (-inf) slots are left out. */
@@ -166,8 +169,8 @@ ASRDEC_API std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& hyp
                                                   bool length_normalized);
 
 /** The live hypotheses of utterance b (host memory), best first: by score, or by score / (tokens + 1) with
- *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. The
- *  returned scores are raw. */
+ *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. Each
+ *  hypothesis carries its slot's score and the ranking_score it was sorted by. */
 ASRDEC_API std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
 
 }  // namespace asrdec

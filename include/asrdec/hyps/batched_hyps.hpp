@@ -2,9 +2,9 @@
 /**
  * @file
  * BatchedHyps: the growing hypotheses of a batch during greedy decoding, in device memory for the CUDA executor
- * and host memory for the CPU one. Row b holds lengths[b] labels with their frame, TDT duration, raw-logit score
- * and max-prob confidence. The capacity per row is fixed when a decode starts (frames x max_symbols + 1, which
- * greedy decoding cannot exceed) and grows only between decodes.
+ * and host memory for the CPU one. Row b holds lengths[b] labels with their frame, TDT duration, log-probability
+ * and max-prob confidence, and each row the log-probability of its path so far. The capacity per row is fixed when a
+ * decode starts (frames x max_symbols + 1, which greedy decoding cannot exceed) and grows only between decodes.
  *
  * BatchedHypsView is what decode_async() hands out: read-only pointers valid until the decoder's next call.
  */
@@ -27,10 +27,10 @@ struct ASRDEC_API BatchedHypsView {
   const std::int32_t* tokens = nullptr;      ///< [batch, capacity]
   const std::int32_t* timestamps = nullptr;  ///< [batch, capacity] frame within the decoded chunk
   const std::int32_t* durations = nullptr;   ///< [batch, capacity] TDT durations (0 for RNN-T)
-  const float* scores = nullptr;             ///< [batch, capacity] raw logit of each label
+  const float* scores = nullptr;             ///< [batch, capacity] log-softmax of each label (token columns)
   const float* confidences = nullptr;        ///< [batch, capacity] max-prob confidence of each label
   const std::int32_t* lengths = nullptr;     ///< [batch]
-  const float* total_scores = nullptr;       ///< [batch]
+  const float* total_scores = nullptr;       ///< [batch] log-probability of each path (am_score)
 };
 
 template <MemoryKind Kind>

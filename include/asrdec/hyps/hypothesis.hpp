@@ -1,8 +1,10 @@
 #pragma once
 /**
  * @file
- * The host-side result every decoder returns for one utterance. Fields a decoder does not produce stay empty
- * (e.g. durations outside TDT); each decoder's header says what its scores mean.
+ * The host-side result every decoder returns for one utterance. The fields mean the same for every decoder
+ * (docs/results.md has the table): scores are natural-log probabilities, token_scores per-token log-probabilities,
+ * timestamps the frame a token was emitted on. Fields a decoder does not produce stay empty (durations outside
+ * TDT; token_scores and token_confidences in beam search, where a hypothesis stands for merged alignments).
  */
 
 #include <cstdint>
@@ -14,15 +16,27 @@ namespace asrdec {
 
 struct ASRDEC_API Hypothesis {
   std::vector<std::int32_t> tokens;      ///< token ids, blank never included
-  std::vector<std::int32_t> timestamps;  ///< frame at which each token was emitted
-  std::vector<std::int32_t> durations;   ///< TDT: predicted duration of each token; empty otherwise
-  std::vector<float> token_scores;       ///< per-token score (see the decoder's documentation)
-  std::vector<float> token_confidences;  ///< per-token confidence in [0, 1] when the decoder computes it
-  float score = 0.0f;                    ///< total score used for ranking
-  float am_score = 0.0f;                 ///< acoustic part of score
+  std::vector<std::int32_t> timestamps;  ///< frame each token was emitted on (CTC: the first frame of its run)
+  std::vector<std::int32_t> durations;   ///< TDT: predicted duration of each token (end frame = timestamp + it)
+  std::vector<float> token_scores;       ///< log-probability of each token where it was emitted (greedy decoders)
+  std::vector<float> token_confidences;  ///< exp(token_scores), in [0, 1] (transducer greedy)
+  float score = 0.0f;                    ///< log-probability: am_score + lm_score + boost_score
+  float ranking_score = 0.0f;            ///< what N-best lists are sorted by: score, or score / (tokens + 1)
+  float am_score = 0.0f;                 ///< acoustic log-probability (beam search: with its blank-scoring terms)
   float lm_score = 0.0f;                 ///< language-model part of score (weighted)
   float boost_score = 0.0f;              ///< phrase/word boosting part of score (weighted)
   bool is_final = true;                  ///< false for a partial streaming result
 };
+
+/** Keeps the first (best-ranked) hypothesis of each transcript (token sequence) of an N-best list, in order. Beam
+ *  search keeps hypotheses apart that differ only in alignment (TDT: the frame; CTC: whether the last label was
+ *  blank), so an N-best list can repeat a transcript; the beam decoders call this unless their config's
+ *  unique_transcripts is false. */
+ASRDEC_API void drop_repeated_transcripts(std::vector<Hypothesis>& nbest);
+
+/** The other timestamp convention, for tools that report it: the frame the search moved to after each token,
+ *  timestamps[i] + durations[i] for TDT (NeMo's TDT beam search before its conversion to start frames, and asrdec's
+ *  beam search before 0.2) and timestamps[i] + 1 otherwise. */
+ASRDEC_API std::vector<std::int32_t> token_end_frames(const Hypothesis& hypothesis);
 
 }  // namespace asrdec

@@ -51,11 +51,14 @@
  *   early pruning and the fused one under late pruning) and moves exactly one frame, so beam 1 is greedy.
  * - Dead (−inf) slots do not keep the loop running; this changes no result.
  *
- * Results (asrdec::Hypothesis): tokens, timestamps (RNN-T: the frame a token was emitted on; TDT: the frame after
- * its duration, as NeMo's beam search), TDT durations, score = the hypothesis's beam score (merged hypotheses
- * carry the log-sum-exp), lm_score = Σ α·ln p_LM and boost_score = Σ β·boost over its tokens, am_score = score −
- * lm_score − boost_score (the acoustic part, blank-scoring terms included). token_scores and token_confidences
- * are left empty.
+ * Results (asrdec::Hypothesis; the table for every decoder is docs/results.md): tokens, timestamps (the frame a
+ * token was emitted on, RNN-T and TDT alike, as greedy decoding and NeMo's returned hypotheses; token_end_frames()
+ * gives the frame after a TDT token's duration), TDT durations, score = the hypothesis's beam score, a
+ * log-probability (merged hypotheses carry the log-sum-exp), ranking_score = what the list is sorted by (score /
+ * (tokens + 1) with length_normalized), lm_score = Σ α·ln p_LM and boost_score = Σ β·boost over its tokens, am_score
+ * = score − lm_score − boost_score (the acoustic part, blank-scoring terms included). N-best lists hold distinct
+ * transcripts (unique_transcripts). token_scores and token_confidences are left empty: a merged hypothesis stands
+ * for several alignments.
  *
  * Executors: every algorithm runs on the CPU and on CUDA, with the same step rules (src/transducer/beam/alsd_step.hpp,
  * src/transducer/beam/aes_step.hpp, src/transducer/beam/wind_beam_step.hpp) in CPU loops and in kernels over the
@@ -119,8 +122,11 @@ struct ASRDEC_API TransducerBeamConfig {
   float aes_expansion_gamma = 2.3f;
   /** WIND beam: frames a hypothesis looks ahead with one predictor output, 1 … 64. */
   std::int32_t wind_window = 8;
-  /** Rank the final beam by score / (tokens + 1) instead of the score. */
+  /** Rank the final beam by score / (tokens + 1) instead of the score (Hypothesis::ranking_score says which). */
   bool length_normalized = true;
+  /** N-best lists keep only the best-ranked hypothesis of each transcript (drop_repeated_transcripts): TDT
+   *  hypotheses with the same tokens on different frames are not merged by the search. */
+  bool unique_transcripts = true;
   /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. */
   std::shared_ptr<const NgramLm> lm;
   float lm_weight = 0.0f;  ///< α

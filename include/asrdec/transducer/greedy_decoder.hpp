@@ -18,12 +18,16 @@
  * shorter duration wins); at most max_symbols_per_frame labels per frame, after which the decoder moves to the
  * next frame; a zero-length utterance yields an empty hypothesis and never reads a frame.
  *
- * Results (asrdec::Hypothesis): tokens; timestamps (frames, absolute across chunks); TDT durations (the raw
- * predicted duration of each label); token_scores = the joint's raw logit of each label (as NeMo on the GPU);
- * token_confidences = exp(log-softmax) of the label over the V+1 token columns; am_score = the sum of the token
- * scores; with an LM (TransducerGreedyConfig::lm), lm_score = the sum of lm_weight × ln p_LM of the labels (no
+ * Results (asrdec::Hypothesis; docs/results.md has the table for every decoder): tokens; timestamps (the frame
+ * each label was emitted on, absolute across chunks); TDT durations (the raw predicted duration of each label);
+ * token_scores = log p(label), the log-softmax of the label over the V+1 token columns; token_confidences =
+ * exp(token_scores); am_score = the log-probability of the path: the log-softmax of every label and every blank
+ * the search chose (TDT: plus the log-softmax of each chosen duration over the duration columns; WIND: the blanks
+ * of the window positions it skipped), the move after max_symbols labels adding nothing (no joint evaluation is
+ * made); with an LM (TransducerGreedyConfig::lm), lm_score = the sum of lm_weight × ln p_LM of the labels (no
  * end-of-sentence term, as in NeMo's greedy fusion); with a boosting tree (TransducerGreedyConfig::boost),
- * boost_score = the sum of boost_weight × the tree's token scores; score = am_score + lm_score + boost_score.
+ * boost_score = the sum of boost_weight × the tree's token scores; score = ranking_score = am_score + lm_score +
+ * boost_score. Beam search with beam 1 (ALSD++) finds the same path and score when no max_symbols move occurs.
  * The same definitions hold on the CPU and on CUDA.
  *
  * CUDA: the decode loops run through the CUDA-graph helper (graph_mode: conditional = one graph with nested

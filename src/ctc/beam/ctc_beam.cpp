@@ -35,7 +35,7 @@ void CtcBeamConfig::validate() const {
 std::string CtcBeamConfig::to_string() const {
   return detail::concat(
       "CtcBeamConfig{blank_id=", blank_id, ", beam=", beam, ", beam_beta=", beam_beta,
-      ", beam_threshold=", beam_threshold,
+      ", beam_threshold=", beam_threshold, ", unique_transcripts=", unique_transcripts ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
@@ -197,8 +197,11 @@ std::vector<std::vector<Hypothesis>> CtcBeamDecoder::decode_nbest(const TensorVi
   const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::decode_nbest");
   const detail::CtcInput problem = detail::make_ctc_beam_input(logprobs, lengths, self.config, self.device);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
-  if (self.cuda) return self.cuda->decode(problem, stream);
-  return self.decode(problem);
+  std::vector<std::vector<Hypothesis>> beams = self.cuda ? self.cuda->decode(problem, stream) : self.decode(problem);
+  if (self.config.unique_transcripts) {
+    for (auto& beam : beams) drop_repeated_transcripts(beam);
+  }
+  return beams;
 }
 
 std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const TensorView& lengths,

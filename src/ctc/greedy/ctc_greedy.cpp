@@ -44,6 +44,7 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
     hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
     hypothesis.boost_score = result.boost_scores != nullptr ? result.boost_scores[b] : 0.0f;
     hypothesis.score = hypothesis.am_score + hypothesis.lm_score + hypothesis.boost_score;
+    hypothesis.ranking_score = hypothesis.score;
   }
   return hypotheses;
 }

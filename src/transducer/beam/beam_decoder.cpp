@@ -84,6 +84,7 @@ std::string TransducerBeamConfig::to_string() const {
           : detail::concat(", max_symbols_per_frame=", max_symbols_per_frame),
       algorithm == TransducerBeamAlgorithm::wind ? detail::concat(", wind_window=", wind_window) : "",
       ", length_normalized=", length_normalized ? "true" : "false",
+      ", unique_transcripts=", unique_transcripts ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       fused ? detail::concat(", pruning=", asrdec::to_string(pruning),
@@ -177,7 +178,11 @@ std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const T
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_nbest");
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
-  return self.backend->decode(problem, stream);
+  std::vector<std::vector<Hypothesis>> beams = self.backend->decode(problem, stream);
+  if (self.config.unique_transcripts) {
+    for (auto& beam : beams) drop_repeated_transcripts(beam);
+  }
+  return beams;
 }
 
 std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj, const TensorView& lengths,

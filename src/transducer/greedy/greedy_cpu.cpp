@@ -128,6 +128,7 @@ class GreedyCpu final : public GreedyBackend {
         out[b].lm_score = config_.lm != nullptr ? lm_total_[b] : 0.0f;
         out[b].boost_score = config_.boost != nullptr ? boost_total_[b] : 0.0f;
         out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
+        out[b].ranking_score = out[b].score;
       }
     }
     return out;
@@ -159,6 +160,7 @@ class GreedyCpu final : public GreedyBackend {
       boost_next_.reserve_discard(rows * V);
     }
     choices_.resize(rows);
+    skipped_logprob_.resize(rows);
   }
 
   void save(const CpuStream& state) {
@@ -231,10 +233,13 @@ class GreedyCpu final : public GreedyBackend {
     }
     for (std::int32_t w = 0; w < window && !pending_.empty(); ++w) {
       rows_.clear();
+      in_utterance_.clear();
       for (std::int64_t b : pending_) {
         const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
         const std::int32_t last = length > 0 ? length - 1 : 0;
         rows_.push_back(JointRow{b, std::min(safe_frame(time_[b], length) + w, last)});
+        in_utterance_.push_back(time_[b] + w < length);
+        if (w == 0) skipped_logprob_[b] = 0.0f;
       }
       results_.resize(rows_.size());
       joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), state.dec.data(),
@@ -242,9 +247,15 @@ class GreedyCpu final : public GreedyBackend {
       std::size_t kept = 0;
       for (std::size_t r = 0; r < rows_.size(); ++r) {
         const std::int64_t b = pending_[r];
+        // WIND: the blanks of the window positions before the choice are part of its path.
+        const float row_logprob = in_utterance_[r] ? results_[r].step_logprob : 0.0f;
         choices_[b] = results_[r];
         choices_[b].offset = w;
-        if (results_[r].label == rules_.blank) pending_[kept++] = b;
+        choices_[b].step_logprob = skipped_logprob_[b] + row_logprob;
+        if (results_[r].label == rules_.blank) {
+          skipped_logprob_[b] += row_logprob;
+          pending_[kept++] = b;
+        }
       }
       pending_.resize(kept);
     }
@@ -258,13 +269,13 @@ class GreedyCpu final : public GreedyBackend {
     while (any(active_, B)) {
       choose(p, state, active_);
       for (std::int64_t b = 0; b < B; ++b) {
-        label_looping_first(s, rules_, b, active_[b] ? choices_[b] : JointChoice{});
+        label_looping_first(s, rules_, h, b, active_[b] ? choices_[b] : JointChoice{});
       }
       while (any(advance_, B)) {
         choose(p, state, advance_);
         for (std::int64_t b = 0; b < B; ++b) {
           if (advance_[b]) {
-            label_looping_inner(s, rules_, b, choices_[b]);
+            label_looping_inner(s, rules_, h, b, choices_[b]);
           }
         }
       }
@@ -314,6 +325,8 @@ class GreedyCpu final : public GreedyBackend {
   HostBuffer<std::int32_t> lm_next_, boost_next_;  // [max_batch, V]
   FusionRef fusion_{};                             // set for the chunk being decoded; inactive without an LM or a tree
   std::vector<JointChoice> choices_;               // [max_batch] this phase's joint choice per utterance
+  std::vector<float> skipped_logprob_;             // [max_batch] WIND: blanks of the window rows before the choice
+  std::vector<char> in_utterance_;                 // per joint row: its window position is a frame of the utterance
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;

@@ -193,6 +193,7 @@ class GreedyCuda final : public GreedyBackend {
       out[b].lm_score = lm_totals[b];
       out[b].boost_score = boost_totals[b];
       out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
+      out[b].ranking_score = out[b].score;
     }
     return out;
   }
@@ -272,7 +273,8 @@ class GreedyCuda final : public GreedyBackend {
     logits_ = DeviceBuffer<float>(joint_rows * static_cast<std::size_t>(O), device_);
     choice_label_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
     choice_duration_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
-    choice_score_ = DeviceBuffer<float>(joint_rows, device_);
+    choice_token_logprob_ = DeviceBuffer<float>(joint_rows, device_);
+    choice_step_logprob_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
     const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
@@ -345,7 +347,8 @@ class GreedyCuda final : public GreedyBackend {
     g.bias = model_.joint().impl().device_bias.data();
     g.choice_label = choice_label_.data();
     g.choice_duration = choice_duration_.data();
-    g.choice_score = choice_score_.data();
+    g.choice_token_logprob = choice_token_logprob_.data();
+    g.choice_step_logprob = choice_step_logprob_.data();
     g.choice_confidence = choice_confidence_.data();
     g.durations = durations_.data();
     g.num_durations = static_cast<std::int32_t>(model_.durations().size());
@@ -477,7 +480,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<std::byte> hidden_;
   DeviceBuffer<float> logits_;
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
-  DeviceBuffer<float> choice_score_, choice_confidence_;
+  DeviceBuffer<float> choice_token_logprob_, choice_step_logprob_, choice_confidence_;
   DeviceBuffer<unsigned long long> row_bad_;
   DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;         // LM fusion: [max_batch], [max_batch], [.., V]
   DeviceBuffer<float> lm_total_, lm_scores_;                           // [max_batch], [max_batch, V]

@@ -64,10 +64,12 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
       lse = lse_add(lse, x);
     }
     ArgMax duration = argmax_identity();
+    LogSumExp duration_lse = lse_identity();
     for (std::int32_t d = lane; d < g.num_durations; d += 32) {
       const std::int64_t o = g.token_columns + d;
       finite = finite && is_finite_value(logits[o] + g.bias[o]);
       argmax_update(duration, logits[o] + g.bias[o], d);
+      duration_lse = lse_add(duration_lse, logits[o] + g.bias[o]);
     }
     if (g.check_values && !finite) report_joint_output(g, row);
     for (int offset = 16; offset > 0; offset >>= 1) {
@@ -77,6 +79,8 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
                                                __shfl_xor_sync(kFullWarp, duration.index, offset)});
       lse = lse_merge(
           lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
+      duration_lse = lse_merge(duration_lse, LogSumExp{__shfl_xor_sync(kFullWarp, duration_lse.max, offset),
+                                                       __shfl_xor_sync(kFullWarp, duration_lse.sum, offset)});
     }
     std::int32_t label = label_or_blank(best, g.rules.blank);
     float score = best.value;
@@ -98,20 +102,31 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
       }
     }
     if (lane == 0) {
+      const float token_logprob = lse_log_probability(lse, score);
       g.choice_label[row] = label;
-      g.choice_score[row] = score;
+      g.choice_token_logprob[row] = token_logprob;
+      g.choice_step_logprob[row] =
+          token_logprob + (g.num_durations > 0 ? lse_log_probability(duration_lse, duration.value) : 0.0f);
       g.choice_confidence[row] = lse_max_probability(lse, score);
       g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(duration)] : 0;
     }
   }
 }
 
-// The choice of utterance b: its single row, or WIND's first non-blank among its window rows.
+// The choice of utterance b: its single row, or WIND's first non-blank among its window rows, whose path also takes
+// the blanks of the rows before it (only rows on frames of the utterance count).
 __device__ JointChoice choice_of(const GreedyDeviceState& g, std::int64_t b) {
   const std::int64_t first = b * g.window;
   const std::int32_t k = g.window > 1 ? wind_pick(g.choice_label + first, g.window, g.rules.blank) : 0;
   const std::int64_t row = first + k;
-  return JointChoice{g.choice_label[row], g.choice_duration[row], k, g.choice_score[row], g.choice_confidence[row]};
+  const std::int32_t time = g.state.time[b];
+  const std::int32_t length = g.state.lengths[b];
+  float step_logprob = 0.0f;
+  for (std::int32_t w = 0; w <= k; ++w) {
+    if (time + w < length) step_logprob += g.choice_step_logprob[first + w];
+  }
+  return JointChoice{g.choice_label[row],         g.choice_duration[row],   k,
+                     g.choice_token_logprob[row], g.choice_confidence[row], step_logprob};
 }
 
 // Reports the invalid encoder values of the rows an utterance's choice read: its window rows up to the pick.
@@ -160,11 +175,11 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         any |= s.active[b];
         break;
       case GreedyPhase::label_looping_first:
-        if (in_batch) label_looping_first(s, g.rules, b, s.active[b] ? used_choice(g, b) : JointChoice{});
+        if (in_batch) label_looping_first(s, g.rules, g.hyps, b, s.active[b] ? used_choice(g, b) : JointChoice{});
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_inner:
-        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, b, used_choice(g, b));
+        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, g.hyps, b, used_choice(g, b));
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_store:

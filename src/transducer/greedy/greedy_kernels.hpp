@@ -32,7 +32,8 @@ struct GreedyDeviceState {
   const float* bias;              ///< [outputs]
   std::int32_t* choice_label;     ///< [rows]
   std::int32_t* choice_duration;  ///< [rows]
-  float* choice_score;            ///< [rows]
+  float* choice_token_logprob;    ///< [rows] log-softmax of the label over the token columns
+  float* choice_step_logprob;     ///< [rows] token_logprob, plus the duration's log-softmax for TDT
   float* choice_confidence;       ///< [rows]
   const std::int32_t* durations;  ///< [num_durations]
   std::int32_t num_durations;
@@ -56,7 +57,7 @@ struct GreedyDeviceState {
  *  enc_proj is recorded per row; the phase kernels report it for the rows whose evaluation is used, so that
  *  exactly the frames the CPU executor reads are checked (for WIND: up to the first non-blank). */
 void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream);
-/** Label (first max over the token columns), raw score, max-prob confidence and duration of every row. */
+/** Label (first max over the token columns), log-probabilities, max-prob confidence and duration of every row. */
 void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream);
 
 enum class GreedyPhase {

@@ -132,26 +132,30 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   for (std::int64_t r = 0; r < count; ++r) {
     out[r] = JointChoice{};
     out[r].label = label_or_blank(tokens_[r], blank_);
-    out[r].score = tokens_[r].value;
-    out[r].confidence = lse_max_probability(lse_[r], tokens_[r].value);
+    float logit = tokens_[r].value;
     if (fused && out[r].label != blank_ && fused_[static_cast<std::size_t>(r)].index != argmax_identity().index) {
       out[r].label = fused_[static_cast<std::size_t>(r)].index;
-      out[r].score = fused_logit_[static_cast<std::size_t>(r)];
-      out[r].confidence = lse_max_probability(lse_[r], out[r].score);
+      logit = fused_logit_[static_cast<std::size_t>(r)];
     }
+    out[r].token_logprob = lse_log_probability(lse_[r], logit);
+    out[r].confidence = lse_max_probability(lse_[r], logit);
+    out[r].step_logprob = out[r].token_logprob;
   }
   if (!durations_.empty()) {
     durations_best_.assign(static_cast<std::size_t>(count), argmax_identity());
+    durations_lse_.assign(static_cast<std::size_t>(count), lse_identity());
     for (std::int64_t d = 0; d < static_cast<std::int64_t>(durations_.size()); ++d) {
       const std::int64_t o = token_columns_ + d;
       for (std::int64_t r = 0; r < count; ++r) {
         const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
         if (check_values) check_outputs(rows[r], &logit, 1);
         argmax_update(durations_best_[r], logit, static_cast<std::int32_t>(d));
+        durations_lse_[r] = lse_add(durations_lse_[r], logit);
       }
     }
     for (std::int64_t r = 0; r < count; ++r) {
       out[r].duration = durations_[static_cast<std::size_t>(duration_index_or_first(durations_best_[r]))];
+      out[r].step_logprob += lse_log_probability(durations_lse_[r], durations_best_[r].value);
     }
   }
 }

@@ -37,8 +37,8 @@ class JointCpu {
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, JointChoice* out);
   /** As evaluate_rows, with fusion (when fusion.active()): a non-blank choice becomes the argmax over the
-   *  non-blank tokens (ids 0..V-1, blank = V) of logit + fusion_bonus; its score and confidence are those of the
-   *  new label. */
+   *  non-blank tokens (ids 0..V-1, blank = V) of logit + fusion_bonus; its log-probability and confidence are those
+   *  of the new label. */
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out);
 
@@ -65,7 +65,7 @@ class JointCpu {
   std::vector<float> hidden_;  // [rows, J]
   std::vector<ArgMax> tokens_, durations_best_, fused_;
   std::vector<float> fused_logit_;
-  std::vector<LogSumExp> lse_;
+  std::vector<LogSumExp> lse_, durations_lse_;
 };
 
 }  // namespace asrdec::detail
