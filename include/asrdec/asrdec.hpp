@@ -27,6 +27,7 @@
 #include "asrdec/text/text_file.hpp"
 #include "asrdec/text/vocabulary.hpp"
 #include "asrdec/text/wer.hpp"
+#include "asrdec/text/word_timing.hpp"
 #include "asrdec/transducer/beam_decoder.hpp"
 #include "asrdec/transducer/greedy_decoder.hpp"
 #include "asrdec/transducer/predictor.hpp"

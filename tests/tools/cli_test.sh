@@ -28,6 +28,13 @@ for i, (got, want) in enumerate(zip(lines, expected)):
     assert got["tokens"] == want["tokens"] and got["timestamps"] == want["timestamps"], i
     assert len(got["token_scores"]) == len(got["tokens"])
     assert isinstance(got["text"], str)
+    # every decoder's hypotheses have the same keys (docs/results.md); words carry times from the word pieces
+    assert set(got) == {"utterance", "text", "words", "tokens", "timestamps", "durations", "token_scores", "score",
+                        "ranking_score", "am_score", "lm_score", "boost_score"}, sorted(got)
+    assert " ".join(w["word"] for w in got["words"]) == got["text"], got
+    assert all(w["start_frame"] < w["end_frame"] and abs(w["end"] - 0.08 * w["end_frame"]) < 1e-9
+               for w in got["words"]), got
+    assert got["score"] == got["ranking_score"] and got["score"] <= 0
 PY
 grep -q "^WER [0-9.]*% " "$work/err.txt" || { cat "$work/err.txt"; fail "no WER summary on stderr"; }
 grep -q "RTFx" "$work/err.txt" || fail "no throughput summary"
@@ -67,7 +74,7 @@ for model in rnnt tdt; do
       "$asrdec" decode "$model" --model "$data/$model/model.safetensors" --enc "$data/$model/enc_proj.npy" \
         --lengths "$data/$model/lengths.npy" --vocab "$data/tokens.txt" --algo "$algo" --chunk "$chunk" --device cpu \
         --json >"$work/$model-$algo-$chunk.jsonl" 2>"$work/err.txt" || { cat "$work/err.txt"; fail "$model $algo"; }
-      python3 - "$work/$model-$algo-$chunk.jsonl" "$data/$model/expected_greedy.jsonl" "$model" <<'PY' \
+      python3 - "$work/$model-$algo-$chunk.jsonl" "$data/$model/expected_greedy.jsonl" "$model" "$chunk" <<'PY' \
         || fail "$model $algo chunk $chunk differs from the expected output"
 import json, sys
 got = [json.loads(l) for l in open(sys.argv[1])]
@@ -77,6 +84,11 @@ for g, w in zip(got, want):
     assert g["tokens"] == w["tokens"] and g["timestamps"] == w["timestamps"]
     if sys.argv[3] == "tdt":
         assert g["durations"] == w["durations"]
+    else:
+        assert g["durations"] == []
+    if sys.argv[4] == "0":  # the path log-probability of the generator's NumPy decoder
+        assert abs(g["score"] - w["score"]) < 1e-3 * max(1.0, abs(w["score"])), (g["score"], w["score"])
+    assert " ".join(x["word"] for x in g["words"]) == g["text"]
 PY
     done
   done
@@ -165,9 +177,12 @@ for line in lines:
     nbest = line["nbest"]
     assert 1 <= len(nbest) <= 3, line
     assert nbest[0]["tokens"] == line["tokens"] and nbest[0]["score"] == line["score"], line
-    keys = [h["score"] / (len(h["tokens"]) + 1) for h in nbest]
+    keys = [h["ranking_score"] for h in nbest]
     assert keys == sorted(keys, reverse=True), keys
+    assert all(abs(h["ranking_score"] - h["score"] / (len(h["tokens"]) + 1)) < 1e-5 for h in nbest), line
+    assert len({tuple(h["tokens"]) for h in nbest}) == len(nbest), "unique transcripts"
     assert all(len(h["durations"]) == len(h["tokens"]) for h in nbest), line
+    assert set(nbest[0]) == set(line) - {"utterance", "nbest"}, sorted(line)
 PY
 # AES++ with the LM also beats greedy on the RNN-T sample; TDT models are refused.
 "$asrdec" decode rnnt "${rnnt[@]}" --algo aes++ --aes-steps 3 --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" \
@@ -243,16 +258,20 @@ import json, sys
 plain = [json.loads(l) for l in open(sys.argv[1])]
 boosted = [json.loads(l) for l in open(sys.argv[2])]
 assert len(plain) == 40 and len(boosted) == 40
-for line in plain:
-    for key in ("words", "word_ids", "word_start_frames", "word_end_frames", "cost", "graph_cost", "acoustic_cost"):
-        assert key in line, key
+for i, line in enumerate(plain):
+    assert set(line) == {"utterance", "text", "words", "word_ids", "score", "cost", "graph_cost", "acoustic_cost",
+                         "reached_final", "overflow"}, sorted(line)
+    assert line["utterance"] == i and line["score"] == -line["cost"]
     n = len(line["word_ids"])
-    assert len(line["words"].split()) == n and len(line["word_start_frames"]) == n == len(line["word_end_frames"])
-    assert all(s <= e for s, e in zip(line["word_start_frames"], line["word_end_frames"]))
+    words = line["words"]
+    assert len(line["text"].split()) == n == len(words) and [w["word"] for w in words] == line["text"].split()
+    assert all(w["start_frame"] < w["end_frame"] for w in words)
+    assert all(abs(w["start"] - 0.08 * w["start_frame"]) < 1e-9 and abs(w["end"] - 0.08 * w["end_frame"]) < 1e-9
+               for w in words)
     # with --tokens, words follow each other
-    assert all(e < s for e, s in zip(line["word_end_frames"], line["word_start_frames"][1:])), line
+    assert all(a["end_frame"] <= b["start_frame"] for a, b in zip(words, words[1:])), line
     assert abs(line["graph_cost"] + line["acoustic_cost"] - line["cost"]) < 1e-2 * max(1, abs(line["cost"]))
-count = lambda lines: sum(l["words"].split().count("israel") for l in lines)
+count = lambda lines: sum(l["text"].split().count("israel") for l in lines)
 assert count(boosted) >= count(plain), (count(boosted), count(plain))
 PY
 printf 'notaword 1.0\n' >"$work/bad_boost.txt"

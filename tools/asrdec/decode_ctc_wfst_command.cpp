@@ -116,10 +116,11 @@ void run(const CtcWfstOptions& options) {
       if (!refs.empty()) wer += word_errors(refs[static_cast<std::size_t>(first + b)], text);
       if (options.json) {
         nlohmann::json j;
-        j["words"] = text;
+        j["utterance"] = first + b;
+        j["text"] = text;
+        j["words"] = words_json(word_timings(r, words, options.frame_shift_ms / 1000.0));
         j["word_ids"] = r.words;
-        j["word_start_frames"] = r.word_start_frames;
-        j["word_end_frames"] = r.word_end_frames;
+        j["score"] = r.score();
         j["cost"] = r.cost;
         j["graph_cost"] = r.graph_cost;
         j["acoustic_cost"] = r.acoustic_cost;
@@ -189,7 +190,9 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--batch-size", options->batch_size, "Utterances per decoder call")->capture_default_str();
   command->add_option("--show", options->show, "Without --json: print at most N transcripts (-1: all)")
       ->capture_default_str();
-  command->add_option("--frame-shift-ms", options->frame_shift_ms, "Frame duration, for the RTFx")
+  command
+      ->add_option("--frame-shift-ms", options->frame_shift_ms,
+                   "Duration of one model output frame: word times in seconds in the JSON, and the RTFx")
       ->check(finite_positive())
       ->capture_default_str();
   command->add_option("--progress", options->progress, "Progress bar: auto, always or never")->capture_default_str();

@@ -26,7 +26,9 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_flag("--json", options.json, "One JSON object per utterance on stdout");
   command.add_option("--show", options.show, "Print at most this many transcripts in text mode (-1: all)")
       ->capture_default_str();
-  command.add_option("--frame-shift-ms", options.frame_shift_ms, "Duration of one model frame, for RTFx")
+  command
+      .add_option("--frame-shift-ms", options.frame_shift_ms,
+                  "Duration of one model output frame: word times in seconds in the JSON, and the RTFx")
       ->check(finite_positive())
       ->capture_default_str();
   command.add_option("--progress", options.progress, "Progress bar on stderr: auto, always or never")
@@ -96,18 +98,39 @@ void print_wer(const WerStats& wer) {
                static_cast<long long>(wer.reference_words));
 }
 
+nlohmann::json words_json(const std::vector<WordTiming>& words) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const WordTiming& w : words) {
+    out.push_back({{"word", w.word},
+                   {"start_frame", w.start_frame},
+                   {"end_frame", w.end_frame},
+                   {"start", w.start_seconds},
+                   {"end", w.end_seconds}});
+  }
+  return out;
+}
+
 namespace {
 
-nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional<Vocabulary>& vocabulary) {
-  nlohmann::json out = {{"tokens", hypothesis.tokens},
+// Every hypothesis has the same keys, empty or not, whatever the decoder (docs/results.md): "text" is null and
+// "words" empty without a token table.
+nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional<Vocabulary>& vocabulary,
+                               double frame_shift_seconds) {
+  nlohmann::json out = {{"text", nullptr},
+                        {"words", nlohmann::json::array()},
+                        {"tokens", hypothesis.tokens},
                         {"timestamps", hypothesis.timestamps},
+                        {"durations", hypothesis.durations},
                         {"token_scores", hypothesis.token_scores},
                         {"score", hypothesis.score},
+                        {"ranking_score", hypothesis.ranking_score},
                         {"am_score", hypothesis.am_score},
                         {"lm_score", hypothesis.lm_score},
                         {"boost_score", hypothesis.boost_score}};
-  if (!hypothesis.durations.empty()) out["durations"] = hypothesis.durations;
-  if (vocabulary) out["text"] = vocabulary->detokenize(hypothesis.tokens);
+  if (vocabulary) {
+    out["text"] = vocabulary->detokenize(hypothesis.tokens);
+    out["words"] = words_json(word_timings(hypothesis, *vocabulary, frame_shift_seconds));
+  }
   return out;
 }
 
@@ -124,10 +147,12 @@ void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesi
   }
   if (options_.json) {
     nlohmann::json line = {{"utterance", index}};
-    line.update(hypothesis_json(hypothesis, vocabulary_));
+    line.update(hypothesis_json(hypothesis, vocabulary_, options_.frame_shift_ms / 1000.0));
     if (nbest != nullptr) {
       line["nbest"] = nlohmann::json::array();
-      for (const Hypothesis& h : *nbest) line["nbest"].push_back(hypothesis_json(h, vocabulary_));
+      for (const Hypothesis& h : *nbest) {
+        line["nbest"].push_back(hypothesis_json(h, vocabulary_, options_.frame_shift_ms / 1000.0));
+      }
     }
     std::cout << line.dump() << "\n";
   } else if (options_.show < 0 || index < options_.show) {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std:
 /** Reference transcripts, one per line (a trailing CR dropped); throws unless there is one per utterance of
  *  `source`. */
 std::vector<std::string> read_references(const std::string& path, std::int64_t utterances, const std::string& source);
+
+/** Word timings as the JSON "words" array: {"word", "start_frame", "end_frame" (exclusive), "start", "end"
+ *  (seconds)} per word, the same for every decoder. */
+nlohmann::json words_json(const std::vector<WordTiming>& words);
 
 /** The WER summary line on stderr. */
 void print_wer(const WerStats& wer);

@@ -73,6 +73,7 @@
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/text/symbol_table.hpp"
+#include "asrdec/text/word_timing.hpp"
 #include "asrdec/wfst/wfst_graph.hpp"
 
 namespace asrdec {
@@ -115,17 +116,28 @@ using WordBoosts = std::vector<std::pair<std::int32_t, float>>;
  *  or a word the table lacks (or `<eps>`), and the errors of TextFileReader. */
 ASRDEC_API WordBoosts read_word_boosts(const std::string& path, const SymbolTable& words);
 
+/** The best path of one utterance. Costs are Kaldi's (negated, scaled log-probabilities: lower is better);
+ *  score() gives the log-probability view the other decoders' results use (docs/results.md). */
 struct ASRDEC_API WfstResult {
-  std::vector<std::int32_t> words;
-  std::vector<std::int32_t> word_start_frames;
-  std::vector<std::int32_t> word_end_frames;
-  float cost = 0.0f;           ///< graph_cost + acoustic_cost (+∞ when no path survived)
-  float graph_cost = 0.0f;     ///< arc weights (boosts included) and the final weight along the path
+  std::vector<std::int32_t> words;              ///< word ids (the graph's output labels along the path)
+  std::vector<std::int32_t> word_start_frames;  ///< first frame of each word
+  std::vector<std::int32_t> word_end_frames;    ///< last frame of each word (inclusive)
+  float cost = 0.0f;                            ///< graph_cost + acoustic_cost (+∞ when no path survived)
+  float graph_cost = 0.0f;                      ///< arc weights (boosts included) and the final weight along the path
   float acoustic_cost = 0.0f;  ///< cost − graph_cost: −acoustic_scale · Σ logp along the path, to float rounding
   bool reached_final = false;  ///< the path ends in a final state whose weight is included
   bool overflow = false;       ///< some frame exceeded max_tokens_per_frame even with a tightened beam
   std::int32_t frames = 0;     ///< frames decoded
+
+  /** −cost: acoustic_scale · Σ logp minus the graph costs, a (scaled) log-probability; −∞ when no path survived. */
+  float score() const noexcept { return -cost; }
 };
+
+/** The words of `result` spelled with `words` (the graph's words table), with frames (end exclusive: last frame + 1)
+ *  and seconds (frames × frame_shift_seconds), the same WordTiming the other decoders' word_timings() give. Throws
+ *  InvalidArgument for a frame_shift_seconds that is not positive and finite or a word id the table lacks. */
+ASRDEC_API std::vector<WordTiming> word_timings(const WfstResult& result, const SymbolTable& words,
+                                                double frame_shift_seconds);
 
 /** One row of a decode_chunks() call. */
 struct ASRDEC_API WfstChunk {

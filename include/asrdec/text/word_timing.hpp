@@ -1,0 +1,42 @@
+#pragma once
+/**
+ * @file
+ * Words with their times, from a hypothesis's word pieces (every decoder but WFST, whose results carry words; see
+ * wfst_decoder.hpp's word_timings).
+ *
+ * A word begins at a piece's word mark (U+2581, "▁") or at the first piece, and takes the characters of the pieces
+ * up to the next mark, exactly as Vocabulary::detokenize() joins them: the words' texts joined by single spaces are
+ * the detokenized transcript. A word's start frame is the timestamp of the piece that gave its first character;
+ * its end frame (exclusive) is the end frame of the last piece that gave it a character (token_end_frames():
+ * timestamp + 1, TDT: timestamp + duration). Seconds are frames × frame_shift_seconds, the model's output frame
+ * period (the encoder's hop times its subsampling: 0.08 s for a FastConformer with 10 ms features and 8×
+ * subsampling, 0.04 s for 4×).
+ */
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "asrdec/core/export.hpp"
+#include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/text/vocabulary.hpp"
+
+namespace asrdec {
+
+struct ASRDEC_API WordTiming {
+  std::string word;
+  std::int32_t start_frame = 0;
+  std::int32_t end_frame = 0;  ///< exclusive
+  double start_seconds = 0.0;
+  double end_seconds = 0.0;
+};
+
+/** The words of `hypothesis` with their frames and seconds. Throws InvalidArgument for a frame_shift_seconds that is
+ *  not positive and finite, a token outside the vocabulary, or timestamps that do not match the tokens. */
+ASRDEC_API std::vector<WordTiming> word_timings(const Hypothesis& hypothesis, const Vocabulary& vocabulary,
+                                                double frame_shift_seconds);
+
+/** The words' texts joined by single spaces. */
+ASRDEC_API std::string join_words(const std::vector<WordTiming>& words);
+
+}  // namespace asrdec

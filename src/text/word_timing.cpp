@@ -1,0 +1,75 @@
+#include "asrdec/text/word_timing.hpp"
+
+#include <cmath>
+
+#include "asrdec/core/error.hpp"
+
+namespace asrdec {
+namespace {
+
+const std::string kWordMark = "\xe2\x96\x81";  // U+2581, SentencePiece's word-start mark
+
+}  // namespace
+
+std::vector<WordTiming> word_timings(const Hypothesis& hypothesis, const Vocabulary& vocabulary,
+                                     double frame_shift_seconds) {
+  ASRDEC_CHECK_ARG(std::isfinite(frame_shift_seconds) && frame_shift_seconds > 0.0,
+                   "frame_shift_seconds must be positive and finite, got ", frame_shift_seconds);
+  ASRDEC_CHECK_ARG(hypothesis.timestamps.size() == hypothesis.tokens.size(), "the hypothesis has ",
+                   hypothesis.tokens.size(), " tokens but ", hypothesis.timestamps.size(), " timestamps");
+  const std::vector<std::int32_t> ends = token_end_frames(hypothesis);
+  std::vector<WordTiming> words;
+  bool open = false;  // the last word may still take characters
+  // Appends characters of piece i to the open word, or to a new one.
+  const auto add = [&](const std::string& piece, std::size_t from, std::size_t to, std::size_t i) {
+    if (from >= to) return;
+    if (!open) {
+      words.push_back(WordTiming{});
+      words.back().start_frame = hypothesis.timestamps[i];
+      open = true;
+    }
+    words.back().word.append(piece, from, to - from);
+    words.back().end_frame = ends[i];
+  };
+  for (std::size_t i = 0; i < hypothesis.tokens.size(); ++i) {
+    const std::string& piece = vocabulary.token(hypothesis.tokens[i]);
+    std::size_t start = 0;
+    std::size_t mark;
+    while ((mark = piece.find(kWordMark, start)) != std::string::npos) {
+      add(piece, start, mark, i);
+      open = false;  // the mark ends the word; the characters after it begin the next one
+      start = mark + kWordMark.size();
+    }
+    add(piece, start, piece.size(), i);
+  }
+  // Pieces may carry spaces of their own (vocabularies without marks): split those words as detokenize() would.
+  std::vector<WordTiming> out;
+  for (WordTiming& w : words) {
+    std::size_t from = 0;
+    while (from <= w.word.size()) {
+      const std::size_t space = std::min(w.word.find(' ', from), w.word.size());
+      if (space > from) {
+        WordTiming part = w;
+        part.word = w.word.substr(from, space - from);
+        out.push_back(std::move(part));
+      }
+      from = space + 1;
+    }
+  }
+  for (WordTiming& w : out) {
+    w.start_seconds = w.start_frame * frame_shift_seconds;
+    w.end_seconds = w.end_frame * frame_shift_seconds;
+  }
+  return out;
+}
+
+std::string join_words(const std::vector<WordTiming>& words) {
+  std::string text;
+  for (const WordTiming& w : words) {
+    if (!text.empty()) text += ' ';
+    text += w.word;
+  }
+  return text;
+}
+
+}  // namespace asrdec

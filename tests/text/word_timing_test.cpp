@@ -1,0 +1,102 @@
+// Word timings from word pieces (asrdec/text/word_timing.hpp) and from WFST results.
+
+#include <random>
+
+#include "support/test_support.hpp"
+
+namespace asrdec {
+namespace {
+
+const std::string kMark = "\xE2\x96\x81";  // ▁
+
+TEST(WordTimings, WordsStartAtMarksAndEndAfterTheirLastPiece) {
+  const Vocabulary v({"<unk>", kMark + "the", "s", kMark + "cat", kMark, "x" + kMark + "y"});
+  Hypothesis h;
+  h.tokens = {1, 3, 2, 4, 5};
+  h.timestamps = {0, 4, 6, 9, 12};
+  const auto words = word_timings(h, v, 0.04);
+  ASSERT_EQ(words.size(), 4u);
+  EXPECT_EQ(words[0].word, "the");
+  EXPECT_EQ(words[0].start_frame, 0);
+  EXPECT_EQ(words[0].end_frame, 1);
+  EXPECT_EQ(words[1].word, "cats");
+  EXPECT_EQ(words[1].start_frame, 4);
+  EXPECT_EQ(words[1].end_frame, 7);  // "s" on frame 6
+  EXPECT_DOUBLE_EQ(words[1].start_seconds, 0.16);
+  EXPECT_DOUBLE_EQ(words[1].end_seconds, 0.28);
+  // A lone mark gives no word; "x▁y" ends one word and begins the next on the same frame.
+  EXPECT_EQ(words[2].word, "x");
+  EXPECT_EQ(words[2].start_frame, 12);
+  EXPECT_EQ(words[3].word, "y");
+  EXPECT_EQ(words[3].start_frame, 12);
+  EXPECT_EQ(words[3].end_frame, 13);
+  EXPECT_EQ(join_words(words), v.detokenize(h.tokens));
+  // TDT: a piece ends after its duration.
+  h.durations = {1, 2, 3, 0, 2};
+  const auto tdt = word_timings(h, v, 0.08);
+  EXPECT_EQ(tdt[1].end_frame, 9);
+  EXPECT_EQ(tdt[3].end_frame, 14);
+  EXPECT_TRUE(word_timings(Hypothesis{}, v, 0.08).empty());
+}
+
+// On random hypotheses over the sample vocabulary, the words joined are the detokenized text; each word starts on
+// the frame of a piece that opens it and ends after the last of its pieces.
+TEST(WordTimings, JoinedWordsAreTheDetokenizedTextOnRandomHypotheses) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Vocabulary v = Vocabulary::load(testing::source_path("examples/data/tokens.txt"));
+  for (int i = 0; i < 300; ++i) {
+    Hypothesis h;
+    std::int32_t frame = 0;
+    const int n = static_cast<int>(rng() % 30);
+    for (int k = 0; k < n; ++k) {
+      h.tokens.push_back(static_cast<std::int32_t>(rng() % v.size()));
+      frame += static_cast<std::int32_t>(rng() % 3);
+      h.timestamps.push_back(frame);
+    }
+    const auto words = word_timings(h, v, 0.08);
+    ASSERT_EQ(join_words(words), v.detokenize(h.tokens));
+    for (const WordTiming& w : words) {
+      EXPECT_LT(w.start_frame, w.end_frame);
+      EXPECT_NE(std::find(h.timestamps.begin(), h.timestamps.end(), w.start_frame), h.timestamps.end());
+      EXPECT_NE(std::find(h.timestamps.begin(), h.timestamps.end(), w.end_frame - 1), h.timestamps.end());
+    }
+  }
+}
+
+TEST(WordTimings, BadArgumentsAreRefused) {
+  const Vocabulary v({"a", "b"});
+  Hypothesis h;
+  h.tokens = {0, 1};
+  h.timestamps = {0};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(h, v, 0.08), InvalidArgument, "the hypothesis has 2 tokens but 1 timestamps");
+  h.timestamps = {0, 1};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(h, v, 0.0), InvalidArgument, "frame_shift_seconds must be positive and finite");
+  ASRDEC_EXPECT_THROW_MSG(word_timings(h, v, std::nan("")), InvalidArgument, "frame_shift_seconds");
+  h.tokens = {0, 2};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(h, v, 0.08), InvalidArgument, "token id 2 is outside the vocabulary");
+}
+
+TEST(WordTimings, WfstResultsUseTheWordsTable) {
+  const SymbolTable words = SymbolTable::load(testing::write_temp_file("words.txt", "<eps> 0\nin 1\nthe 2\n"));
+  WfstResult r;
+  r.words = {1, 2};
+  r.word_start_frames = {3, 7};
+  r.word_end_frames = {5, 7};
+  r.cost = 12.5f;
+  EXPECT_EQ(r.score(), -12.5f);
+  const auto timed = word_timings(r, words, 0.04);
+  ASSERT_EQ(timed.size(), 2u);
+  EXPECT_EQ(timed[0].word, "in");
+  EXPECT_EQ(timed[0].end_frame, 6);  // the last frame, inclusive in WfstResult, exclusive here
+  EXPECT_EQ(timed[1].start_frame, 7);
+  EXPECT_DOUBLE_EQ(timed[1].end_seconds, 0.32);
+  r.words = {1, 9};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(r, words, 0.04), InvalidArgument, "9");
+  r.words = {1};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(r, words, 0.04), InvalidArgument, "the WFST result has 1 words but 2 start");
+}
+
+}  // namespace
+}  // namespace asrdec
