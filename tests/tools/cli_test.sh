@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   || fail "info --json"
 
 # JSON: one object per reference line, in order, with tokens/timestamps/score/text; WER on stderr.
-"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
+"$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
   --vocab "$data/tokens.txt" --refs "$data/ctc/refs.txt" --device cpu --json >"$work/out.jsonl" 2>"$work/err.txt" \
   || { cat "$work/err.txt"; fail "decode --json exited non-zero"; }
 python3 - "$work/out.jsonl" "$data/ctc/refs.txt" "$data/ctc/expected_greedy.jsonl" <<'PY' || fail "JSON contract"
@@ -40,28 +40,39 @@ grep -q "^WER [0-9.]*% " "$work/err.txt" || { cat "$work/err.txt"; fail "no WER 
 grep -q "RTFx" "$work/err.txt" || fail "no throughput summary"
 
 # Text mode honours --show; without --vocab it prints token ids.
-"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
+"$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
   --vocab "$data/tokens.txt" --show 2 --device cpu >"$work/text.txt" 2>/dev/null
 [ "$(wc -l <"$work/text.txt")" -eq 2 ] || fail "--show 2 printed $(wc -l <"$work/text.txt") lines"
-"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --show 1 --device cpu 2>/dev/null \
+"$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --show 1 --device cpu 2>/dev/null \
   | grep -Eq "^0:( [0-9]+)+$" || fail "token ids without --vocab"
 
 # Errors: a clear message and a non-zero exit, never a crash.
 head -n 3 "$data/ctc/refs.txt" >"$work/short_refs.txt"
-if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --vocab "$data/tokens.txt" \
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --vocab "$data/tokens.txt" \
   --refs "$work/short_refs.txt" --device cpu >/dev/null 2>"$work/err2.txt"; then fail "short refs accepted"; fi
 grep -q "asrdec: error: .*has 3 lines but" "$work/err2.txt" || { cat "$work/err2.txt"; fail "short refs message"; }
 printf 'not an npy file' >"$work/bad.npy"
-if "$asrdec" decode ctc-greedy --logits "$work/bad.npy" --device cpu >/dev/null 2>"$work/err3.txt"; then fail "bad npy accepted"; fi
+if "$asrdec" decode ctc-greedy --logprobs "$work/bad.npy" --device cpu >/dev/null 2>"$work/err3.txt"; then fail "bad npy accepted"; fi
 grep -q "asrdec: error: .*bad.npy: not a .npy file" "$work/err3.txt" || { cat "$work/err3.txt"; fail "bad npy message"; }
-if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --refs "$data/ctc/refs.txt" --device cpu \
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --refs "$data/ctc/refs.txt" --device cpu \
   >/dev/null 2>"$work/err4.txt"; then fail "--refs without --vocab accepted"; fi
 grep -q "needs --vocab" "$work/err4.txt" || fail "--refs without --vocab message"
+# The old spelling --logits still works for one release, with a deprecation warning; neither spelling is an error.
+"$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --device cpu --json \
+  >"$work/old_spelling.jsonl" 2>"$work/old_spelling.txt" || fail "--logits alias"
+grep -q "warning: --logits is deprecated" "$work/old_spelling.txt" || fail "--logits deprecation warning"
+"$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --device cpu --json \
+  >"$work/new_spelling.jsonl" 2>/dev/null || fail "--logprobs"
+cmp -s "$work/old_spelling.jsonl" "$work/new_spelling.jsonl" || fail "--logits and --logprobs differ"
+if "$asrdec" decode ctc-beam --lengths "$data/ctc/lengths.npy" --device cpu >/dev/null 2>"$work/err_required.txt"; then
+  fail "ctc-beam without --logprobs accepted"
+fi
+grep -q -- "--logprobs is required" "$work/err_required.txt" || { cat "$work/err_required.txt"; fail "--logprobs required"; }
 head -n 10 "$data/tokens.txt" >"$work/small_vocab.txt"
-if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --vocab "$work/small_vocab.txt" --device cpu \
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --vocab "$work/small_vocab.txt" --device cpu \
   >/dev/null 2>"$work/err5.txt"; then fail "vocabulary mismatch accepted"; fi
 grep -q "vocabulary mismatch: the token table has 10 entries" "$work/err5.txt" || { cat "$work/err5.txt"; fail "vocab message"; }
-if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device tpu >/dev/null 2>"$work/err6.txt"; then
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --device tpu >/dev/null 2>"$work/err6.txt"; then
   fail "unknown device accepted"
 fi
 grep -q "unknown device 'tpu'" "$work/err6.txt" || fail "unknown device message"
@@ -104,7 +115,7 @@ grep -q "enc_proj: dimension 2 must be 64 (J, the joint hidden size of the model
 wer() { grep -o "^WER [0-9.]*" "$1" | cut -d' ' -f2; }
 for pair in ctc-greedy:ctc:0.5 rnnt:rnnt:0.2 tdt:tdt:0.3; do
   IFS=: read -r command set weight <<<"$pair"
-  if [ "$command" = ctc-greedy ]; then inputs=(--logits "$data/ctc/logprobs.npy"); else
+  if [ "$command" = ctc-greedy ]; then inputs=(--logprobs "$data/ctc/logprobs.npy"); else
     inputs=(--model "$data/$set/model.safetensors" --enc "$data/$set/enc_proj.npy"); fi
   common=(--lengths "$data/$set/lengths.npy" --vocab "$data/tokens.txt" --refs "$data/$set/refs.txt" --device cpu --show 0)
   "$asrdec" decode "$command" "${inputs[@]}" "${common[@]}" 2>"$work/plain.txt" >/dev/null || fail "$set without LM"
@@ -130,7 +141,7 @@ for d in lines:
     assert all(v < 0 for v in d["token_log10"]), d
 assert len(lines[0]["token_log10"]) == 4 and len(lines[1]["token_log10"]) == 5
 PY
-if "$asrdec" decode ctc-greedy --logits "$data/ctc/logprobs.npy" --device cpu \
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --device cpu \
   --lm "$data/../../tests/data/arpa/kjv_tokens_6gram_v1024.arpa.gz" >/dev/null 2>"$work/err9.txt"; then
   fail "an LM over another vocabulary was accepted"
 fi
@@ -203,7 +214,7 @@ if "$asrdec" decode rnnt "${rnnt[@]}" --algo alsd++ --chunk 8 >/dev/null 2>"$wor
 fi
 grep -q -- "--chunk is for greedy decoding" "$work/err11.txt" || { cat "$work/err11.txt"; fail "--chunk message"; }
 # CTC beam search: beam 4 with the sample LM and an insertion bonus beats greedy decoding; n-best JSON.
-ctc=(--logits "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --vocab "$data/tokens.txt"
+ctc=(--logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --vocab "$data/tokens.txt"
   --refs "$data/ctc/refs.txt" --device cpu --show 0)
 "$asrdec" decode ctc-greedy "${ctc[@]}" 2>"$work/ctc_plain.txt" >/dev/null || fail "ctc-greedy"
 "$asrdec" decode ctc-beam "${ctc[@]}" --beam 4 --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.5 --beam-beta 1 \
@@ -240,17 +251,17 @@ fi
 grep -q "bad_lexicon.txt:2: piece '▁zz' of word 'zz' is not a token" "$work/err13.txt" \
   || { cat "$work/err13.txt"; fail "graph build bad piece message"; }
 # decode ctc-wfst through that TLG: JSON fields, chunked decoding equal to whole utterances, word boosting, errors.
-"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json >"$work/wfst.jsonl" \
   2>"$work/wfst_err.txt" \
   || { cat "$work/wfst_err.txt"; fail "decode ctc-wfst"; }
-"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json --chunk 7 --batch-size 5 \
   >"$work/wfst_chunked.jsonl" \
   2>/dev/null || fail "decode ctc-wfst --chunk"
 cmp -s "$work/wfst.jsonl" "$work/wfst_chunked.jsonl" || fail "ctc-wfst chunked output differs from whole utterances"
 printf 'israel 4.0\n' >"$work/boost_words.txt"
-"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json --boost "$work/boost_words.txt" \
   >"$work/wfst_boost.jsonl" 2>/dev/null || fail "decode ctc-wfst --boost"
 python3 - "$work/wfst.jsonl" "$work/wfst_boost.jsonl" <<'PY' || fail "ctc-wfst JSON"
@@ -275,13 +286,13 @@ count = lambda lines: sum(l["text"].split().count("israel") for l in lines)
 assert count(boosted) >= count(plain), (count(boosted), count(plain))
 PY
 printf 'notaword 1.0\n' >"$work/bad_boost.txt"
-if "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+if "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --boost "$work/bad_boost.txt" 2>"$work/err14.txt" >/dev/null; then
   fail "ctc-wfst accepted an unknown boosted word"
 fi
 grep -q "bad_boost.txt:1: word 'notaword' is not in the word table" "$work/err14.txt" \
   || { cat "$work/err14.txt"; fail "ctc-wfst bad boost message"; }
-if "$asrdec" decode ctc-wfst --graph "$data/tokens.txt" --words "$work/words.txt" --logits "$data/ctc/logprobs.npy" \
+if "$asrdec" decode ctc-wfst --graph "$data/tokens.txt" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   2>"$work/err15.txt" >/dev/null; then
   fail "ctc-wfst accepted a graph that is not an FST"
 fi

@@ -99,7 +99,7 @@ def npy(descr, shape, data=b"", version=1, header_len=None):
     return prefix + header.encode() + data
 
 
-ctc = ["decode", "ctc-greedy", "--device", "cpu", "--logits"]
+ctc = ["decode", "ctc-greedy", "--device", "cpu", "--logprobs"]
 logits = f"{DATA}/ctc/logprobs.npy"
 # 2^62 float32 elements are 2^64 bytes: the byte count wrapped to 0, and the CLI wrote 2^62 default lengths.
 check("npy byte count wraps", ctc + [write("wrap.npy", npy("<f4", [2**62, 1, 1]))], "overflows 64 bits")
@@ -114,7 +114,7 @@ check("float16 lengths", ctc + [logits, "--lengths", lengths_f16], "lengths must
 bad_lengths = write("bad_lengths.npy", npy("<i4", [40], struct.pack("<40i", *([87] * 39 + [-3]))))
 long_lengths = write("long_lengths.npy", npy("<i4", [40], struct.pack("<40i", *([5000] + [87] * 39))))
 check("negative length", ctc + [logits, "--lengths", bad_lengths], "lengths[39] = -3 is outside [0, 87]")
-check("length beyond T, ctc-beam", ["decode", "ctc-beam", "--device", "cpu", "--logits", logits, "--lengths",
+check("length beyond T, ctc-beam", ["decode", "ctc-beam", "--device", "cpu", "--logprobs", logits, "--lengths",
                                     long_lengths], "lengths[0] = 5000 is outside [0, 87]")
 rnnt = ["decode", "rnnt", "--device", "cpu", "--model", f"{DATA}/rnnt/model.safetensors", "--enc",
         f"{DATA}/rnnt/enc_proj.npy"]
@@ -273,7 +273,7 @@ inf = float("inf")
 graph_arcs = [[(1, 1, 0.5, 1), (2, 0, 0.1, 0)], [(3, 2, 0.2, 1)]]
 graph_finals = [inf, 0.0]
 words = write("words.txt", "<eps> 0\nhello 1\nworld 2\n")
-wfst = ["decode", "ctc-wfst", "--device", "cpu", "--logits", logits, "--words", words, "--graph"]
+wfst = ["decode", "ctc-wfst", "--device", "cpu", "--logprobs", logits, "--words", words, "--graph"]
 check("graph vector (valid)", wfst + [write("ok.fst", vector_fst(graph_arcs, graph_finals))], "", ok=True)
 check("graph const (valid)", wfst + [write("ok_const.fst", const_fst(graph_arcs, graph_finals))], "", ok=True)
 check("graph 8-byte file (90 s, 4 GB)", wfst + [write("eight.fst", vector_fst(graph_arcs, graph_finals)[:8])],
@@ -291,7 +291,7 @@ check("graph type string of 2^31 - 1 bytes", wfst + [write("long.fst", fst_heade
       "a string of 2147483647 bytes")
 check("graph /dev/zero", wfst + ["/dev/zero"], "not a regular file")
 check("words table with id 2^31 - 1 (16 GB)",
-      ["decode", "ctc-wfst", "--device", "cpu", "--logits", logits, "--graph", path("ok.fst"), "--words",
+      ["decode", "ctc-wfst", "--device", "cpu", "--logprobs", logits, "--graph", path("ok.fst"), "--words",
        write("huge_words.txt", "<eps> 0\nword 2147483647\n")], "beyond what a 24-byte table can number")
 check("ctc-wfst --tokens of another width", wfst + [path("ok.fst"), "--tokens", tokens], "vocabulary mismatch")
 check("ctc-wfst length beyond T, chunked (was clamped)", wfst + [path("ok.fst"), "--chunk", "5", "--lengths",

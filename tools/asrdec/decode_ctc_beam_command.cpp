@@ -1,4 +1,4 @@
-// `asrdec decode ctc-beam`: batched beam search over CTC log-probabilities from .npy files (CPU).
+// `asrdec decode ctc-beam`: batched beam search over CTC log-probabilities from .npy files (CPU or CUDA).
 
 #include <algorithm>
 
@@ -12,7 +12,7 @@ namespace {
 
 struct CtcBeamOptions {
   DecodeOptions common;
-  std::string logits;
+  std::string logprobs;
   std::string lengths;
   std::int32_t blank_id = -1;
   std::int32_t beam = 4;
@@ -25,7 +25,7 @@ void run(const CtcBeamOptions& options) {
   const Device device = choose_device(options.common.device);
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
-  BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
@@ -42,7 +42,7 @@ void run(const CtcBeamOptions& options) {
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
   CtcBeamDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
-  DecodeReport report(options.common, utterances, input.columns() - 1, options.logits);
+  DecodeReport report(options.common, utterances, input.columns() - 1, options.logprobs);
   Stream stream(device);
 
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
@@ -64,10 +64,9 @@ void run(const CtcBeamOptions& options) {
 
 void add_decode_ctc_beam_command(CLI::App& decode) {
   auto options = std::make_shared<CtcBeamOptions>();
-  CLI::App* command = decode.add_subcommand("ctc-beam", "Beam search over CTC log-probabilities (CPU)");
-  command->add_option("--logits", options->logits, "Log-probabilities [N, T, V+1] (.npy, float32 or float16)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  CLI::App* command =
+      decode.add_subcommand("ctc-beam", "Beam search over CTC log-probabilities, with an optional LM and boosting");
+  add_logprobs_option(*command, options->logprobs);
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
@@ -80,7 +79,10 @@ void add_decode_ctc_beam_command(CLI::App& decode) {
   command->add_option("--nbest", options->nbest, "With --json: add the N best hypotheses as \"nbest\"")
       ->capture_default_str();
   add_common_decode_options(*command, options->common);
-  command->callback([options] { run(*options); });
+  command->callback([options] {
+    require_logprobs(options->logprobs);
+    run(*options);
+  });
 }
 
 }  // namespace asrdec::cli

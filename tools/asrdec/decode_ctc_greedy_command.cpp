@@ -12,14 +12,14 @@ namespace {
 
 struct CtcGreedyOptions {
   DecodeOptions common;
-  std::string logits;
+  std::string logprobs;
   std::string lengths;
   std::int32_t blank_id = -1;
 };
 
 void run(const CtcGreedyOptions& options) {
   const Device device = choose_device(options.common.device);
-  BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
@@ -33,7 +33,7 @@ void run(const CtcGreedyOptions& options) {
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   CtcGreedyDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
-  DecodeReport report(options.common, utterances, input.columns() - 1, options.logits);
+  DecodeReport report(options.common, utterances, input.columns() - 1, options.logprobs);
   Stream stream(device);
 
   // One untimed call first: CUDA graph capture and the device's first launches are not part of throughput.
@@ -62,14 +62,15 @@ void run(const CtcGreedyOptions& options) {
 void add_decode_ctc_greedy_command(CLI::App& decode) {
   auto options = std::make_shared<CtcGreedyOptions>();
   CLI::App* command = decode.add_subcommand("ctc-greedy", "Greedy (best-path) decoding of CTC log-probabilities");
-  command->add_option("--logits", options->logits, "Log-probabilities [N, T, V+1] (.npy, float32 or float16)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_logprobs_option(*command, options->logprobs);
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
   add_common_decode_options(*command, options->common);
-  command->callback([options] { run(*options); });
+  command->callback([options] {
+    require_logprobs(options->logprobs);
+    run(*options);
+  });
 }
 
 }  // namespace asrdec::cli

@@ -21,12 +21,12 @@ namespace {
 struct CtcWfstOptions {
   std::string graph;
   std::string words;
-  std::string logits;
+  std::string logprobs;
   std::string lengths;
   std::string refs;
   std::string boost;
   std::string tokens;
-  std::string device = "cpu";
+  std::string device = "auto";
   std::string graph_mode = "auto";
   std::string progress = "auto";
   double beam = 17.0;
@@ -51,11 +51,11 @@ void run(const CtcWfstOptions& options) {
   const SymbolTable words = SymbolTable::load(options.words);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(words.size()) > graph.max_output_label(), options.words,
                    ": the graph outputs word id ", graph.max_output_label(), ", beyond the word table");
-  BatchInput input(options.logits, "log-probabilities [N, T, V+1]", device, options.batch_size);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::vector<std::string> refs =
-      options.refs.empty() ? std::vector<std::string>{} : read_references(options.refs, utterances, options.logits);
+      options.refs.empty() ? std::vector<std::string>{} : read_references(options.refs, utterances, options.logprobs);
   const WordBoosts boost_list = options.boost.empty() ? WordBoosts{} : read_word_boosts(options.boost, words);
 
   WfstDecoderConfig config;
@@ -68,7 +68,7 @@ void run(const CtcWfstOptions& options) {
   if (!options.tokens.empty()) {
     // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
-    vocabulary.check_matches(input.columns() - 1, options.logits);
+    vocabulary.check_matches(input.columns() - 1, options.logprobs);
     for (std::size_t id = 0; id < vocabulary.size(); ++id) {
       if (vocabulary.token(static_cast<std::int32_t>(id)).rfind("\u2581", 0) == 0) {
         config.word_start_columns.push_back(static_cast<std::int32_t>(id));
@@ -154,16 +154,14 @@ void run(const CtcWfstOptions& options) {
 void add_decode_ctc_wfst_command(CLI::App& decode) {
   auto options = std::make_shared<CtcWfstOptions>();
   CLI::App* command =
-      decode.add_subcommand("ctc-wfst", "WFST beam search over CTC log-probabilities through a decoding graph (CPU)");
+      decode.add_subcommand("ctc-wfst", "WFST beam search over CTC log-probabilities through a decoding graph");
   command->add_option("--graph", options->graph, "Decoding graph (OpenFst binary, e.g. TLG.fst)")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("--words", options->words, "Word symbol table of the graph's output labels (words.txt)")
       ->required()
       ->check(CLI::ExistingFile);
-  command->add_option("--logits", options->logits, "Log-probabilities [N, T, V+1] (.npy, float32 or float16)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  add_logprobs_option(*command, options->logprobs);
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--beam", options->beam, "Search beam (cost units)")->capture_default_str();
@@ -184,7 +182,8 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
       ->capture_default_str();
   command->add_option("--refs", options->refs, "Reference transcripts, one per line: print the WER")
       ->check(CLI::ExistingFile);
-  command->add_option("--device", options->device, "Device: cpu, cuda, cuda:N or auto")->capture_default_str();
+  command->add_option("--device", options->device, "cpu, cuda, cuda:N or auto (cuda:0 when available)")
+      ->capture_default_str();
   command->add_option("--graph-mode", options->graph_mode, "CUDA graph mode: auto, conditional, per_step or eager")
       ->capture_default_str();
   command->add_option("--batch-size", options->batch_size, "Utterances per decoder call")->capture_default_str();
@@ -199,7 +198,10 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_flag("--json", options->json,
                     "One JSON object per utterance: words, word_ids, word_start_frames, word_end_frames, cost, "
                     "graph_cost, acoustic_cost, reached_final, overflow");
-  command->callback([options] { run(*options); });
+  command->callback([options] {
+    require_logprobs(options->logprobs);
+    run(*options);
+  });
 }
 
 }  // namespace asrdec::cli

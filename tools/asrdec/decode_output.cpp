@@ -50,6 +50,26 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
       ->capture_default_str();
 }
 
+void add_logprobs_option(CLI::App& command, std::string& path) {
+  CLI::Option* logprobs =
+      command
+          .add_option("--logprobs", path, "CTC log-probabilities [N, T, V+1] (.npy, float32 or float16), blank last")
+          ->check(CLI::ExistingFile);
+  command.add_option("--logits", path, "Deprecated spelling of --logprobs (removed in the next release)")
+      ->check(CLI::ExistingFile)
+      ->excludes(logprobs)
+      ->group("Deprecated")
+      ->each([](const std::string&) {
+        std::fprintf(stderr,
+                     "warning: --logits is deprecated and will be removed; use --logprobs (the file holds "
+                     "log-probabilities)\n");
+      });
+}
+
+void require_logprobs(const std::string& path) {
+  if (path.empty()) throw CLI::RequiredError("--logprobs");
+}
+
 std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device) {
   if (options.lm.empty()) return nullptr;
   NgramLmOptions lm_options;

@@ -47,6 +47,12 @@ std::vector<std::string> read_references(const std::string& path, std::int64_t u
  *  (seconds)} per word, the same for every decoder. */
 nlohmann::json words_json(const std::vector<WordTiming>& words);
 
+/** --logprobs: CTC log-probabilities [N, T, V+1] (.npy). The old spelling --logits is accepted with a deprecation
+ *  warning for one release (it always took log-probabilities, not logits). */
+void add_logprobs_option(CLI::App& command, std::string& path);
+/** Throws CLI::RequiredError when neither --logprobs nor --logits was given. */
+void require_logprobs(const std::string& path);
+
 /** The WER summary line on stderr. */
 void print_wer(const WerStats& wer);
 

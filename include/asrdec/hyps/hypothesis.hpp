@@ -35,8 +35,8 @@ struct ASRDEC_API Hypothesis {
 ASRDEC_API void drop_repeated_transcripts(std::vector<Hypothesis>& nbest);
 
 /** The other timestamp convention, for tools that report it: the frame the search moved to after each token,
- *  timestamps[i] + durations[i] for TDT (NeMo's TDT beam search before its conversion to start frames, and asrdec's
- *  beam search before 0.2) and timestamps[i] + 1 otherwise. */
+ *  timestamps[i] + durations[i] for TDT (NeMo's TDT beam search before its conversion to start frames, and asrdec 0.1's
+ *  TDT beam search) and timestamps[i] + 1 otherwise. */
 ASRDEC_API std::vector<std::int32_t> token_end_frames(const Hypothesis& hypothesis);
 
 }  // namespace asrdec
