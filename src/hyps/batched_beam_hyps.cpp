@@ -20,17 +20,17 @@ std::int32_t beam_history_next(std::int32_t capacity, std::int32_t worst) {
   return static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{capacity} * 2, worst));
 }
 
-Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::int32_t k) {
+Hypothesis beam_hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k) {
   ASRDEC_CHECK_ARG(b >= 0 && b < h.batch && k >= 0 && k < h.beam, "beam slot (", b, ", ", k, ") out of range [0, ",
                    h.batch, ") x [0, ", h.beam, ")");
   ASRDEC_EXPECTS(!h.overflow[b], Error, "beam hypotheses of utterance ", b, " ran out of entries (capacity ",
                  h.capacity, ")");
-  const std::int32_t steps = h.steps[detail::beam_slot(h, b, k)];
+  const std::int32_t steps = h.steps[beam_slot(h, b, k)];
   // Entries from the last step back to the first, following the parent pointers.
   std::vector<std::int64_t> path(static_cast<std::size_t>(steps));
   std::int32_t slot = k;
   for (std::int32_t i = steps - 1; i >= 0; --i) {
-    const std::int64_t at = detail::beam_slot(h, b, slot) * h.capacity + i;
+    const std::int64_t at = beam_slot(h, b, slot) * h.capacity + i;
     path[static_cast<std::size_t>(i)] = at;
     slot = h.parents[at];
   }
@@ -39,40 +39,40 @@ Hypothesis beam_hypothesis(const detail::BeamHypsRef& h, std::int64_t b, std::in
   for (const std::int64_t at : path) {
     const std::int32_t label = h.labels[at];
     if (label < 0) continue;
-    const bool repeat = h.kind == detail::BeamKind::ctc && label == previous;
+    const bool repeat = h.kind == BeamKind::ctc && label == previous;
     previous = label;
     if (label == h.blank || repeat) continue;
     out.tokens.push_back(label);
     out.timestamps.push_back(h.timestamps[at]);
-    if (h.kind == detail::BeamKind::tdt) out.durations.push_back(h.durations[at]);
+    if (h.kind == BeamKind::tdt) out.durations.push_back(h.durations[at]);
   }
-  out.score = h.scores[detail::beam_slot(h, b, k)];
+  out.score = h.scores[beam_slot(h, b, k)];
   out.ranking_score = out.score;
   out.am_score = out.score;
   return out;
 }
 
-float beam_ranking_score(const detail::BeamHypsRef& h, std::int64_t slot, bool length_normalized) {
+float beam_ranking_score(const BeamHypsRef& h, std::int64_t slot, bool length_normalized) {
   return length_normalized ? h.scores[slot] / static_cast<float>(h.tokens[slot] + 1) : h.scores[slot];
 }
 
-std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
+std::vector<std::int32_t> beam_ranking(const BeamHypsRef& h, std::int64_t b, bool length_normalized) {
   std::vector<std::int32_t> order;
   for (std::int32_t k = 0; k < h.beam; ++k) {
-    if (h.scores[detail::beam_slot(h, b, k)] != -std::numeric_limits<float>::infinity()) order.push_back(k);
+    if (h.scores[beam_slot(h, b, k)] != -std::numeric_limits<float>::infinity()) order.push_back(k);
   }
-  const auto key = [&](std::int32_t k) { return beam_ranking_score(h, detail::beam_slot(h, b, k), length_normalized); };
+  const auto key = [&](std::int32_t k) { return beam_ranking_score(h, beam_slot(h, b, k), length_normalized); };
   std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) { return key(x) > key(y); });
   return order;
 }
 
-std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& h, std::int64_t b, bool length_normalized) {
+std::vector<Hypothesis> beam_nbest(const BeamHypsRef& h, std::int64_t b, bool length_normalized) {
   const std::vector<std::int32_t> order = beam_ranking(h, b, length_normalized);
   std::vector<Hypothesis> out;
   out.reserve(order.size());
   for (const std::int32_t k : order) {
     out.push_back(beam_hypothesis(h, b, k));
-    out.back().ranking_score = beam_ranking_score(h, detail::beam_slot(h, b, k), length_normalized);
+    out.back().ranking_score = beam_ranking_score(h, beam_slot(h, b, k), length_normalized);
   }
   return out;
 }

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 
 namespace asrdec::detail {
 

@@ -13,7 +13,6 @@
 namespace asrdec {
 namespace {
 
-using detail::BeamKind;
 constexpr float kDead = -std::numeric_limits<float>::infinity();
 
 struct Candidate {
@@ -25,28 +24,28 @@ struct Candidate {
 // One step for utterance b: every slot staged from the current values, then committed; then recombination.
 void step(BatchedBeamHyps<MemoryKind::host>& hyps, std::int64_t b, const std::vector<Candidate>& candidates,
           bool recombine = true) {
-  const detail::BeamHypsRef h = hyps.ref();
+  const BeamHypsRef h = hyps.ref();
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const Candidate& c = candidates[static_cast<std::size_t>(k)];
-    detail::beam_stage_result(h, b, k, c.parent, c.label, c.score, c.duration);
+    beam_stage_result(h, b, k, c.parent, c.label, c.score, c.duration);
   }
-  for (std::int32_t k = 0; k < h.beam; ++k) detail::beam_commit_result(h, b, k);
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_result(h, b, k);
   if (!recombine) return;
-  for (std::int32_t k = 0; k < h.beam; ++k) detail::beam_stage_recombination(h, b, k);
-  for (std::int32_t k = 0; k < h.beam; ++k) detail::beam_commit_recombination(h, b, k);
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_stage_recombination(h, b, k);
+  for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_recombination(h, b, k);
 }
 
 BatchedBeamHyps<MemoryKind::host> make(BeamKind kind, std::int32_t beam, std::int32_t blank, std::int64_t batch = 1,
                                        std::int32_t capacity = 16) {
   BatchedBeamHyps<MemoryKind::host> hyps;
   hyps.reserve(batch, beam, capacity, kind, blank, Device::cpu());
-  for (std::int64_t b = 0; b < batch; ++b) detail::beam_clear(hyps.ref(), b);
+  for (std::int64_t b = 0; b < batch; ++b) beam_clear(hyps.ref(), b);
   return hyps;
 }
 
 std::uint64_t hash_of(const std::vector<std::int32_t>& tokens) {
   std::uint64_t h = 0;
-  for (std::int32_t t : tokens) h = detail::beam_hash_extend(h, t);
+  for (std::int32_t t : tokens) h = beam_hash_extend(h, t);
   return h;
 }
 
@@ -65,7 +64,7 @@ TEST(BatchedBeamHyps, RnntRecombinesEqualTranscriptsByLogSumExp) {
   step(hyps, 0, {{0, 2, -1.0f}, {0, blank, -0.5f}, {0, 1, kDead}});
   // Step 2: "2 ∅" (slot 0) and "∅ 2" (slot 1) are the same transcript on the same frame after one more step each.
   step(hyps, 0, {{0, blank, -2.0f}, {1, 2, -1.5f}, {1, 3, -3.0f}});
-  const detail::BeamHypsRef h = hyps.ref();
+  const BeamHypsRef h = hyps.ref();
   EXPECT_EQ(h.scores[0], kDead);  // the lower score dies
   EXPECT_NEAR(h.scores[1], std::log(std::exp(-2.0) + std::exp(-1.5)), 1e-6);
   EXPECT_EQ(h.scores[2], -3.0f);
@@ -80,7 +79,7 @@ TEST(BatchedBeamHyps, TdtKeepsEqualTranscriptsOnDifferentFramesApart) {
   const std::int32_t blank = 4;
   auto hyps = make(BeamKind::tdt, 2, blank);
   step(hyps, 0, {{0, 2, -1.0f, 1}, {0, 2, -2.0f, 2}});
-  const detail::BeamHypsRef h = hyps.ref();
+  const BeamHypsRef h = hyps.ref();
   EXPECT_EQ(h.scores[0], -1.0f);
   EXPECT_EQ(h.scores[1], -2.0f);
   EXPECT_EQ(h.next_time[0], 1);
@@ -99,7 +98,7 @@ TEST(BatchedBeamHyps, CtcFoldsRepeatsAndMergesByMax) {
   step(hyps, 0, {{0, 1, -0.1f}, {0, blank, -0.2f}, {0, 2, -3.0f}, {0, 0, kDead}});
   // "1 1" (one token, last 1), "∅ 1" (one token, last 1): merged by max; "1 ∅" differs by its last label.
   step(hyps, 0, {{0, 1, -0.3f}, {1, 1, -0.25f}, {0, blank, -0.5f}, {2, 2, -3.1f}});
-  const detail::BeamHypsRef h = hyps.ref();
+  const BeamHypsRef h = hyps.ref();
   EXPECT_EQ(h.scores[0], kDead);
   EXPECT_EQ(h.scores[1], -0.25f);  // the maximum, not a log-add
   EXPECT_EQ(h.scores[2], -0.5f);
@@ -200,10 +199,10 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
       naive = next;
       hyps.make_room_for_step(2, steps);
       step(hyps, b, candidates);
-      const detail::BeamHypsRef h = hyps.ref();
+      const BeamHypsRef h = hyps.ref();
       for (std::int32_t k = 0; k < K; ++k) {
         const NaiveSlot& n = naive[static_cast<std::size_t>(k)];
-        const std::int64_t slot = detail::beam_slot(h, b, k);
+        const std::int64_t slot = beam_slot(h, b, k);
         ASSERT_EQ(h.tokens[slot], static_cast<std::int32_t>(n.tokens.size())) << "step " << s << " slot " << k;
         ASSERT_EQ(h.hash[slot], hash_of(n.tokens));
         ASSERT_EQ(h.last_label[slot], n.last);
@@ -244,7 +243,7 @@ TEST(BatchedBeamHyps, HistoryStartsSmallAndDoublesUpToTheWorstCase) {
   hyps.make_room_for_step(2, 100);  // room left: unchanged
   EXPECT_EQ(hyps.capacity(), 4);
   for (std::int64_t b = 0; b < 2; ++b) step(hyps, b, {{0, 0, -5.0f, 3}, {1, 1, -6.0f, 0}}, false);
-  const detail::BeamHypsRef h = hyps.ref();
+  const BeamHypsRef h = hyps.ref();
   for (std::int64_t b = 0; b < 2; ++b) {
     const Hypothesis first = beam_hypothesis(h, b, 0);
     EXPECT_EQ(first.tokens, (std::vector<std::int32_t>{2, 3, 0}));

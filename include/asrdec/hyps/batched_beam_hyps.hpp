@@ -13,7 +13,7 @@
  * decoding the batch again with twice the entries, see docs/cuda-contract.md) when a step finds it full, up to the
  * worst case the algorithm allows. An entry takes 12 bytes (TDT: 16). Each slot also keeps its total score
  * (-inf: empty or dead), its token count, last label, a 64-bit hash of its tokens (NeMo's formula,
- * detail::beam_hash_extend) and, for transducers, its frame and the labels emitted on it.
+ * beam_hash_extend) and, for transducers, its frame and the labels emitted on it.
  *
  * Equal hypotheses — same hash, last label and token count, and for TDT the same frame — are recombined: the
  * first slot with the highest score keeps log-sum-exp of the group's scores (CTC: the maximum) and the others
@@ -31,7 +31,7 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/export.hpp"
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 
 namespace asrdec {
@@ -49,11 +49,11 @@ class BatchedBeamHyps {
 
   /** Makes room for `batch` utterances of `beam` slots with `capacity` entries each (reallocating only when one
    *  grows) and sets the model kind and blank id. Every utterance must be cleared before use. */
-  void reserve(std::int64_t batch, std::int32_t beam, std::int32_t capacity, detail::BeamKind kind, std::int32_t blank,
+  void reserve(std::int64_t batch, std::int32_t beam, std::int32_t capacity, BeamKind kind, std::int32_t blank,
                Device device) {
     kind_ = kind;
     blank_ = blank;
-    const bool durations_fit = kind != detail::BeamKind::tdt || durations_.size() == labels_.size();
+    const bool durations_fit = kind != BeamKind::tdt || durations_.size() == labels_.size();
     if (batch <= batch_ && beam == beam_ && capacity <= capacity_ && durations_fit) return;
     batch_ = std::max(batch, batch_);
     beam_ = beam;
@@ -61,7 +61,7 @@ class BatchedBeamHyps {
     const auto slots = static_cast<std::size_t>(batch_ * beam_);
     const auto cells = slots * static_cast<std::size_t>(capacity_);
     for (auto* buffer : {&labels_, &parents_, &timestamps_}) *buffer = Buffer<std::int32_t, Kind>(cells, device);
-    durations_ = Buffer<std::int32_t, Kind>(kind == detail::BeamKind::tdt ? cells : 1, device);
+    durations_ = Buffer<std::int32_t, Kind>(kind == BeamKind::tdt ? cells : 1, device);
     for (auto* buffer : {&steps_, &tokens_, &last_label_, &next_time_, &on_frame_, &staged_tokens_, &staged_last_label_,
                          &staged_next_time_, &staged_on_frame_}) {
       *buffer = Buffer<std::int32_t, Kind>(slots, device);
@@ -82,7 +82,7 @@ class BatchedBeamHyps {
     const auto slots = static_cast<std::size_t>(batch_ * beam_);
     const auto old_width = static_cast<std::size_t>(capacity_);
     const auto width = static_cast<std::size_t>(capacity);
-    const bool tdt = kind_ == detail::BeamKind::tdt;
+    const bool tdt = kind_ == BeamKind::tdt;
     for (auto* buffer : {&labels_, &parents_, &timestamps_, &durations_}) {
       if (buffer == &durations_ && !tdt) continue;
       Buffer<std::int32_t, Kind> wider(slots * width, Device::cpu());
@@ -97,7 +97,7 @@ class BatchedBeamHyps {
   /** Host memory, before a step: widens the history (beam_history_next, at most `worst` entries) when a slot of the
    *  first `batch` utterances is full. Returns ref(), which widening changes. */
   template <MemoryKind K = Kind, class = std::enable_if_t<K != MemoryKind::device>>
-  detail::BeamHypsRef make_room_for_step(std::int64_t batch, std::int32_t worst) {
+  BeamHypsRef make_room_for_step(std::int64_t batch, std::int32_t worst) {
     if (capacity_ < worst && history_used(batch) >= capacity_) widen_history(beam_history_next(capacity_, worst));
     return ref();
   }
@@ -113,8 +113,8 @@ class BatchedBeamHyps {
   std::int32_t beam() const noexcept { return beam_; }
   std::int32_t capacity() const noexcept { return capacity_; }
 
-  detail::BeamHypsRef ref() {
-    detail::BeamHypsRef r{};
+  BeamHypsRef ref() {
+    BeamHypsRef r{};
     r.batch = batch_;
     r.beam = beam_;
     r.capacity = capacity_;
@@ -147,7 +147,7 @@ class BatchedBeamHyps {
   std::int64_t batch_ = 0;
   std::int32_t beam_ = 0;
   std::int32_t capacity_ = 0;
-  detail::BeamKind kind_ = detail::BeamKind::rnnt;
+  BeamKind kind_ = BeamKind::rnnt;
   std::int32_t blank_ = 0;
   Buffer<std::int32_t, Kind> labels_, parents_, timestamps_, durations_;
   Buffer<std::int32_t, Kind> steps_, tokens_, last_label_, next_time_, on_frame_, overflow_;
@@ -158,19 +158,18 @@ class BatchedBeamHyps {
 
 /** The hypothesis in slot k of utterance b (host memory), rebuilt from the back-pointer tree: tokens, timestamps,
  *  TDT durations, score = ranking_score = am_score = the slot's score. */
-ASRDEC_API Hypothesis beam_hypothesis(const detail::BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
+ASRDEC_API Hypothesis beam_hypothesis(const BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
 
 /** The value slot `slot` is ranked by: its score, or score / (tokens + 1) with `length_normalized`. */
-ASRDEC_API float beam_ranking_score(const detail::BeamHypsRef& hyps, std::int64_t slot, bool length_normalized);
+ASRDEC_API float beam_ranking_score(const BeamHypsRef& hyps, std::int64_t slot, bool length_normalized);
 
 /** The live slots of utterance b, best first: by score, or by score / (tokens + 1) with `length_normalized`;
  *  ties go to the lower slot; dead (-inf) slots are left out. */
-ASRDEC_API std::vector<std::int32_t> beam_ranking(const detail::BeamHypsRef& hyps, std::int64_t b,
-                                                  bool length_normalized);
+ASRDEC_API std::vector<std::int32_t> beam_ranking(const BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
 
 /** The live hypotheses of utterance b (host memory), best first: by score, or by score / (tokens + 1) with
  *  `length_normalized` (NeMo's score_norm); ties go to the lower slot. Dead (-inf) slots are left out. Each
  *  hypothesis carries its slot's score and the ranking_score it was sorted by. */
-ASRDEC_API std::vector<Hypothesis> beam_nbest(const detail::BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
+ASRDEC_API std::vector<Hypothesis> beam_nbest(const BeamHypsRef& hyps, std::int64_t b, bool length_normalized);
 
 }  // namespace asrdec

@@ -15,8 +15,8 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/export.hpp"
-#include "asrdec/detail/transducer_step.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
+#include "asrdec/hyps/hyps_ref.hpp"
 
 namespace asrdec {
 
@@ -63,18 +63,18 @@ class BatchedHyps {
   std::int64_t capacity() const noexcept { return capacity_; }
 
   /** The mutable view the step functions write through. */
-  detail::HypsRef ref() noexcept {
-    return detail::HypsRef{tokens_.data(),
-                           timestamps_.data(),
-                           durations_.data(),
-                           scores_.data(),
-                           confidences_.data(),
-                           lengths_.data(),
-                           total_scores_.data(),
-                           last_timestamp_.data(),
-                           same_timestamp_count_.data(),
-                           overflow_.data(),
-                           capacity_};
+  HypsRef ref() noexcept {
+    return HypsRef{tokens_.data(),
+                   timestamps_.data(),
+                   durations_.data(),
+                   scores_.data(),
+                   confidences_.data(),
+                   lengths_.data(),
+                   total_scores_.data(),
+                   last_timestamp_.data(),
+                   same_timestamp_count_.data(),
+                   overflow_.data(),
+                   capacity_};
   }
 
   BatchedHypsView view(Device device, std::int64_t batch) const noexcept {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "asrdec/core/dtype.hpp"
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "ctc/beam/ctc_beam_step.hpp"
 #include "hyps/beam_search_step.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "asrdec/detail/beam_hyps_step.hpp"
 #include "asrdec/detail/hd.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "lm/fusion_step.hpp"
 
 namespace asrdec::detail {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "hyps/beam_search_step.hpp"
 
 namespace asrdec::detail {

@@ -18,7 +18,7 @@
 
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/alsd_step.hpp"

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/alsd_step.hpp"
 

@@ -1,15 +1,23 @@
 #pragma once
-// The per-slot rules of BatchedBeamHyps (hyps/batched_beam_hyps.hpp), shared by the CPU loops and the CUDA
-// kernels. Updates that read other slots (adding a step's results gathers each new slot's parent; recombination
-// compares every pair of slots) run in two phases: every slot of an utterance is staged from the current values,
-// then every slot commits. On the CPU that is two loops over k; on the GPU, two barriers apart.
+/**
+ * @file
+ * BeamHypsRef: the trivially copyable view of a BatchedBeamHyps (hyps/batched_beam_hyps.hpp) and the per-slot rules
+ * that update it, shared by asrdec's CPU loops and CUDA kernels. Header-only and public: a user's own CUDA kernel
+ * or CPU loop can extend beams with these functions (examples/hyps_user_loop.cpp). Everything is inline and
+ * `__host__ __device__` under nvcc; nothing here needs the compiled library.
+ *
+ * Updates that read other slots (adding a step's results gathers each new slot's parent; recombination compares
+ * every pair of slots) run in two phases: every slot of an utterance is staged from the current values, then every
+ * slot commits. On the CPU that is two loops over k; on the GPU, two barriers apart (a block per utterance, a
+ * thread per slot).
+ */
 
 #include <cmath>
 #include <cstdint>
 
 #include "asrdec/detail/hd.hpp"
 
-namespace asrdec::detail {
+namespace asrdec {
 
 /** NeMo's transcript hash step (Knuth's MMIX LCG multiplier), in wrapping 64-bit unsigned arithmetic. The empty
  *  transcript hashes to 0. */
@@ -34,8 +42,7 @@ struct BeamHypsRef {
   // The back-pointer tree: entry i of slot k was added at step i by the hypothesis now in slot k.
   std::int32_t* labels;      ///< [B,K,L]
   std::int32_t* parents;     ///< [B,K,L] the slot, at step i-1, of the entry's parent
-  std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (RNN-T, windowed: emission frame, TDT: end frame, CTC:
-                             ///< step)
+  std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (transducers: the frame it was emitted on; CTC: step)
   std::int32_t* durations;   ///< [B,K,L] TDT duration of the entry (TDT only)
   // Per-slot state.
   float* scores;               ///< [B,K] total log score; -inf marks an empty or dead slot
@@ -179,4 +186,4 @@ ASRDEC_HD_INLINE void beam_commit_recombination(const BeamHypsRef& h, std::int64
   h.scores[s] = h.staged_score[s];
 }
 
-}  // namespace asrdec::detail
+}  // namespace asrdec
