@@ -39,11 +39,12 @@ extern "C" {
 typedef enum asrdec_status {
   ASRDEC_OK = 0,
   ASRDEC_INVALID_ARGUMENT = 1, /**< asrdec::InvalidArgument: shape, dtype, range, NaN input, misuse */
-  ASRDEC_PARSE_ERROR = 2,      /**< asrdec::ParseError: a file could not be read or parsed */
+  ASRDEC_PARSE_ERROR = 2,      /**< asrdec::ParseError: a file's content is malformed */
   ASRDEC_UNSUPPORTED = 3,      /**< asrdec::Unsupported: e.g. CUDA asked for where there is none */
   ASRDEC_OUT_OF_MEMORY = 4,    /**< asrdec::OutOfMemory: host, pinned or device memory, or a configured cap */
   ASRDEC_CUDA_ERROR = 5,       /**< asrdec::CudaError */
-  ASRDEC_INTERNAL_ERROR = 6    /**< anything else (a bug: please report the message) */
+  ASRDEC_INTERNAL_ERROR = 6,   /**< anything else (a bug: please report the message) */
+  ASRDEC_FILE_ERROR = 7        /**< asrdec::FileError: a file could not be opened, read or written */
 } asrdec_status;
 
 /** The library's version, e.g. "0.1.0". */
@@ -64,12 +65,13 @@ typedef struct asrdec_hypothesis {
   const int32_t* tokens;      /**< token ids, blank never included */
   const int32_t* timestamps;  /**< frame of each token */
   const int32_t* durations;   /**< TDT: duration of each token; NULL otherwise */
-  const float* token_scores;  /**< per-token scores; NULL when the decoder gives none */
-  float score;                /**< the total score */
+  const float* token_scores;  /**< per-token log-probabilities; NULL when the decoder gives none (beam search) */
+  float score;                /**< the total log-probability: am_score + lm_score + boost_score (docs/results.md) */
   float am_score;             /**< its acoustic part */
   float lm_score;             /**< its (weighted) language-model part */
   float boost_score;          /**< its (weighted) boosting part */
   int32_t is_final;           /**< 0 for a partial streaming result */
+  float ranking_score;        /**< what N-best lists are sorted by: score, or score / (tokens + 1) */
 } asrdec_hypothesis;
 
 /** The hypotheses of a batch: per utterance, 1 (decode) or up to beam (decode_nbest, best first). */

@@ -275,6 +275,7 @@ asrdec_status asrdec_results_get(const asrdec_results* results, int64_t utteranc
     out->lm_score = h.lm_score;
     out->boost_score = h.boost_score;
     out->is_final = h.is_final ? 1 : 0;
+    out->ranking_score = h.ranking_score;
   });
 }
 

@@ -39,6 +39,8 @@ asrdec_status status_of_current_exception() noexcept {
     return fail(ASRDEC_UNSUPPORTED, e.what());
   } catch (const OutOfMemory& e) {
     return fail(ASRDEC_OUT_OF_MEMORY, e.what());
+  } catch (const FileError& e) {
+    return fail(ASRDEC_FILE_ERROR, e.what());
   } catch (const CudaError& e) {
     return fail(ASRDEC_CUDA_ERROR, e.what());
   } catch (const std::bad_alloc&) {
@@ -74,6 +76,8 @@ const char* asrdec_status_name(int status) {
       return "ASRDEC_CUDA_ERROR";
     case ASRDEC_INTERNAL_ERROR:
       return "ASRDEC_INTERNAL_ERROR";
+    case ASRDEC_FILE_ERROR:
+      return "ASRDEC_FILE_ERROR";
   }
   return "unknown asrdec_status";
 }

@@ -94,6 +94,9 @@ Device Device::parse(std::string_view text) {
   if (text == "cuda") {
     return cuda(0);
   }
+  if (text == "auto") {
+    return cuda_info().available ? cuda(0) : cpu();
+  }
   constexpr std::string_view prefix = "cuda:";
   if (text.substr(0, prefix.size()) == prefix) {
     const std::string_view digits = text.substr(prefix.size());
@@ -103,7 +106,7 @@ Device Device::parse(std::string_view text) {
       return cuda(index);
     }
   }
-  throw InvalidArgument(detail::concat("unknown device '", text, "': expected cpu, cuda or cuda:N"));
+  throw InvalidArgument(detail::concat("unknown device '", text, "': expected cpu, cuda, cuda:N or auto"));
 }
 
 std::string Device::to_string() const { return is_cpu() ? std::string("cpu") : detail::concat("cuda:", index_); }

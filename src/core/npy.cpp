@@ -183,13 +183,14 @@ TensorView NpyArray::view() const {
 NpyArray read_npy(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
-    throw Error(detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
+    throw FileError(path, detail::concat(path, ": cannot open for reading: ", std::strerror(errno)));
   }
   file.seekg(0, std::ios::end);
   const std::streamoff end = file.tellg();
   if (end < 0) {
     // A pipe has no size to check the header against (and /dev/zero-like devices report 0, refused below).
-    throw Error(detail::concat(path, ": cannot determine the file's size (a pipe? .npy files must be regular files)"));
+    throw FileError(
+        path, detail::concat(path, ": cannot determine the file's size (a pipe? .npy files must be regular files)"));
   }
   const auto file_size = static_cast<std::uint64_t>(end);
   file.seekg(0, std::ios::beg);
@@ -260,6 +261,10 @@ NpyArray read_npy(const std::string& path) {
     parser.fail("the header must define descr, fortran_order and shape");
   }
   const DType dtype = dtype_from_descr(descr, path);
+  if (shape.size() > static_cast<std::size_t>(TensorView::kMaxDims)) {
+    throw Unsupported(detail::concat(path, ": arrays of ", shape.size(), " dimensions are not supported (at most ",
+                                     TensorView::kMaxDims, ")"));
+  }
   if (fortran_order && shape.size() > 1) {
     throw Unsupported(detail::concat(path, ": Fortran-order arrays are not supported; save with np.ascontiguousarray"));
   }
@@ -313,7 +318,7 @@ void write_npy(const std::string& path, const TensorView& array) {
   const bool version2 = header.size() > 0xffff;
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) {
-    throw Error(detail::concat(path, ": cannot open for writing: ", std::strerror(errno)));
+    throw FileError(path, detail::concat(path, ": cannot open for writing: ", std::strerror(errno)));
   }
   file.write(kMagic, kMagicSize);
   const char version[2] = {static_cast<char>(version2 ? 2 : 1), 0};
@@ -326,7 +331,7 @@ void write_npy(const std::string& path, const TensorView& array) {
   file.write(static_cast<const char*>(array.data()),
              static_cast<std::streamsize>(static_cast<std::size_t>(array.numel()) * dtype_size(array.dtype())));
   if (!file) {
-    throw Error(detail::concat(path, ": write failed"));
+    throw FileError(path, detail::concat(path, ": write failed"));
   }
 }
 

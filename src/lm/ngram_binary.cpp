@@ -138,12 +138,12 @@ void write_binary(const NgramTables& t, const std::string& path) {
   h.word_bytes = static_cast<std::int64_t>(words.size());
   h.crc32 = image_crc(h, payload.data(), payload.size());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(concat(path, ": cannot open for writing: ", std::strerror(errno)));
+  if (!out) throw FileError(path, concat(path, ": cannot open for writing: ", std::strerror(errno)));
   std::vector<char> header(kHeaderBytes, 0);
   std::memcpy(header.data(), &h, sizeof h);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-  if (!out) throw Error(concat(path, ": write failed"));
+  if (!out) throw FileError(path, concat(path, ": write failed"));
 }
 
 NgramTables read_binary(const std::string& path) {

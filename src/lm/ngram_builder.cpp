@@ -126,8 +126,10 @@ NgramTables build_ngram_tables(const ArpaModel& arpa, const NgramLmOptions& opti
     }
   }
   if (options.vocabulary == LmVocabularyKind::arpa_words) V = static_cast<std::int64_t>(t.words.size());
-  ASRDEC_CHECK_ARG(V >= 1 && V <= kMaxLmVocabulary, "LM vocabulary size ", V, " is outside [1, ", kMaxLmVocabulary,
-                   "]");
+  if (V < 1 || V > kMaxLmVocabulary) {
+    // arpa_words takes V from the file; the other vocabularies were checked as arguments before reading.
+    throw ParseError(arpa.path, 0, concat("LM vocabulary size ", V, " is outside [1, ", kMaxLmVocabulary, "]"));
+  }
   for (auto& value : id) {
     if (value == std::numeric_limits<std::int32_t>::max()) value = static_cast<std::int32_t>(V);
   }

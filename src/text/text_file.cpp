@@ -25,8 +25,8 @@ TextFileReader::TextFileReader(const std::string& path, const std::string& what,
   errno = 0;
   file_->handle = gzopen(path.c_str(), "rb");
   if (file_->handle == nullptr) {
-    throw Error(detail::concat(path, ": cannot open ", what, what.empty() ? "" : " ",
-                               "for reading: ", errno != 0 ? std::strerror(errno) : "out of memory"));
+    throw FileError(path, detail::concat(path, ": cannot open ", what, what.empty() ? "" : " ",
+                                         "for reading: ", errno != 0 ? std::strerror(errno) : "out of memory"));
   }
   gzbuffer(file_->handle, kReadBytes);
 }
@@ -48,7 +48,7 @@ bool TextFileReader::fill() {
     int code = Z_OK;
     const char* message = gzerror(file_->handle, &code);
     if (code == Z_ERRNO) {
-      throw Error(detail::concat(path_, ": read error: ", std::strerror(errno)));
+      throw FileError(path_, detail::concat(path_, ": read error: ", std::strerror(errno)));
     }
     throw ParseError(path_, line_number_ + 1, detail::concat("cannot decompress: ", message));
   }

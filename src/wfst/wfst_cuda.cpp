@@ -165,7 +165,7 @@ class WfstCuda final : public WfstBackend {
     const std::int64_t columns = graph_.max_input_label();  // the columns input labels read (0: none)
     const std::int64_t per_lane = static_cast<std::int64_t>(lane_bytes(columns));
     const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / per_lane);
-    ASRDEC_EXPECTS(max_lanes >= 1, InvalidArgument, "WFST decoding on CUDA: one lane needs ", per_lane,
+    ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", per_lane,
                    " bytes of device memory for ", graph_.source(), " (", num_states(),
                    " states), above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
     const std::int64_t lanes = std::max(std::min(batch, max_lanes), lanes_);

@@ -235,7 +235,15 @@ WfstGraph WfstGraph::from_arrays(WfstGraphArrays a, std::string source) {
   return WfstGraph(std::move(impl));
 }
 
-WfstGraph WfstGraph::load(const std::string& path) { return from_arrays(detail::read_openfst_file(path), path); }
+WfstGraph WfstGraph::load(const std::string& path) {
+  WfstGraphArrays arrays = detail::read_openfst_file(path);
+  // from_arrays checks the graph as an argument; read from a file, a bad graph is bad file content.
+  try {
+    return from_arrays(std::move(arrays), path);
+  } catch (const InvalidArgument& error) {
+    throw ParseError(path, 0, error.what());
+  }
+}
 
 std::int32_t WfstGraph::num_states() const noexcept { return impl_->arrays.num_states; }
 std::int64_t WfstGraph::num_arcs() const noexcept { return impl_->arrays.emitting_begin.back(); }

@@ -69,6 +69,7 @@ std::vector<std::vector<Hypothesis>> read_results(asrdec_results* results) {
       copy.lm_score = h.lm_score;
       copy.boost_score = h.boost_score;
       copy.is_final = h.is_final != 0;
+      copy.ranking_score = h.ranking_score;
       all.back().push_back(std::move(copy));
     }
   }
@@ -92,6 +93,7 @@ void expect_identical(const std::vector<std::vector<Hypothesis>>& got,
       EXPECT_EQ(g.am_score, w.am_score) << u << "/" << k;
       EXPECT_EQ(g.lm_score, w.lm_score) << u << "/" << k;
       EXPECT_EQ(g.is_final, w.is_final) << u << "/" << k;
+      EXPECT_EQ(g.ranking_score, w.ranking_score) << u << "/" << k;
     }
   }
 }
@@ -283,6 +285,17 @@ TEST(CApi, ExceptionsBecomeStatusesWithTheSameMessage) {
     EXPECT_EQ(asrdec_ctc_beam_create("cuda:0", nullptr, &beam), ASRDEC_UNSUPPORTED);
   }
   EXPECT_EQ(asrdec_ctc_beam_create("tpu", nullptr, &beam), ASRDEC_INVALID_ARGUMENT);
+  // A file that cannot be opened: FileError, with the file and the system's reason.
+  const std::string missing = path + ".missing";
+  EXPECT_EQ(asrdec_ngram_lm_load(missing.c_str(), nullptr, "cpu", &lm), ASRDEC_FILE_ERROR);
+  EXPECT_NE(std::string(asrdec_last_error()).find(missing), std::string::npos) << asrdec_last_error();
+  EXPECT_NE(std::string(asrdec_last_error()).find("No such file"), std::string::npos) << asrdec_last_error();
+  EXPECT_EQ(asrdec_status_name(ASRDEC_FILE_ERROR), std::string("ASRDEC_FILE_ERROR"));
+  // NULL and "auto" choose cuda:0 when CUDA is usable, else the CPU.
+  for (const char* device : {static_cast<const char*>(nullptr), "auto"}) {
+    ASSERT_EQ(asrdec_ctc_beam_create(device, nullptr, &beam), ASRDEC_OK) << asrdec_last_error();
+    asrdec_ctc_beam_free(beam);
+  }
   EXPECT_EQ(asrdec_status_name(ASRDEC_OK), std::string("ASRDEC_OK"));
 }
 

@@ -26,9 +26,14 @@ TEST(Device, DiscoveryNeverThrowsAndExplainsAbsence) {
 }
 
 TEST(Device, ParseRejectsUnknownNames) {
-  ASRDEC_EXPECT_THROW_MSG(Device::parse("gpu"), InvalidArgument, "unknown device 'gpu': expected cpu, cuda or cuda:N");
+  ASRDEC_EXPECT_THROW_MSG(Device::parse("gpu"), InvalidArgument,
+                          "unknown device 'gpu': expected cpu, cuda, cuda:N or auto");
   ASRDEC_EXPECT_THROW_MSG(Device::parse("cuda:"), InvalidArgument, "unknown device 'cuda:'");
   ASRDEC_EXPECT_THROW_MSG(Device::parse("cuda:1x"), InvalidArgument, "unknown device 'cuda:1x'");
+}
+
+TEST(Device, AutoIsCudaZeroWhenUsableElseTheCpu) {
+  EXPECT_EQ(Device::parse("auto"), cuda_info().available ? Device::cuda(0) : Device::cpu());
 }
 
 TEST(Device, VersionNumbersFormat) {

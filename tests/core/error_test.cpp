@@ -31,6 +31,35 @@ TEST(Error, HierarchyDerivesFromError) {
   EXPECT_THROW(throw Unsupported("x"), Error);
   EXPECT_THROW(throw ParseError("f", 1, "x"), Error);
   EXPECT_THROW(throw CudaError("c", 1, "n", "s", "f", 1), Error);
+  EXPECT_THROW(throw FileError("f", "x"), Error);
+}
+
+// The same mistake, the same type: every reader and writer reports a file it cannot open as FileError naming it.
+TEST(Error, EveryReaderThrowsFileErrorNamingAMissingFile) {
+  const std::string missing = ::testing::TempDir() + "asrdec_no_such_dir/no_such_file";
+  const auto expect_file_error = [&](const char* reader, const auto& read) {
+    try {
+      read();
+      ADD_FAILURE() << reader << " read a missing file";
+    } catch (const FileError& error) {
+      EXPECT_EQ(error.file(), missing) << reader;
+      EXPECT_NE(std::string(error.what()).find(missing), std::string::npos) << reader << ": " << error.what();
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << reader << " threw another type: " << error.what();
+    }
+  };
+  expect_file_error("read_npy", [&] { read_npy(missing); });
+  expect_file_error("SafetensorsFile", [&] { SafetensorsFile{missing}; });
+  expect_file_error("TransducerModel::load", [&] { TransducerModel::load(missing, Device::cpu()); });
+  expect_file_error("Vocabulary::load", [&] { Vocabulary::load(missing); });
+  expect_file_error("SymbolTable::load", [&] { SymbolTable::load(missing); });
+  NgramLmOptions lm_options;
+  lm_options.vocab_size = 16;
+  expect_file_error("NgramLm::load", [&] { NgramLm::load(missing, lm_options); });
+  expect_file_error("read_phrase_list", [&] { read_phrase_list(missing); });
+  expect_file_error("WfstGraph::load", [&] { WfstGraph::load(missing); });
+  const std::int32_t value = 0;
+  expect_file_error("write_npy", [&] { write_npy(missing, TensorView(&value, DType::i32, {1})); });
 }
 
 TEST(Error, CheckMacrosBuildMessagesOnlyOnFailure) {

@@ -107,7 +107,7 @@ TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("format.st", [](auto& h) { h["__metadata__"]["asrdec.format"] = "x"; })),
                           Unsupported, "model format 'x' is not supported (expected transducer-v1)");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("type.st", [](auto& h) { h["__metadata__"]["model_type"] = "ctc"; })),
-                          ParseError, "model_type 'ctc' is not rnnt or tdt");
+                          Unsupported, "type.st: model_type 'ctc' is not supported (rnnt or tdt)");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("vocab.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "300"; })),
                           ParseError, "joint has 257 outputs but vocab_size 300 + blank + 0 durations make 301");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("missing.st",
@@ -132,8 +132,14 @@ TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("noint.st", [](auto& h) { h["__metadata__"]["vocab_size"] = "many"; })),
                           ParseError, "metadata 'vocab_size' = 'many' is not an integer");
   ASRDEC_EXPECT_THROW_MSG(
-      load(altered_model("act.st", [](auto& h) { h["__metadata__"]["joint_activation"] = "gelu"; })), ParseError,
-      "joint_activation 'gelu' is not relu, tanh or sigmoid");
+      load(altered_model("act.st", [](auto& h) { h["__metadata__"]["joint_activation"] = "gelu"; })), Unsupported,
+      "act.st: joint_activation 'gelu' is not supported (relu, tanh or sigmoid)");
+  // A bad option is the caller's mistake, not the file's.
+  TransducerLoadOptions options;
+  options.override_weight_dtype = true;
+  options.weight_dtype = DType::i32;
+  ASRDEC_EXPECT_THROW_MSG(TransducerModel::load(altered_model("ok.st", [](auto&) {}), Device::cpu(), options),
+                          InvalidArgument, "TransducerLoadOptions.weight_dtype must be float32, float16 or bfloat16");
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("durations.st", [](auto& h) { h["__metadata__"]["durations"] = "0,1"; })),
                           ParseError, "model_type rnnt must not list durations");
   // A shape that does not match: swap the two LSTM weight matrices' names.

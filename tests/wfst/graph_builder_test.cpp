@@ -225,7 +225,7 @@ TEST(WfstGraphBuilder, TokenTablePlacesTheBlank) {
   EXPECT_EQ(first.label_of_piece.at("b"), 3);
   ASRDEC_EXPECT_THROW_MSG(detail::make_token_labels({"a", "b"}, 5, "t.txt"), InvalidArgument,
                           "t.txt has 2 tokens: blank id 5 is neither one of its lines nor the column after them (2)");
-  ASRDEC_EXPECT_THROW_MSG(detail::make_token_labels({"a", "b", "a"}, -1, "t.txt"), InvalidArgument,
+  ASRDEC_EXPECT_THROW_MSG(detail::make_token_labels({"a", "b", "a"}, -1, "t.txt"), ParseError,
                           "t.txt: token 'a' is listed twice (columns 0 and 2)");
 }
 

@@ -516,7 +516,7 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   ASRDEC_EXPECT_THROW_MSG(detail::wfst_graph_from_fst(no_start, "no start"), InvalidArgument,
                           "no start: the graph has no start state");
 
-  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(testing::temp_path("missing.fst")), Error, "cannot open for reading");
+  ASRDEC_EXPECT_THROW_MSG(WfstGraph::load(testing::temp_path("missing.fst")), FileError, "cannot open for reading");
   const std::string text = testing::temp_path("not-an-fst.fst");
   {
     std::ofstream out(text);

@@ -80,12 +80,7 @@ std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std:
   return lm;
 }
 
-Device choose_device(const std::string& name) {
-  if (name == "auto") {
-    return cuda_info().available ? Device::cuda(0) : Device::cpu();
-  }
-  return Device::parse(name);
-}
+Device choose_device(const std::string& name) { return Device::parse(name); }
 
 DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                            const std::string& source)

@@ -24,7 +24,8 @@ class ASRDEC_API Device {
   /** CUDA device `index`. Throws Unsupported ("no CUDA device: <reason>") when CUDA is not usable and
    *  InvalidArgument when the index is out of range. */
   static Device cuda(int index = 0);
-  /** "cpu", "cuda" (= cuda:0) or "cuda:N"; throws InvalidArgument for anything else, and as cuda(). */
+  /** "cpu", "cuda" (= cuda:0), "cuda:N" or "auto" (cuda:0 when CUDA is usable, else the CPU); throws
+   *  InvalidArgument for anything else, and as cuda(). */
   static Device parse(std::string_view text);
 
   constexpr DeviceKind kind() const noexcept { return kind_; }

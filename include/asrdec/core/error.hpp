@@ -46,6 +46,17 @@ class ASRDEC_API ParseError : public Error {
   std::string detail_;
 };
 
+/** A file could not be opened, read or written (missing, not a regular file, no permission, disk full): the
+ *  message names the file and the system's reason. A file that opens but whose content is wrong is a ParseError. */
+class ASRDEC_API FileError : public Error {
+ public:
+  FileError(std::string file, const std::string& message);
+  const std::string& file() const noexcept { return file_; }
+
+ private:
+  std::string file_;
+};
+
 /** The request is valid but this build, device or driver cannot serve it (e.g. CUDA in a CPU-only build,
  *  a dtype a file format does not carry). */
 class ASRDEC_API Unsupported : public Error {

@@ -12,7 +12,7 @@ namespace asrdec {
 
 class ASRDEC_API CudaEventTimer {
  public:
-  /** Creates two events on `device` (a CUDA device; throws Unsupported otherwise). */
+  /** Creates two events on `device` (a CUDA device; throws InvalidArgument for the CPU). */
   explicit CudaEventTimer(Device device);
   ~CudaEventTimer();
   CudaEventTimer(CudaEventTimer&& other) noexcept;

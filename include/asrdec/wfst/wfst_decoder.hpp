@@ -98,7 +98,7 @@ struct ASRDEC_API WfstDecoderConfig {
   /** CUDA only: how the per-frame programs run (graph.hpp); `automatic` uses CUDA graphs. */
   GraphMode graph_mode = GraphMode::automatic;
   /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. A batch is decoded in
-   *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more is refused with the
+   *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more throws OutOfMemory with the
    *  number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. */
   std::int64_t max_device_bytes = std::int64_t{1} << 30;
 

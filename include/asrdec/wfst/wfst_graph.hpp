@@ -12,12 +12,12 @@
  * Arc ids (0 … num_arcs − 1) index that order; ties between equal-cost paths are broken by them (docs/wfst.md).
  *
  * Files are read by asrdec itself, not by OpenFst: every length, count and state record is checked against the
- * file's size before it is used (docs/robustness.md). load() throws, naming the file: Error when it cannot be
- * read; ParseError for a file that is not a well-formed OpenFst binary FST (bad header, a count the file cannot
- * hold, a state record pointing outside the arcs, trailing bytes); Unsupported for FST types other than vector and
- * const or arc types other than the standard (tropical, float) one; InvalidArgument for graphs without a start
- * state, NaN or −∞ weights, and ε-cycles whose total cost is ≤ 0 (the ε-closure of a frame could improve forever,
- * or trace back in a circle).
+ * file's size before it is used (docs/robustness.md). load() throws, naming the file: FileError when it cannot
+ * be read; ParseError for a file that is not a well-formed OpenFst binary FST (bad header, a count the file cannot
+ * hold, a state record pointing outside the arcs, trailing bytes) or whose graph is unusable (no start state, an
+ * arc to a missing state, NaN or −∞ weights, ε-cycles whose total cost is ≤ 0: the ε-closure of a frame could
+ * improve forever, or trace back in a circle); Unsupported for FST types other than vector and const or arc types
+ * other than the standard (tropical, float) one. from_arrays() throws InvalidArgument for the same graph errors.
  */
 
 #include <cstdint>

@@ -120,9 +120,9 @@ std::int32_t beam_worst_history(const TransducerBeamConfig& config, std::int64_t
 
 /** The checks decoders and the reference make on a beam config against the model. */
 void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& config) {
-  ASRDEC_CHECK_ARG(config.algorithm == TransducerBeamAlgorithm::alsd || model.type() == TransducerType::rnnt,
-                   to_string(config.algorithm), " beam search is for RNN-T models; use alsd++ for a ",
-                   to_string(model.type()), " model");
+  ASRDEC_EXPECTS(config.algorithm == TransducerBeamAlgorithm::alsd || model.type() == TransducerType::rnnt, Unsupported,
+                 to_string(config.algorithm), " beam search is for RNN-T models; use alsd++ for a ",
+                 to_string(model.type()), " model");
   if (config.lm == nullptr && config.boost == nullptr) return;
   check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
   check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));

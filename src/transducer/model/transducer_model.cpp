@@ -16,12 +16,16 @@ constexpr std::int64_t kMaxPredictorDepth = 1024;
 // TDT durations in frames (NeMo's models use 0-4 or 0-8).
 constexpr std::int32_t kMaxTdtDuration = 1 << 16;
 
-// Reading one file: every problem becomes a ParseError naming the file.
+// Reading one file: every problem becomes a ParseError naming the file, except values asrdec does not know
+// (a format version, model type, activation or predictor kind of a newer or other toolkit): Unsupported.
 class ModelFile {
  public:
   explicit ModelFile(const std::string& path) : path_(path), file_(path) {}
 
   [[noreturn]] void fail(const std::string& message) const { throw ParseError(path_, 0, message); }
+  [[noreturn]] void unsupported(const std::string& message) const {
+    throw Unsupported(detail::concat(path_, ": ", message));
+  }
 
   std::string meta(const std::string& key, const char* fallback = nullptr) const {
     const auto& metadata = file_.metadata();
@@ -52,11 +56,7 @@ class ModelFile {
     if (!file_.contains(name)) {
       fail(detail::concat("missing tensor '", name, "'"));
     }
-    try {
-      return file_.tensor(name);
-    } catch (const Unsupported& error) {
-      fail(error.what());
-    }
+    return file_.tensor(name);  // Unsupported for a dtype asrdec cannot read, naming the file and tensor
   }
 
   bool contains(const std::string& name) const { return file_.contains(name); }
@@ -80,7 +80,7 @@ JointActivation parse_activation(const ModelFile& file, const std::string& name)
   if (name == "relu") return JointActivation::relu;
   if (name == "tanh") return JointActivation::tanh;
   if (name == "sigmoid") return JointActivation::sigmoid;
-  file.fail(detail::concat("joint_activation '", name, "' is not relu, tanh or sigmoid"));
+  file.unsupported(detail::concat("joint_activation '", name, "' is not supported (relu, tanh or sigmoid)"));
 }
 
 std::vector<std::int32_t> parse_durations(const ModelFile& file, const std::string& text) {
@@ -127,6 +127,10 @@ TransducerModel::TransducerModel(std::shared_ptr<const TransducerJoint> joint,
 }
 
 TransducerModel TransducerModel::load(const std::string& path, Device device, const TransducerLoadOptions& options) {
+  // An argument error is the caller's, not the file's: checked before anything is read.
+  ASRDEC_CHECK_ARG(!options.override_weight_dtype || is_floating(options.weight_dtype),
+                   "TransducerLoadOptions.weight_dtype must be float32, float16 or bfloat16, got ",
+                   dtype_name(options.weight_dtype));
   const ModelFile file(path);
   const std::string format = file.meta("asrdec.format");
   if (format != kFormat) {
@@ -134,7 +138,7 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
   }
   const std::string type = file.meta("model_type");
   if (type != "rnnt" && type != "tdt") {
-    file.fail(detail::concat("model_type '", type, "' is not rnnt or tdt"));
+    file.unsupported(detail::concat("model_type '", type, "' is not supported (rnnt or tdt)"));
   }
   // Token ids are int32 everywhere (V + 1 columns, blank among them).
   const std::int64_t vocab = file.meta_int("vocab_size", nullptr, 1, std::numeric_limits<std::int32_t>::max() - 1);
@@ -177,7 +181,9 @@ TransducerModel TransducerModel::load(const std::string& path, Device device, co
       w.embeddings.push_back(file.tensor("predictor.embeds." + std::to_string(i) + ".weight"));
     }
     const std::string norm = file.meta("predictor_norm", "none");
-    if (norm != "layer" && norm != "none") file.fail("predictor_norm must be layer or none, got '" + norm + "'");
+    if (norm != "layer" && norm != "none") {
+      file.unsupported("predictor_norm '" + norm + "' is not supported (layer or none)");
+    }
     w.layer_norm = norm == "layer";
     w.projection_weight = file.tensor("joint.pred.weight");
     w.projection_bias = file.tensor("joint.pred.bias");

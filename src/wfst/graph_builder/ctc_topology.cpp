@@ -60,8 +60,11 @@ TokenLabels make_token_labels(const std::vector<std::string>& pieces, std::int32
   for (std::int32_t column = 0; column < size; ++column) {
     if (column == tokens.blank_id) continue;
     const auto [it, inserted] = tokens.label_of_piece.emplace(pieces[column], column + 1);
-    ASRDEC_CHECK_ARG(inserted, source, ": token '", pieces[column], "' is listed twice (columns ", it->second - 1,
-                     " and ", column, ")");
+    if (!inserted) {  // the table's content, not the caller's arguments, is wrong
+      throw ParseError(source, 0,
+                       detail::concat("token '", pieces[column], "' is listed twice (columns ", it->second - 1, " and ",
+                                      column, ")"));
+    }
   }
   return tokens;
 }

@@ -78,10 +78,10 @@ WordTable make_word_table(const Lexicon& lexicon) {
 
 void WordTable::write(const std::string& path) const {
   std::ofstream out(path);
-  if (!out) throw Error(concat(path, ": cannot open the words table for writing: ", std::strerror(errno)));
+  if (!out) throw FileError(path, concat(path, ": cannot open the words table for writing: ", std::strerror(errno)));
   for (std::size_t id = 0; id < words.size(); ++id) out << words[id] << ' ' << id << '\n';
   out.flush();
-  if (!out) throw Error(concat(path, ": write error: ", std::strerror(errno)));
+  if (!out) throw FileError(path, concat(path, ": write error: ", std::strerror(errno)));
 }
 
 LexiconFst make_lexicon_fst(const Lexicon& lexicon, const TokenLabels& tokens, const WordTable& words) {

@@ -113,7 +113,7 @@ CtcGraph make_ctc_graph(const TokenLabels& tokens, const Lexicon& lexicon, const
                    " and the ARPA has no <unk>: the graph could recognise no word");
   const fst::StdVectorFst lg = make_lg(lexicon_fst.fst, grammar.fst);
   if (lg.Start() == fst::kNoStateId) {
-    throw Error(concat("the graph accepts no sentence: ", arpa_path, " gives no path from <s> to </s>"));
+    throw InvalidArgument(concat("the graph accepts no sentence: ", arpa_path, " gives no path from <s> to </s>"));
   }
   const fst::StdVectorFst topology =
       make_ctc_topology(tokens, options.topology, options.self_loops, lexicon_fst.max_disambig);
@@ -164,7 +164,7 @@ CtcGraphSummary build_ctc_graph(const std::string& tokens_path, const Lexicon& l
   options.validate();
   const detail::CtcGraph graph =
       detail::make_ctc_graph(detail::read_token_labels(tokens_path, options.blank_id), lexicon, arpa_path, options);
-  if (!graph.tlg.Write(graph_path)) throw Error(detail::concat(graph_path, ": cannot write the graph"));
+  if (!graph.tlg.Write(graph_path)) throw FileError(graph_path, detail::concat(graph_path, ": cannot write the graph"));
   graph.words.write(words_path);
   CtcGraphSummary summary = graph.summary;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
