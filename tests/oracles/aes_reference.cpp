@@ -69,12 +69,16 @@ std::vector<Hypothesis> aes_reference(ReferenceBeamModel& scorer, const Transduc
           key[v] = early ? logp[i][v] : scorer.label_score(h, logp[i], static_cast<std::int32_t>(v));
         std::stable_sort(labels.begin(), labels.end(), [&](std::int32_t x, std::int32_t y) { return key[x] > key[y]; });
         labels.resize(std::min<std::size_t>(labels.size(), static_cast<std::size_t>(C)));
-        // Gamma: a label within gamma of the hypothesis' best label (its totals share h.score).
-        std::vector<float> added;
-        for (const std::int32_t v : labels) added.push_back(scorer.label_score(h, logp[i], v));
-        const float best = *std::max_element(added.begin(), added.end());
+        // Gamma: a label within gamma of the hypothesis' best label (its totals share h.score), judged by the
+        // same key the labels were chosen by: with early pruning the acoustic score, before the LM is added.
+        std::vector<float> added, judged;
+        for (const std::int32_t v : labels) {
+          added.push_back(scorer.label_score(h, logp[i], v));
+          judged.push_back(key[static_cast<std::size_t>(v)]);
+        }
+        const float best = *std::max_element(judged.begin(), judged.end());
         for (std::size_t j = 0; j < labels.size(); ++j) {
-          float total = added[j] > best - config.aes_expansion_gamma ? h.score + added[j] : kNegInf;
+          float total = judged[j] > best - config.aes_expansion_gamma ? h.score + added[j] : kNegInf;
           if (labels[j] != blank_id) {
             std::vector<std::int32_t> extended = h.tokens;
             extended.push_back(labels[j]);

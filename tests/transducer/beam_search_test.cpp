@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <random>
 
 #include "asrdec/asrdec.hpp"
 #include "oracles/transducer_beam_reference.hpp"
 #include "oracles/transducer_greedy_reference.hpp"
 #include "support/test_support.hpp"
+#include "transducer/beam/aes_step.hpp"
 #include "transducer/beam_test_support.hpp"
 
 namespace asrdec {
@@ -379,7 +382,7 @@ TEST(TransducerBeamConfigs, BadConfigsAreRejected) {
   config.lm = nullptr;
 
   config.algorithm = TransducerBeamAlgorithm::aes;
-  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument, "aes++ beam search is for RNN-T models");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), Unsupported, "aes++ beam search is for RNN-T models");
   config.aes_num_steps = 0;
   ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument, "aes_num_steps must be in [1, 64]");
   config.aes_num_steps = 2;
@@ -394,8 +397,7 @@ TEST(TransducerBeamConfigs, BadConfigsAreRejected) {
   config.aes_expansion_gamma = 2.3f;
 
   config.algorithm = TransducerBeamAlgorithm::wind;
-  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), InvalidArgument,
-                          "wind-beam beam search is for RNN-T models");
+  ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(tdt, config), Unsupported, "wind-beam beam search is for RNN-T models");
   config.wind_window = 0;
   ASRDEC_EXPECT_THROW_MSG(TransducerBeamDecoder(rnnt, config), InvalidArgument,
                           "wind_window must be in [1, 64], got 0");
@@ -409,6 +411,53 @@ TEST(TransducerBeamConfigs, BadConfigsAreRejected) {
   EXPECT_THROW(parse_fusion_pruning("middle"), InvalidArgument);
   EXPECT_THROW(parse_blank_lm_scoring("half"), InvalidArgument);
   EXPECT_EQ(parse_blank_lm_scoring("full"), BlankLmScoring::lm_weighted_full);
+}
+
+}  // namespace
+}  // namespace asrdec
+
+namespace asrdec {
+namespace {
+
+// AES++ with early pruning follows NeMo's maes_batch order: the acoustic K + beta best, the gamma cut on acoustic
+// scores, then the LM on the survivors. Token 0 is acoustically best but the LM makes it 5 worse: it survives gamma
+// (asrdec 0.1 cut on fused scores and dropped it); token 2 is acoustically 3.5 below the best and is dropped
+// although the LM does not penalise it.
+TEST(AesPropose, EarlyPruningCutsOnAcousticScoresBeforeTheLm) {
+  const float logp[4] = {-0.5f, -1.0f, -4.0f, -2.0f};  // tokens 0..2, blank 3
+  float lm_scores[3] = {-5.0f, 0.0f, 0.0f};
+  detail::FusionRef fusion;
+  fusion.lm.scores = lm_scores;
+  fusion.lm.weight = 1.0f;
+  fusion.vocab = 3;
+  detail::AlsdRow row{logp, nullptr, 3, 4, nullptr, 0, &fusion, 0};
+  detail::BeamFusionRule rule;
+  rule.active = true;
+  rule.blank_full = false;
+  rule.lambda = 1.0f;
+  const float gamma = 2.3f;
+
+  rule.late = false;
+  detail::AesProposals early{};
+  detail::aes_propose(rule, row, 4, gamma, early);
+  ASSERT_EQ(early.count, 4);
+  std::map<std::int32_t, float> got;
+  for (std::int32_t j = 0; j < early.count; ++j) got[early.label[j]] = early.score[j];
+  EXPECT_EQ(early.label[0], 0) << "kept in acoustic order";
+  EXPECT_FLOAT_EQ(got[0], -5.5f) << "within gamma acoustically; the LM is added after the cut";
+  EXPECT_FLOAT_EQ(got[1], -1.0f);
+  EXPECT_FLOAT_EQ(got[3], -2.0f) << "blank";
+  EXPECT_EQ(got[2], -std::numeric_limits<float>::infinity()) << "3.5 below the acoustic best";
+
+  rule.late = true;  // late pruning: labels chosen and cut by fused scores
+  detail::AesProposals late{};
+  detail::aes_propose(rule, row, 4, gamma, late);
+  got.clear();
+  for (std::int32_t j = 0; j < late.count; ++j) got[late.label[j]] = late.score[j];
+  EXPECT_EQ(late.label[0], 1) << "fused order";
+  EXPECT_EQ(got[0], -std::numeric_limits<float>::infinity()) << "fused -5.5 is 4.5 below the fused best";
+  EXPECT_EQ(got[2], -std::numeric_limits<float>::infinity()) << "fused -4.0 is 3.0 below the fused best";
+  EXPECT_FLOAT_EQ(got[3], -2.0f) << "blank";
 }
 
 }  // namespace

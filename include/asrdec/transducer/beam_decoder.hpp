@@ -41,8 +41,8 @@
  * BlankLmScoring::lm_weighted_full (default), λ·ln(1 − p_blank) for tokens and λ·ln p_blank extra for blank, where
  * λ = α + β (the paper's equation 3; p_blank is clamped to 1 − 10⁻², AES++ 1 − 10⁻⁶). Late pruning (default)
  * scores the whole vocabulary before taking the K best; early pruning takes the acoustic K best and re-scores only
- * those. LM and boosting states advance on tokens only; there is no end-of-sentence LM term (as in NeMo's
- * transducer beam).
+ * those (AES++ applies its gamma cut to the acoustic scores too, before fusion, as NeMo's maes_batch). LM and boosting
+ * states advance on tokens only; there is no end-of-sentence LM term (as in NeMo's transducer beam).
  *
  * Deviations of ALSD++ from NeMo's malsd_batch, chosen deliberately (docs/beam-search.md):
  * - TDT frame jumps are the model's duration values (NeMo uses the duration index, which is only right for

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "asrdec/detail/beam_hyps_step.hpp"
+#include "asrdec/hyps/beam_hyps_ref.hpp"
 #include "transducer/beam/alsd_step.hpp"
 
 namespace asrdec::detail {
@@ -30,30 +30,32 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
   return hi + logf(1.0f + expf(lo - hi));
 }
 
-/** The `count` best labels of a hypothesis that is still expanding: by fused score over the whole vocabulary (late
- *  pruning, or no fusion), or the acoustic best `count` re-scored with fusion and kept in acoustic order (early
- *  pruning). Then the gamma rule: a proposal whose total (the hypothesis' score + its score) is not above the best
- *  total minus gamma is pruned (score -inf); the threshold is per hypothesis. The totals share the hypothesis'
- *  score, so the rule is applied to the proposals' own scores: the same comparison without the hypothesis'
- *  magnitude, which at large scores absorbed gamma and pruned even the best proposal. `row.num_durations` must
- *  be 0. */
+/** The `count` best labels of a hypothesis that is still expanding, and the gamma rule: a proposal whose total (the
+ *  hypothesis' score + its score) is not above the best total minus gamma is pruned (score -inf); the threshold is
+ *  per hypothesis.
+ *  - Late pruning, or no fusion: the best `count` by fused score over the whole vocabulary; gamma on fused scores.
+ *  - Early pruning (NeMo's maes_batch order): the acoustic best `count`, the gamma cut on their acoustic scores,
+ *    then the survivors re-scored with fusion, kept in acoustic order. The LM can neither bring in a label outside
+ *    the acoustic top `count` nor rescue one gamma dropped.
+ *  The totals share the hypothesis' score, so the rule is applied to the proposals' own scores: the same comparison
+ *  without the hypothesis' magnitude, which at large scores absorbed gamma and pruned even the best proposal.
+ *  `row.num_durations` must be 0. */
 ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t count, float gamma,
                                   AesProposals& out) {
   const float offset = beam_token_offset(rule, row.logp[row.blank]);
   float scores[kMaxAesProposals];
   std::int32_t ids[kMaxAesProposals];
   std::int32_t kept = 0;
-  if (rule.active && !rule.late) {
-    for (std::int32_t v = 0; v < row.tokens; ++v) topk_insert(scores, ids, count, kept, row.logp[v], v);
-    for (std::int32_t j = 0; j < kept; ++j) scores[j] = alsd_label_score(rule, row, ids[j], offset);
-  } else {
-    for (std::int32_t v = 0; v < row.tokens; ++v)
-      topk_insert(scores, ids, count, kept, alsd_label_score(rule, row, v, offset), v);
+  const bool early = rule.active && !rule.late;
+  for (std::int32_t v = 0; v < row.tokens; ++v) {
+    topk_insert(scores, ids, count, kept, early ? row.logp[v] : alsd_label_score(rule, row, v, offset), v);
   }
   float best = -__builtin_huge_valf();
   for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
   for (std::int32_t j = 0; j < kept; ++j) {
-    out.score[j] = scores[j] > best - gamma ? scores[j] : -__builtin_huge_valf();
+    const bool within = scores[j] > best - gamma;
+    const float score = early ? alsd_label_score(rule, row, ids[j], offset) : scores[j];
+    out.score[j] = within ? score : -__builtin_huge_valf();
     out.label[j] = ids[j];
   }
   out.count = kept;
