@@ -1,10 +1,14 @@
 // CTC greedy decoding, CPU executor versus CUDA executor, over batch x frames x vocabulary x dtype.
-// The CPU executor is the baseline the CUDA one is compared with, in the same process. Both are timed on
+// The CPU executor (every core) is the baseline the CUDA one is compared with, in the same process;
+// ctc_greedy/cpu_threads measures the CPU executor's scaling from 1 thread to every core. Both are timed on
 // decode_async (results stay in the decoder's buffers): CPU with wall time, CUDA with CUDA events.
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 #include "common/bench_support.hpp"
 #include "common/synthetic_ctc.hpp"
@@ -27,6 +31,20 @@ const SyntheticCtc& input(std::int64_t batch, std::int64_t frames, std::int64_t 
 void ctc_greedy_cpu(benchmark::State& state, DType dtype) {
   const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
   CtcGreedyDecoder decoder(Device::cpu(), {}, BatchLimits{data.batch, data.frames});
+  const TensorView logprobs(data.logprobs.data(), dtype, {data.batch, data.frames, data.columns});
+  const TensorView lengths(data.lengths.data(), DType::i32, {data.batch});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(decoder.decode_async(logprobs, lengths));
+  }
+  set_rtfx(state, data.total_frames());
+}
+
+// CPU scaling: the same batch on `threads` threads (argument 3); compare with threads = 1 of the same run.
+void ctc_greedy_cpu_threads(benchmark::State& state, DType dtype) {
+  const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
+  CtcGreedyConfig config;
+  config.threads = static_cast<std::int32_t>(state.range(3));
+  CtcGreedyDecoder decoder(Device::cpu(), config, BatchLimits{data.batch, data.frames});
   const TensorView logprobs(data.logprobs.data(), dtype, {data.batch, data.frames, data.columns});
   const TensorView lengths(data.lengths.data(), DType::i32, {data.batch});
   for (auto _ : state) {
@@ -78,6 +96,17 @@ void register_all() {
       if (manual) b->UseManualTime();
     }
   }
+  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::int64_t> threads = {1};
+  for (std::int64_t n = 2; n < cores; n *= 2) threads.push_back(n);
+  if (cores > 1) threads.push_back(cores);
+  benchmark::RegisterBenchmark("ctc_greedy/cpu_threads/float32", ctc_greedy_cpu_threads, DType::f32)
+      ->ArgNames({"B", "T", "V1", "threads"})
+      ->ArgsProduct({{8 * cores}, {1000}, {1025}, threads})
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(3)
+      ->ReportAggregatesOnly(true)
+      ->UseRealTime();
 }
 
 }  // namespace

@@ -6,9 +6,12 @@
 // executor is compared with (same batch, same process). Both return host results, so both are timed on the wall
 // clock.
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/wfst/graph_builder.hpp"
@@ -124,6 +127,18 @@ void wfst_decode(benchmark::State& state, Device device) {
   set_rtfx(state, b.total_frames);
 }
 
+// CPU scaling: the batch on `threads` threads (argument 3); compare with threads = 1 of the same run.
+void wfst_cpu_threads(benchmark::State& state) {
+  const Batch b = make_batch(state.range(0));
+  WfstDecoderConfig config = config_of(state);
+  config.threads = static_cast<std::int32_t>(state.range(3));
+  WfstDecoder decoder(*sample().graph, config, Device::cpu());
+  const TensorView logprobs(b.values.data(), DType::f32, {b.batch, b.frames, b.columns});
+  const TensorView lengths(b.lengths.data(), DType::i32, {b.batch});
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(logprobs, lengths));
+  set_rtfx(state, b.total_frames);
+}
+
 // One decode_chunks call: the next 16 frames of every stream (streams restart when their utterance ends).
 void wfst_streaming(benchmark::State& state, Device device) {
   if (!device_usable(state, device)) return;
@@ -161,7 +176,14 @@ void register_all() {
   const auto configure = [](benchmark::internal::Benchmark* b) {
     b->ArgNames({"B", "beam", "max_active"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
   };
-  for (const auto& [name, device] : {std::pair{"cpu", Device::cpu()}, std::pair{"cuda", Device::cuda(0)}}) {
+  // Device::cuda(0) throws where CUDA cannot run, so the CUDA benchmarks are registered only where it can.
+  std::vector<std::pair<const char*, Device>> devices = {{"cpu", Device::cpu()}};
+  if (cuda_unavailable_reason().empty()) {
+    devices.emplace_back("cuda", Device::cuda(0));
+  } else {
+    std::fprintf(stderr, "wfst/cuda benchmarks not registered: %s\n", cuda_unavailable_reason().c_str());
+  }
+  for (const auto& [name, device] : devices) {
     const std::string prefix = std::string("wfst/") + name;
     auto* batches = benchmark::RegisterBenchmark((prefix + "/batch").c_str(), wfst_decode, device);
     configure(batches);
@@ -176,6 +198,17 @@ void register_all() {
     configure(streaming);
     streaming->ArgsProduct({{1, 64, 256}, {17}, {10000}});
   }
+  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::int64_t> threads = {1};
+  for (std::int64_t n = 2; n < cores; n *= 2) threads.push_back(n);
+  if (cores > 1) threads.push_back(cores);
+  benchmark::RegisterBenchmark("wfst/cpu_threads", wfst_cpu_threads)
+      ->ArgNames({"B", "beam", "max_active", "threads"})
+      ->ArgsProduct({{64}, {17}, {10000}, threads})
+      ->Unit(benchmark::kMillisecond)
+      ->Repetitions(3)
+      ->ReportAggregatesOnly(true)
+      ->UseRealTime();
 }
 
 }  // namespace

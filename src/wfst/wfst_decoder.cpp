@@ -1,5 +1,5 @@
-// WfstDecoder: validation of configs, inputs and stream chunks, and the CPU executor (one WfstSearcher, channels run
-// one after another).
+// WfstDecoder: validation of configs, inputs and stream chunks, and the CPU executor (rows spread over a thread pool,
+// a WfstSearcher per thread).
 
 #include "asrdec/wfst/wfst_decoder.hpp"
 
@@ -9,6 +9,7 @@
 
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/thread_pool.hpp"
 #include "ctc/ctc_input.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_channel.hpp"
@@ -28,6 +29,8 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(blank_id >= -1, "WfstDecoderConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
   ASRDEC_CHECK_ARG(max_device_bytes >= 1, "WfstDecoderConfig.max_device_bytes must be at least 1, got ",
                    max_device_bytes);
+  ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
+                   "WfstDecoderConfig.threads must be in [0, 1024] (0: every core), got ", threads);
   for (const std::int32_t column : word_start_columns) {
     ASRDEC_CHECK_ARG(column >= 0, "WfstDecoderConfig.word_start_columns holds ", column, ", not a column");
   }
@@ -38,7 +41,7 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
                 ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),
-                ", max_device_bytes=", max_device_bytes, "}");
+                ", max_device_bytes=", max_device_bytes, ", threads=", threads, "}");
 }
 
 struct WfstDecoder::Impl {
@@ -48,11 +51,24 @@ struct WfstDecoder::Impl {
   detail::WfstSearcher searcher;
   std::unique_ptr<detail::WfstBackend> cuda;  // the CUDA executor; null on the CPU
   std::unordered_map<std::int64_t, detail::WfstChannel> streams;
-  std::vector<float> frame;  // one frame's log-probabilities as floats
+  // CPU: the threads rows are spread over, and per thread a searcher (its frame scratch) and a frame as floats.
+  std::unique_ptr<detail::ThreadPool> pool;
+  std::vector<detail::WfstSearcher> worker_searchers;  // threads 1.. (thread 0 uses `searcher`)
+  std::vector<std::vector<float>> frames;
   detail::OwnerSlot owner;
 
   Impl(WfstGraph g, const WfstDecoderConfig& c, Device d)
-      : graph(std::move(g)), config(c), device(d), searcher(graph, config) {}
+      : graph(std::move(g)), config(c), device(d), searcher(graph, config) {
+    if (!d.is_cpu()) return;
+    const int threads = detail::resolve_threads(config.threads);
+    pool = std::make_unique<detail::ThreadPool>(threads);
+    for (int w = 1; w < threads; ++w) worker_searchers.emplace_back(graph, config);
+    frames.resize(static_cast<std::size_t>(threads));
+  }
+
+  detail::WfstSearcher& searcher_of(int worker) {
+    return worker == 0 ? searcher : worker_searchers[static_cast<std::size_t>(worker - 1)];
+  }
 
   detail::CtcInput problem(const TensorView& logprobs, const TensorView& lengths) const {
     detail::CtcInput p = detail::make_ctc_input(logprobs, lengths, device, config.blank_id, nullptr, nullptr);
@@ -74,12 +90,14 @@ struct WfstDecoder::Impl {
       cuda->check_values(p, stream);
       return;
     }
-    frame.resize(static_cast<std::size_t>(p.columns));
-    for (std::int64_t b = 0; b < p.batch; ++b) {
+    // Rows in parallel; the exception of the lowest bad row is the one thrown, as by a plain loop.
+    pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+      std::vector<float>& frame = frames[static_cast<std::size_t>(worker)];
+      frame.resize(static_cast<std::size_t>(p.columns));
       for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
         detail::read_ctc_frame(p, b, t, true, frame.data());
       }
-    }
+    });
   }
 
   // Frames [0, lengths[b]) of every row b through channels[b] (values already checked).
@@ -88,16 +106,21 @@ struct WfstDecoder::Impl {
       cuda->advance(p, channels, stream);
       return;
     }
-    for (std::size_t b = 0; b < channels.size(); ++b) run(*channels[b], p, static_cast<std::int64_t>(b), false);
+    pool->parallel_for(static_cast<std::int64_t>(channels.size()), [&](std::int64_t b, int worker) {
+      run(*channels[static_cast<std::size_t>(b)], p, b, false, worker);
+    });
   }
 
-  // Frames [0, length) of row b, through the channel; `check`: reject NaN and +inf (unless already checked).
-  void run(detail::WfstChannel& channel, const detail::CtcInput& p, std::int64_t b, bool check) {
+  // Frames [0, length) of row b, through the channel, on thread `worker`; `check`: reject NaN and +inf (unless
+  // already checked).
+  void run(detail::WfstChannel& channel, const detail::CtcInput& p, std::int64_t b, bool check, int worker) {
+    std::vector<float>& frame = frames[static_cast<std::size_t>(worker)];
+    detail::WfstSearcher& mine = searcher_of(worker);
     frame.resize(static_cast<std::size_t>(p.columns));
     const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
     for (std::int32_t t = 0; t < length; ++t) {
       detail::read_ctc_frame(p, b, t, check, frame.data());
-      searcher.advance(channel, frame.data());
+      mine.advance(channel, frame.data());
     }
   }
 };
@@ -140,13 +163,16 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
     }
     return results;
   }
-  // The CPU decodes utterance after utterance through one channel (checking values as it reads them).
-  detail::WfstChannel channel;
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    self.searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
-    self.run(channel, p, b, self.config.check_values);
-    results.push_back(self.searcher.result(channel, true, p.blank + 1));
-  }
+  // The CPU decodes each utterance through a channel of its own on one of the pool's threads (checking values as it
+  // reads them); a bad row throws what a plain loop over the rows would have thrown first.
+  results.resize(static_cast<std::size_t>(p.batch));
+  self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+    detail::WfstSearcher& searcher = self.searcher_of(worker);
+    detail::WfstChannel channel;
+    searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
+    self.run(channel, p, b, self.config.check_values, worker);
+    results[static_cast<std::size_t>(b)] = searcher.result(channel, true, p.blank + 1);
+  });
   return results;
 }
 

@@ -87,9 +87,10 @@ class CtcGreedy : public ::testing::TestWithParam<CtcCase> {
       device_ = Device::cuda(0);
     }
   }
-  CtcGreedyDecoder make_decoder(std::int32_t blank_config, BatchLimits limits = {}) const {
+  CtcGreedyDecoder make_decoder(std::int32_t blank_config, BatchLimits limits = {}, std::int32_t threads = 0) const {
     CtcGreedyConfig config;
     config.blank_id = blank_config;
+    config.threads = threads;
     config.graph_mode = GetParam().mode;
     return CtcGreedyDecoder(device_, config, limits);
   }
@@ -109,7 +110,11 @@ TEST_P(CtcGreedy, MatchesPerUtteranceReferenceOnRandomBatches) {
     const CtcBatch batch = random_ctc_batch(rng, GetParam().dtype);
     auto found = decoders.find(batch.blank_config);
     if (found == decoders.end()) {
-      found = decoders.emplace(batch.blank_config, make_decoder(batch.blank_config, BatchLimits{2, 8})).first;
+      // CPU threads 1-3 (the reference is per utterance, so results must not depend on them).
+      found = decoders
+                  .emplace(batch.blank_config, make_decoder(batch.blank_config, BatchLimits{2, 8},
+                                                            1 + static_cast<std::int32_t>(decoders.size() % 3)))
+                  .first;
     }
     const Placed placed(batch, device_, /*lengths_on_device=*/(i % 2) == 1);
     expect_matches_reference(batch, found->second.decode(placed.logprobs(), placed.lengths()));
@@ -253,6 +258,33 @@ TEST_P(CtcGreedy, EmptyBatchAndZeroFrames) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, CtcGreedy, ::testing::ValuesIn(all_cases()), case_name);
+
+// With threads, a batch with bad values in several rows reports the first bad row, as one thread does, whichever
+// thread reaches which row first.
+TEST(CtcGreedyThreads, ReportTheFirstBadRowLikeOneThread) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  CtcBatch batch;
+  do {
+    batch = random_ctc_batch(rng, DType::f32, {8, 12, 9});
+  } while (batch.batch < 6 || batch.columns < 4 || batch.length(2) < 3 || batch.length(5) < 1);
+  batch.set(5, 0, 1, std::numeric_limits<float>::quiet_NaN());
+  batch.set(2, 2, 3, std::numeric_limits<float>::infinity());
+  CtcGreedyConfig config;
+  config.blank_id = batch.blank_config;
+  for (const std::int32_t threads : {1, 2, 4}) {
+    config.threads = threads;
+    CtcGreedyDecoder decoder(Device::cpu(), config);
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode(batch.logprobs(), batch.lengths()), InvalidArgument,
+                              "logprobs[2, 2, 3] is +inf");
+    }
+  }
+  config.threads = -1;
+  ASRDEC_EXPECT_THROW_MSG(CtcGreedyDecoder(Device::cpu(), config), InvalidArgument,
+                          "CtcGreedyConfig.threads must be in [0, 1024] (0: every core), got -1");
+}
 
 TEST(CtcGreedyConfig, PrintsItsFields) {
   CtcGreedyConfig config;

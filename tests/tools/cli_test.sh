@@ -11,6 +11,13 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$asrdec" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["device"]=="cpu"' \
   || fail "info --json"
 
+# CPU threads never change results.
+for threads in 1 3; do
+  "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --device cpu \
+    --json --threads "$threads" >"$work/threads_$threads.jsonl" 2>/dev/null || fail "ctc-greedy --threads $threads"
+done
+cmp -s "$work/threads_1.jsonl" "$work/threads_3.jsonl" || fail "ctc-greedy --threads 3 differs from --threads 1"
+
 # JSON: one object per reference line, in order, with tokens/timestamps/score/text; WER on stderr.
 "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \
   --vocab "$data/tokens.txt" --refs "$data/ctc/refs.txt" --device cpu --json >"$work/out.jsonl" 2>"$work/err.txt" \
@@ -257,7 +264,7 @@ grep -q "bad_lexicon.txt:2: piece '▁zz' of word 'zz' is not a token" "$work/er
   || { cat "$work/wfst_err.txt"; fail "decode ctc-wfst"; }
 "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json --chunk 7 --batch-size 5 \
-  >"$work/wfst_chunked.jsonl" \
+  --threads 3 >"$work/wfst_chunked.jsonl" \
   2>/dev/null || fail "decode ctc-wfst --chunk"
 cmp -s "$work/wfst.jsonl" "$work/wfst_chunked.jsonl" || fail "ctc-wfst chunked output differs from whole utterances"
 printf 'israel 4.0\n' >"$work/boost_words.txt"

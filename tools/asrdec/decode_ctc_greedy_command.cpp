@@ -15,6 +15,7 @@ struct CtcGreedyOptions {
   std::string logprobs;
   std::string lengths;
   std::int32_t blank_id = -1;
+  std::int32_t threads = 0;
 };
 
 void run(const CtcGreedyOptions& options) {
@@ -28,6 +29,7 @@ void run(const CtcGreedyOptions& options) {
   CtcGreedyConfig config;
   config.blank_id = options.blank_id;
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
@@ -66,6 +68,9 @@ void add_decode_ctc_greedy_command(CLI::App& decode) {
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads the utterances are spread over (0: every core)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   add_common_decode_options(*command, options->common);
   command->callback([options] {
     require_logprobs(options->logprobs);

@@ -34,6 +34,7 @@ struct CtcWfstOptions {
   double acoustic_scale = 1.0;
   std::int32_t blank_id = -1;
   std::int64_t chunk = 0;
+  std::int32_t threads = 0;
   std::int64_t batch_size = 32;
   std::int64_t show = -1;
   double frame_shift_ms = 80.0;
@@ -65,6 +66,7 @@ void run(const CtcWfstOptions& options) {
   config.blank_id = options.blank_id;
   config.use_final_probs = !options.no_final_probs;
   config.graph_mode = parse_graph_mode(options.graph_mode);
+  config.threads = options.threads;
   if (!options.tokens.empty()) {
     // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
@@ -179,6 +181,9 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--boost", options->boost, "Word boosting list: \"word score\" per line, for every utterance")
       ->check(CLI::ExistingFile);
   command->add_option("--chunk", options->chunk, "Decode in chunks of N frames (streaming; 0: whole utterances)")
+      ->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads the utterances are spread over (0: every core)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_option("--refs", options->refs, "Reference transcripts, one per line: print the WER")
       ->check(CLI::ExistingFile);

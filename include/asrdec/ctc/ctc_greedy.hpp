@@ -60,6 +60,9 @@ struct ASRDEC_API CtcGreedyConfig {
   std::int64_t max_device_bytes = 0;
   /** Reject NaN and +inf log-probabilities (costs one comparison per element). */
   bool check_values = true;
+  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means every
+   *  core the process may use. Results do not depend on it. */
+  std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the decoder's device with
    *  V = columns - 1 tokens, and blank must be the last column. A frame whose acoustic argmax is blank or repeats
    *  the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens, except the

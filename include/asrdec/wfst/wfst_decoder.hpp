@@ -50,7 +50,8 @@
  * boosting lists with unknown word ids, non-finite scores or scores that make an ε-cycle cost ≤ 0, chunks of
  * unknown streams.
  *
- * Executors: the CPU executor decodes the streams one after another on the calling thread. The CUDA executor
+ * Executors: the CPU executor spreads the rows of a call over `threads` threads (the calling thread included), each
+ * row decoded whole by one thread, so results do not depend on the number of threads. The CUDA executor
  * (Device::cuda(i); logprobs in that device's memory, lengths on the host) decodes up to 1024 rows at once, one
  * thread block per row, with the same rules and cost arithmetic, so its results equal the CPU's. Its per-row
  * buffers are dense over the graph's states (about 100 bytes × states per row: lane_device_bytes()), so the rows
@@ -101,9 +102,12 @@ struct ASRDEC_API WfstDecoderConfig {
    *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more throws OutOfMemory with the
    *  number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. */
   std::int64_t max_device_bytes = std::int64_t{1} << 30;
+  /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means every core the
+   *  process may use. Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
+  std::int32_t threads = 0;
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
-   *  a non-finite or negative acoustic scale, blank_id < -1, or max_device_bytes < 1. */
+   *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, or threads outside [0, 1024]. */
   void validate() const;
   std::string to_string() const;
 };

@@ -18,6 +18,8 @@ void CtcGreedyConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcGreedyConfig.boost_weight must be finite, got ", boost_weight);
   ASRDEC_CHECK_ARG(max_device_bytes >= 0, "CtcGreedyConfig.max_device_bytes must be 0 (no cap) or positive, got ",
                    max_device_bytes);
+  ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
+                   "CtcGreedyConfig.threads must be in [0, 1024] (0: every core), got ", threads);
 }
 
 std::string CtcGreedyConfig::to_string() const {
@@ -26,7 +28,8 @@ std::string CtcGreedyConfig::to_string() const {
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "",
+      threads > 0 ? detail::concat(", threads=", threads) : "", "}");
 }
 
 namespace detail {

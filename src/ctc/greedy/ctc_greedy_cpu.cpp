@@ -1,8 +1,10 @@
-// The CPU executor of CTC greedy decoding: one pass over each utterance's frames, writing into buffers sized
-// from the decoder's limits (no allocation per call unless a limit grows).
+// The CPU executor of CTC greedy decoding: one pass over each utterance's frames, utterances spread over a thread
+// pool, writing into buffers sized from the decoder's limits (no allocation per call unless a limit grows).
 
 #include <algorithm>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -11,6 +13,7 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "core/thread_pool.hpp"
 #include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
 #include "lm/fusion_step.hpp"
@@ -84,13 +87,18 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     const std::int64_t V = config_.lm != nullptr      ? config_.lm->vocab_size()
                            : config_.boost != nullptr ? config_.boost->vocab_size()
                                                       : 0;
-    if (config_.lm != nullptr) {
-      lm_scores_ = HostBuffer<float>(static_cast<std::size_t>(V));
-      lm_next_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
-    }
-    if (config_.boost != nullptr) {
-      boost_scores_ = HostBuffer<float>(static_cast<std::size_t>(V));
-      boost_next_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
+    const int threads = resolve_threads(config_.threads);
+    pool_ = std::make_unique<ThreadPool>(threads);
+    workers_.resize(static_cast<std::size_t>(threads));
+    for (WorkerScratch& w : workers_) {
+      if (config_.lm != nullptr) {
+        w.lm_scores = HostBuffer<float>(static_cast<std::size_t>(V));
+        w.lm_next = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
+      }
+      if (config_.boost != nullptr) {
+        w.boost_scores = HostBuffer<float>(static_cast<std::size_t>(V));
+        w.boost_next = HostBuffer<std::int32_t>(static_cast<std::size_t>(V));
+      }
     }
     vocab_ = static_cast<std::int32_t>(V);
     allocate();
@@ -137,12 +145,13 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
   // whether any value is NaN or +inf), then the first column holding it. Same result as the scalar first-max
   // scan: NaN never wins, and a frame with nothing comparable yields the identity (decoded as blank).
   template <class T>
-  ArgMax contiguous_argmax(const T* frame, std::int32_t columns, bool& invalid) {
+  static ArgMax contiguous_argmax(const T* frame, std::int32_t columns, bool& invalid,
+                                  HostBuffer<float>& frame_scratch) {
     const float* values;
     if constexpr (std::is_same_v<T, float>) {
       values = frame;
     } else {
-      float* scratch = scratch_.data();
+      float* scratch = frame_scratch.data();
       for (std::int32_t v = 0; v < columns; ++v) scratch[v] = to_float(frame[v]);
       values = scratch;
     }
@@ -179,9 +188,12 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     const std::int64_t stride_v = problem.logprobs.stride(2);
     const auto columns = static_cast<std::int32_t>(problem.columns);
     const std::int64_t row_stride = limits_.max_frames;
-    scratch_.reserve_discard(static_cast<std::size_t>(columns));
+    for (WorkerScratch& w : workers_) w.frame.reserve_discard(static_cast<std::size_t>(columns));
     const bool fused = config_.lm != nullptr || config_.boost != nullptr;
-    for (std::int64_t b = 0; b < problem.batch; ++b) {
+    // Utterances in parallel, each whole on one thread with that thread's scratch; a bad value throws what a plain
+    // loop over the utterances would have thrown first.
+    pool_->parallel_for(problem.batch, [&](std::int64_t b, int worker) {
+      WorkerScratch& w = workers_[static_cast<std::size_t>(worker)];
       const std::int32_t length = problem.host_lengths[static_cast<std::size_t>(b)];
       std::int32_t* tokens = outputs_.tokens.data() + b * row_stride;
       std::int32_t* timestamps = outputs_.timestamps.data() + b * row_stride;
@@ -196,11 +208,11 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       FusionRef fusion;
       fusion.vocab = vocab_;
       if (config_.lm != nullptr) {
-        fusion.lm = FusionSource{lm_scores_.data(), lm_next_.data(), &lm_state, &lm_total, config_.lm_weight};
+        fusion.lm = FusionSource{w.lm_scores.data(), w.lm_next.data(), &lm_state, &lm_total, config_.lm_weight};
       }
       if (config_.boost != nullptr) {
         fusion.boost =
-            FusionSource{boost_scores_.data(), boost_next_.data(), &boost_state, &boost_total, config_.boost_weight};
+            FusionSource{w.boost_scores.data(), w.boost_next.data(), &boost_state, &boost_total, config_.boost_weight};
       }
       bool stale = true;
       for (std::int32_t t = 0; t < length; ++t) {
@@ -208,7 +220,7 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
         ArgMax best;
         if (stride_v == 1) {
           bool invalid = false;
-          best = contiguous_argmax(frame, columns, invalid);
+          best = contiguous_argmax(frame, columns, invalid, w.frame);
           if (invalid && config_.check_values) {
             strided_argmax(frame, columns, 1, true, b, t);  // locates and reports the first bad column
           }
@@ -220,9 +232,9 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
         if (ctc_emits(token, previous, problem.blank)) {
           if (fused) {
             if (stale) {
-              if (config_.lm != nullptr) advance_row(config_.lm->ref(), lm_state, lm_scores_.data(), lm_next_.data());
+              if (config_.lm != nullptr) advance_row(config_.lm->ref(), lm_state, w.lm_scores.data(), w.lm_next.data());
               if (config_.boost != nullptr) {
-                advance_row(config_.boost->ref(), boost_state, boost_scores_.data(), boost_next_.data());
+                advance_row(config_.boost->ref(), boost_state, w.boost_scores.data(), w.boost_next.data());
               }
               stale = false;
             }
@@ -251,16 +263,22 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       outputs_.scores[static_cast<std::size_t>(b)] = static_cast<float>(score);
       outputs_.lm_scores[static_cast<std::size_t>(b)] = lm_total;
       outputs_.boost_scores[static_cast<std::size_t>(b)] = boost_total;
-    }
+    });
   }
+
+  /** What one thread writes besides its utterance's outputs. */
+  struct WorkerScratch {
+    HostBuffer<float> frame;                       ///< one frame converted to float (fp16/bf16 input)
+    HostBuffer<float> lm_scores, boost_scores;     ///< [V] query of the current utterance's states
+    HostBuffer<std::int32_t> lm_next, boost_next;  ///< [V]
+  };
 
   CtcGreedyConfig config_;
   BatchLimits limits_;
   CtcGreedyOutputs<MemoryKind::host> outputs_;
-  HostBuffer<float> scratch_;                      ///< one frame converted to float (fp16/bf16 input)
-  std::int32_t vocab_ = 0;                         ///< V of the fused models
-  HostBuffer<float> lm_scores_, boost_scores_;     ///< [V] query of the current utterance's states
-  HostBuffer<std::int32_t> lm_next_, boost_next_;  ///< [V]
+  std::int32_t vocab_ = 0;  ///< V of the fused models
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<WorkerScratch> workers_;  ///< one per thread of pool_
 };
 
 }  // namespace
