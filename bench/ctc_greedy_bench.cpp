@@ -3,10 +3,8 @@
 // ctc_greedy/cpu_threads measures the CPU executor's scaling from 1 thread to every core. Both are timed on
 // decode_async (results stay in the decoder's buffers): CPU with wall time, CUDA with CUDA events.
 
-#include <algorithm>
 #include <map>
 #include <memory>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -96,13 +94,10 @@ void register_all() {
       if (manual) b->UseManualTime();
     }
   }
-  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::int64_t> threads = {1};
-  for (std::int64_t n = 2; n < cores; n *= 2) threads.push_back(n);
-  if (cores > 1) threads.push_back(cores);
+  const std::vector<std::int64_t> threads = cpu_thread_counts();
   benchmark::RegisterBenchmark("ctc_greedy/cpu_threads/float32", ctc_greedy_cpu_threads, DType::f32)
       ->ArgNames({"B", "T", "V1", "threads"})
-      ->ArgsProduct({{8 * cores}, {1000}, {1025}, threads})
+      ->ArgsProduct({{8 * threads.back()}, {1000}, {1025}, threads})
       ->Unit(benchmark::kMillisecond)
       ->Repetitions(3)
       ->ReportAggregatesOnly(true)

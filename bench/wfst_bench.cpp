@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "asrdec/detail/float16.hpp"
@@ -198,10 +197,7 @@ void register_all() {
     configure(streaming);
     streaming->ArgsProduct({{1, 64, 256}, {17}, {10000}});
   }
-  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::int64_t> threads = {1};
-  for (std::int64_t n = 2; n < cores; n *= 2) threads.push_back(n);
-  if (cores > 1) threads.push_back(cores);
+  const std::vector<std::int64_t> threads = cpu_thread_counts();
   benchmark::RegisterBenchmark("wfst/cpu_threads", wfst_cpu_threads)
       ->ArgNames({"B", "beam", "max_active", "threads"})
       ->ArgsProduct({{64}, {17}, {10000}, threads})

@@ -70,12 +70,7 @@ int main(int argc, char** argv) {
     // Word times: a word starts on its first word-starting piece (SentencePiece marks them with U+2581 "▁"), not
     // where determinisation put its output label.
     asrdec::WfstDecoderConfig config;
-    const asrdec::Vocabulary vocabulary = asrdec::Vocabulary::load(argv[1]);
-    for (std::size_t id = 0; id < vocabulary.size(); ++id) {
-      if (vocabulary.token(static_cast<std::int32_t>(id)).rfind("\u2581", 0) == 0) {
-        config.word_start_columns.push_back(static_cast<std::int32_t>(id));
-      }
-    }
+    config.word_start_columns = asrdec::Vocabulary::load(argv[1]).word_start_ids();
     asrdec::WfstDecoder decoder(asrdec::WfstGraph::load(work + "/TLG.fst"), config, device);
     const std::vector<asrdec::WfstResult> plain = decoder.decode(input.view, lengths.view(), {}, stream.handle());
     const std::vector<asrdec::WordBoosts> per_utterance(plain.size(), boosts);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 namespace asrdec::bench {
@@ -53,6 +54,14 @@ std::string today() {
 }
 
 }  // namespace
+
+std::vector<std::int64_t> cpu_thread_counts() {
+  const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::int64_t> counts = {1};
+  for (std::int64_t n = 2; n < cores; n *= 2) counts.push_back(n);
+  if (cores > 1) counts.push_back(cores);
+  return counts;
+}
 
 std::string device_slug() {
   const CudaInfo& info = cuda_info();

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "asrdec/asrdec.hpp"
 
@@ -29,6 +30,9 @@ void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration,
 
 /** Short, file-name-safe device description: the GPU's name when CUDA is usable, else "cpu-<model>". */
 std::string device_slug();
+
+/** Thread counts of a CPU scaling benchmark: 1, the powers of two below the cores, and every core. */
+std::vector<std::int64_t> cpu_thread_counts();
 
 /** "no CUDA device: ..." when the CUDA benchmarks cannot run, empty otherwise. */
 std::string cuda_unavailable_reason();

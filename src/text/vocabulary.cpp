@@ -55,6 +55,14 @@ const std::string& Vocabulary::token(std::int32_t id) const {
   return tokens_[static_cast<std::size_t>(id)];
 }
 
+std::vector<std::int32_t> Vocabulary::word_start_ids() const {
+  std::vector<std::int32_t> ids;
+  for (std::size_t id = 0; id < tokens_.size(); ++id) {
+    if (tokens_[id].compare(0, kWordStart.size(), kWordStart) == 0) ids.push_back(static_cast<std::int32_t>(id));
+  }
+  return ids;
+}
+
 std::string Vocabulary::detokenize(const std::vector<std::int32_t>& ids) const {
   std::string text;
   for (std::int32_t id : ids) {

@@ -57,7 +57,9 @@ void expect_row_holds(const Hypothesis& h, std::int32_t length, Kind kind, bool 
   for (std::size_t i = 0; i < h.timestamps.size(); ++i) {
     EXPECT_GE(h.timestamps[i], 0);
     EXPECT_LT(h.timestamps[i], length) << "a timestamp is a frame of the utterance";
-    if (i > 0) EXPECT_LE(h.timestamps[i - 1], h.timestamps[i]);
+    if (i > 0) {
+      EXPECT_LE(h.timestamps[i - 1], h.timestamps[i]);
+    }
   }
   // token_scores: per-token log-probabilities in greedy decoding, empty in beam search.
   if (beam) {
@@ -95,7 +97,9 @@ void expect_list_holds(const std::vector<Hypothesis>& nbest, std::int32_t length
   for (std::size_t i = 0; i < nbest.size(); ++i) {
     expect_row_holds(nbest[i], length, kind, length_normalized, what + ", hypothesis " + std::to_string(i));
     EXPECT_TRUE(transcripts.insert(nbest[i].tokens).second) << what << ": transcripts are unique";
-    if (i > 0) EXPECT_GE(nbest[i - 1].ranking_score, nbest[i].ranking_score) << what << ": sorted by ranking_score";
+    if (i > 0) {
+      EXPECT_GE(nbest[i - 1].ranking_score, nbest[i].ranking_score) << what << ": sorted by ranking_score";
+    }
   }
 }
 

@@ -20,6 +20,7 @@ TEST(Vocabulary, LoadsOneTokenPerLineAndDetokenizesPieces) {
   EXPECT_EQ(v.detokenize({1, 3, 2}), "the cats");
   EXPECT_EQ(v.detokenize({}), "");
   EXPECT_EQ(v.detokenize({2, 1}), "s the");
+  EXPECT_EQ(v.word_start_ids(), (std::vector<std::int32_t>{1, 3}));
   ASRDEC_EXPECT_THROW_MSG(v.token(5), InvalidArgument, "token id 5 is outside the vocabulary of 5 tokens");
   ASRDEC_EXPECT_THROW_MSG(v.detokenize({1, -1}), InvalidArgument, "token id -1");
 }

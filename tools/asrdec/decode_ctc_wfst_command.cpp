@@ -68,14 +68,9 @@ void run(const CtcWfstOptions& options) {
   config.graph_mode = parse_graph_mode(options.graph_mode);
   config.threads = options.threads;
   if (!options.tokens.empty()) {
-    // Word-starting pieces carry SentencePiece's word-boundary mark U+2581 "▁".
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
     vocabulary.check_matches(input.columns() - 1, options.logprobs);
-    for (std::size_t id = 0; id < vocabulary.size(); ++id) {
-      if (vocabulary.token(static_cast<std::int32_t>(id)).rfind("\u2581", 0) == 0) {
-        config.word_start_columns.push_back(static_cast<std::int32_t>(id));
-      }
-    }
+    config.word_start_columns = vocabulary.word_start_ids();
   }
   WfstDecoder decoder(std::move(graph), config, device);
 

@@ -28,6 +28,9 @@ class ASRDEC_API Vocabulary {
   const std::string& token(std::int32_t id) const;
   /** Concatenates the pieces, turning "▁" into word boundaries, and trims the result. */
   std::string detokenize(const std::vector<std::int32_t>& ids) const;
+  /** Ids of the pieces that begin a word (they start with SentencePiece's mark "▁"), ascending: the
+   *  WfstDecoderConfig::word_start_columns of a model whose output columns are this table's ids. */
+  std::vector<std::int32_t> word_start_ids() const;
   /** Checks that the table fits a model with `num_tokens` non-blank tokens: it must hold num_tokens entries,
    *  or num_tokens + 1 when it lists the blank last. Throws InvalidArgument naming `what` otherwise. */
   void check_matches(std::int64_t num_tokens, const std::string& what) const;
