@@ -81,8 +81,11 @@ void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration, double
 
 int run_benchmarks(int argc, char** argv, const std::string& bench_name) {
   std::vector<char*> args(argv, argv + argc);
-  const bool has_out = std::any_of(args.begin(), args.end(),
-                                   [](const char* a) { return std::string(a).rfind("--benchmark_out=", 0) == 0; });
+  const auto has_flag = [&args](const char* flag) {
+    return std::any_of(args.begin(), args.end(), [flag](const char* a) { return std::string(a).rfind(flag, 0) == 0; });
+  };
+  // Listing the benchmarks runs none, so it writes no (empty) results file.
+  const bool has_out = has_flag("--benchmark_out=") || has_flag("--benchmark_list_tests");
   const std::string date = today();
   std::string out_flag;
   std::string format_flag = "--benchmark_out_format=json";
