@@ -147,14 +147,14 @@ void wfst_streaming(benchmark::State& state, Device device) {
   Placed placed(chunk, device);
   std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(b.batch));
   std::vector<std::int64_t> position(static_cast<std::size_t>(b.batch), 0);
-  std::vector<WfstChunk> chunks(static_cast<std::size_t>(b.batch));
+  std::vector<ChunkRow> chunks(static_cast<std::size_t>(b.batch));
   std::int64_t frames = 0;
   for (auto _ : state) {
     state.PauseTiming();
     for (std::int64_t i = 0; i < b.batch; ++i) {
       const auto u = static_cast<std::size_t>(i);
       const std::int64_t take = std::min<std::int64_t>(kChunk, b.lengths[u] - position[u]);
-      chunks[u] = WfstChunk{i, position[u] == 0, position[u] + take >= b.lengths[u]};
+      chunks[u] = ChunkRow{i, position[u] == 0, position[u] + take >= b.lengths[u]};
       chunk_lengths[u] = static_cast<std::int32_t>(take);
       std::copy_n(b.values.begin() + (i * b.frames + position[u]) * b.columns, take * b.columns,
                   chunk.begin() + i * kChunk * b.columns);

@@ -44,14 +44,14 @@ void check_decoding(const asrdec::WfstGraph& graph) {
     const std::int64_t w = std::min(width, T - frame);
     std::vector<float> piece(static_cast<std::size_t>(B * w * C));
     std::vector<std::int32_t> piece_lengths(static_cast<std::size_t>(B));
-    std::vector<asrdec::WfstChunk> chunks;
+    std::vector<asrdec::ChunkRow> chunks;
     for (std::int64_t b = 0; b < B; ++b) {
       for (std::int64_t t = 0; t < w; ++t) {
         std::copy_n(frames.begin() + ((b * T + frame + t) * C), C, piece.begin() + ((b * w + t) * C));
       }
       piece_lengths[static_cast<std::size_t>(b)] =
           static_cast<std::int32_t>(std::clamp<std::int64_t>(lengths[static_cast<std::size_t>(b)] - frame, 0, w));
-      chunks.push_back(asrdec::WfstChunk{b, frame == 0, frame + w >= T});
+      chunks.push_back(asrdec::ChunkRow{b, frame == 0, frame + w >= T});
     }
     std::vector<asrdec::WfstResult> out =
         decoder.decode_chunks(chunks, asrdec::TensorView(piece.data(), asrdec::DType::f32, {B, w, C}),

@@ -4,12 +4,12 @@
 #include "asrdec/wfst/wfst_decoder.hpp"
 
 #include <cmath>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
 #include "core/thread_pool.hpp"
+#include "core/utterance_channels.hpp"
 #include "ctc/ctc_input.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_channel.hpp"
@@ -31,6 +31,9 @@ void WfstDecoderConfig::validate() const {
                    max_device_bytes);
   ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
                    "WfstDecoderConfig.threads must be in [0, 1024] (0: every core), got ", threads);
+  ASRDEC_CHECK_ARG(max_open_utterances >= 1 && max_open_utterances <= BatchLimits::kMaxBatch,
+                   "WfstDecoderConfig.max_open_utterances must be in [1, ", BatchLimits::kMaxBatch, "], got ",
+                   max_open_utterances);
   for (const std::int32_t column : word_start_columns) {
     ASRDEC_CHECK_ARG(column >= 0, "WfstDecoderConfig.word_start_columns holds ", column, ", not a column");
   }
@@ -41,7 +44,8 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
                 ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),
-                ", max_device_bytes=", max_device_bytes, ", threads=", threads, "}");
+                ", max_device_bytes=", max_device_bytes, ", threads=", threads,
+                ", max_open_utterances=", max_open_utterances, "}");
 }
 
 struct WfstDecoder::Impl {
@@ -50,7 +54,8 @@ struct WfstDecoder::Impl {
   Device device;
   detail::WfstSearcher searcher;
   std::unique_ptr<detail::WfstBackend> cuda;  // the CUDA executor; null on the CPU
-  std::unordered_map<std::int64_t, detail::WfstChannel> streams;
+  detail::UtteranceChannels open{config.max_open_utterances, "WfstDecoder"};
+  std::vector<detail::WfstChannel> channels;  // by slot of `open`, grown as slots are first used
   // CPU: the threads rows are spread over, and per thread a searcher (its frame scratch) and a frame as floats.
   std::unique_ptr<detail::ThreadPool> pool;
   std::vector<detail::WfstSearcher> worker_searchers;  // threads 1.. (thread 0 uses `searcher`)
@@ -100,14 +105,14 @@ struct WfstDecoder::Impl {
     });
   }
 
-  // Frames [0, lengths[b]) of every row b through channels[b] (values already checked).
-  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& channels, StreamHandle stream) {
+  // Frames [0, lengths[b]) of every row b through lanes[b], its channel (values already checked).
+  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& lanes, StreamHandle stream) {
     if (cuda) {
-      cuda->advance(p, channels, stream);
+      cuda->advance(p, lanes, stream);
       return;
     }
-    pool->parallel_for(static_cast<std::int64_t>(channels.size()), [&](std::int64_t b, int worker) {
-      run(*channels[static_cast<std::size_t>(b)], p, b, false, worker);
+    pool->parallel_for(static_cast<std::int64_t>(lanes.size()), [&](std::int64_t b, int worker) {
+      run(*lanes[static_cast<std::size_t>(b)], p, b, false, worker);
     });
   }
 
@@ -176,52 +181,57 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
   return results;
 }
 
-std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
+std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
                                                    const TensorView& lengths, const std::vector<WordBoosts>& boosts,
                                                    StreamHandle stream) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode_chunks");
   const detail::CtcInput p = self.problem(logprobs, lengths);
-  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(chunks.size()) == p.batch, "decode_chunks: ", chunks.size(),
-                   " chunk descriptions for a batch of ", p.batch);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == p.batch, "WfstDecoder::decode_chunks: ", rows.size(),
+                   " rows for a batch of ", p.batch);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
                    "word boosting: expected one list per row (", p.batch, "), got ", boosts.size());
-  std::unordered_set<std::int64_t> seen;
-  for (const WfstChunk& chunk : chunks) {
-    ASRDEC_CHECK_ARG(seen.insert(chunk.stream).second, "decode_chunks: stream ", chunk.stream,
-                     " appears more than once in one call");
-    ASRDEC_CHECK_ARG(chunk.first || self.streams.count(chunk.stream) == 1, "decode_chunks: stream ", chunk.stream,
-                     " was not started (its first chunk needs first = true) or has already ended");
-  }
-  // Everything that can be rejected is checked before any stream changes, so a failed call leaves them as they were:
-  // the frames' values, and the boosts of first chunks (their new channels are built aside).
+  const detail::ChunkPlan plan = self.open.plan(rows, p.host_lengths);
+  // Everything that can be rejected is checked before any utterance changes, so a failed call leaves them as they
+  // were: the frames' values, and the boosts of first chunks (their new channels are built aside).
   if (self.config.check_values) self.check_values(p, stream);
   const WordBoosts none;
-  std::vector<detail::WfstChannel> started(chunks.size());
-  for (std::size_t b = 0; b < chunks.size(); ++b) {
-    if (chunks[b].first) self.searcher.start(started[b], boosts.empty() ? none : boosts[b]);
+  std::vector<detail::WfstChannel> started(rows.size());
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (plan.fresh[b]) self.searcher.start(started[b], boosts.empty() ? none : boosts[b]);
   }
-  std::vector<detail::WfstChannel*> rows;
-  for (std::size_t b = 0; b < chunks.size(); ++b) {
-    detail::WfstChannel& channel = self.streams[chunks[b].stream];
-    if (chunks[b].first) channel = std::move(started[b]);
-    rows.push_back(&channel);  // unordered_map keeps element addresses while others are inserted
+  for (const std::int32_t slot : plan.slot) {
+    if (static_cast<std::size_t>(slot) >= self.channels.size())
+      self.channels.resize(static_cast<std::size_t>(slot) + 1);
   }
-  self.advance(p, rows, stream);
+  std::vector<detail::WfstChannel*> lanes;  // into `channels`, which no longer grows in this call
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    detail::WfstChannel& channel = self.channels[static_cast<std::size_t>(plan.slot[b])];
+    if (plan.fresh[b]) channel = std::move(started[b]);
+    lanes.push_back(&channel);
+  }
+  self.advance(p, lanes, stream);
   std::vector<WfstResult> results;
-  results.reserve(chunks.size());
-  for (std::size_t b = 0; b < chunks.size(); ++b) {
-    results.push_back(self.searcher.result(*rows[b], chunks[b].last, p.blank + 1));
+  results.reserve(rows.size());
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    results.push_back(self.searcher.result(*lanes[b], rows[b].last, p.blank + 1));
+    if (rows[b].last) *lanes[b] = detail::WfstChannel{};  // its history's memory goes back now, not on reuse
   }
-  for (const WfstChunk& chunk : chunks) {
-    if (chunk.last) self.streams.erase(chunk.stream);
-  }
+  self.open.commit(rows, plan, p.host_lengths);
   return results;
 }
 
-std::int64_t WfstDecoder::open_streams() const {
-  return static_cast<std::int64_t>(detail::live(impl_, "WfstDecoder").streams.size());
+bool WfstDecoder::cancel(std::int64_t utterance) {
+  Impl& self = detail::live(impl_, "WfstDecoder");
+  const detail::ExclusiveCall call(self.owner, "WfstDecoder::cancel");
+  const std::int32_t slot = self.open.slot(utterance);
+  if (slot < 0) return false;
+  self.open.cancel(utterance);
+  self.channels[static_cast<std::size_t>(slot)] = detail::WfstChannel{};
+  return true;
 }
+
+std::int64_t WfstDecoder::open_utterances() const { return detail::live(impl_, "WfstDecoder").open.open(); }
 std::int64_t WfstDecoder::lane_device_bytes() const {
   const Impl& self = detail::live(impl_, "WfstDecoder");
   return self.cuda ? self.cuda->lane_device_bytes() : 0;

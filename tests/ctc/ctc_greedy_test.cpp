@@ -289,7 +289,7 @@ TEST(CtcGreedyThreads, ReportTheFirstBadRowLikeOneThread) {
 TEST(CtcGreedyConfig, PrintsItsFields) {
   CtcGreedyConfig config;
   EXPECT_EQ(config.to_string(), "CtcGreedyConfig{blank_id=-1 (last), graph_mode=auto, check_values=true}");
-  EXPECT_EQ(BatchLimits{}.to_string(), "BatchLimits{max_batch=32, max_frames=2048}");
+  EXPECT_EQ(BatchLimits{}.to_string(), "BatchLimits{max_batch=32, max_frames=2048, max_open_utterances=1024}");
   EXPECT_EQ(CtcGreedyDecoder(Device::cpu()).graph_mode(), GraphMode::eager);
 }
 

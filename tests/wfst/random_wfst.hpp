@@ -179,14 +179,14 @@ inline std::vector<WfstResult> decode_in_random_chunks(WfstDecoder& decoder, con
   std::vector<bool> started(n, false), ended(n, false);
   std::vector<WfstResult> streamed(n);
   while (std::find(ended.begin(), ended.end(), false) != ended.end()) {
-    std::vector<WfstChunk> call;
+    std::vector<ChunkRow> call;
     std::vector<std::int32_t> rows, lengths;
     std::int32_t width = 0;
     for (std::size_t b = 0; b < n; ++b) {
       if (ended[b]) continue;
       const std::int32_t left = batch.lengths[b] - done[b];
       const std::int32_t take = std::uniform_int_distribution<std::int32_t>(0, left)(rng);
-      call.push_back(WfstChunk{static_cast<std::int64_t>(100 + b), !started[b], take == left});
+      call.push_back(ChunkRow{static_cast<std::int64_t>(100 + b), !started[b], take == left});
       rows.push_back(static_cast<std::int32_t>(b));
       lengths.push_back(take);
       width = std::max(width, take);
@@ -216,7 +216,7 @@ inline std::vector<WfstResult> decode_in_random_chunks(WfstDecoder& decoder, con
     }
     ++chunks;
   }
-  EXPECT_EQ(decoder.open_streams(), 0);
+  EXPECT_EQ(decoder.open_utterances(), 0);
   return streamed;
 }
 

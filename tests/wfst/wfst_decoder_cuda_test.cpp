@@ -203,18 +203,18 @@ TEST(WfstDecoderCUDA, RejectsBadInput) {
   EXPECT_EQ(decoder.decode(view, batch.lens()).size(), 2u);
   // A rejected chunk call leaves the streams as they were: the first call starts both streams, the second is
   // rejected, the third ends them as if the second had not happened.
-  const std::vector<WfstChunk> first = {{1, true, false}, {2, true, false}};
-  const std::vector<WfstChunk> next = {{1, false, true}, {2, false, true}};
+  const std::vector<ChunkRow> first = {{1, true, false}, {2, true, false}};
+  const std::vector<ChunkRow> next = {{1, false, true}, {2, false, true}};
   std::vector<std::int32_t> one = {1, 1};
   const TensorView one_lens(one.data(), DType::i32, {2});
   decoder.decode_chunks(first, view, one_lens);
   batch.lengths = {3, 3};
   ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(next, view, batch.lens()), InvalidArgument, "is NaN");
-  EXPECT_EQ(decoder.open_streams(), 2);
+  EXPECT_EQ(decoder.open_utterances(), 2);
   const std::vector<WfstResult> ended = decoder.decode_chunks(next, view, one_lens);
   ASSERT_EQ(ended.size(), 2u);
   EXPECT_EQ(ended[0].frames, 2);
-  EXPECT_EQ(decoder.open_streams(), 0);
+  EXPECT_EQ(decoder.open_utterances(), 0);
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ TEST(WfstDecoder, LongUtterancesCollectTheirHistory) {
       const std::int32_t take = std::min(1000, length - start);
       const std::vector<std::int32_t> chunk_length = {take};
       streamed = decoder
-                     .decode_chunks({WfstChunk{1, start == 0, start + take == length}},
+                     .decode_chunks({ChunkRow{1, start == 0, start + take == length}},
                                     TensorView(frames.data() + static_cast<std::ptrdiff_t>(start) * random.columns,
                                                DType::f32, {1, take, random.columns}),
                                     TensorView(chunk_length.data(), DType::i32, {1}))
@@ -406,19 +406,19 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(four, lens, {WordBoosts{{7, kInf}}, WordBoosts{}}), InvalidArgument,
                           "the score of word 7 is inf");
   // Streams.
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, false, false}, WfstChunk{6, true, false}}, four, lens),
-                          InvalidArgument, "stream 5 was not started");
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, true, false}, WfstChunk{5, true, false}}, four, lens),
-                          InvalidArgument, "stream 5 appears more than once");
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({WfstChunk{5, true, false}}, four, lens), InvalidArgument,
-                          "1 chunk descriptions for a batch of 2");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{5, false, false}, ChunkRow{6, true, false}}, four, lens),
+                          InvalidArgument, "utterance 5 is not open");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{5, true, false}, ChunkRow{5, true, false}}, four, lens),
+                          InvalidArgument, "utterance 5 appears in more than one row");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{5, true, false}}, four, lens), InvalidArgument,
+                          "1 rows for a batch of 2");
   // A call that fails changes no stream: stream 5 starts cleanly, then a NaN in another row rejects the next call,
   // and repeating it with good values gives what a clean run gives.
   {
     const std::vector<std::int32_t> two = {3, 3};
     const TensorView two_lens(two.data(), DType::i32, {2});
-    const std::vector<WfstChunk> begin = {WfstChunk{5, true, false}, WfstChunk{6, true, false}};
-    const std::vector<WfstChunk> end = {WfstChunk{5, false, true}, WfstChunk{6, false, true}};
+    const std::vector<ChunkRow> begin = {ChunkRow{5, true, false}, ChunkRow{6, true, false}};
+    const std::vector<ChunkRow> end = {ChunkRow{5, false, true}, ChunkRow{6, false, true}};
     WfstDecoder clean(graph);
     clean.decode_chunks(begin, four, two_lens);
     const std::vector<WfstResult> want = clean.decode_chunks(end, four, two_lens);
@@ -428,14 +428,33 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
     bad[1 * 12 + 2 * 4 + 1] = std::nanf("");
     const TensorView bad_view(bad.data(), DType::f32, {2, 3, 4});
     ASRDEC_EXPECT_THROW_MSG(streams.decode_chunks(end, bad_view, two_lens), InvalidArgument, "logprobs[1, 2, 1]");
-    ASRDEC_EXPECT_THROW_MSG(streams.decode_chunks({WfstChunk{5, false, true}, WfstChunk{6, true, true}}, four, two_lens,
+    ASRDEC_EXPECT_THROW_MSG(streams.decode_chunks({ChunkRow{5, false, true}, ChunkRow{6, true, true}}, four, two_lens,
                                                   {WordBoosts{}, WordBoosts{{9, 1.0f}}}),
                             InvalidArgument, "word id 9");
-    EXPECT_EQ(streams.open_streams(), 2);
+    EXPECT_EQ(streams.open_utterances(), 2);
     const std::vector<WfstResult> got = streams.decode_chunks(end, four, two_lens);
     ASSERT_EQ(got.size(), 2u);
     for (int b = 0; b < 2; ++b) expect_same(got[b], want[b], "stream after a failed call");
-    EXPECT_EQ(streams.open_streams(), 0);
+    EXPECT_EQ(streams.open_utterances(), 0);
+  }
+  // At most max_open_utterances are open; cancel() frees one without a last chunk.
+  {
+    WfstDecoderConfig small;
+    small.max_open_utterances = 1;
+    WfstDecoder one(graph, small);
+    const std::vector<std::int32_t> three_frames = {3};
+    const TensorView row(values.data(), DType::f32, {1, 3, 4});
+    const TensorView row_length(three_frames.data(), DType::i32, {1});
+    one.decode_chunks({ChunkRow{5, true, false}}, row, row_length);
+    ASRDEC_EXPECT_THROW_MSG(one.decode_chunks({ChunkRow{6, true, false}}, row, row_length), OutOfMemory,
+                            "WfstDecoder::decode_chunks: utterance 6 cannot start: 1 utterances are open");
+    EXPECT_FALSE(one.cancel(6));
+    EXPECT_TRUE(one.cancel(5));
+    EXPECT_EQ(one.open_utterances(), 0);
+    ASRDEC_EXPECT_THROW_MSG(one.decode_chunks({ChunkRow{5, false, true}}, row, row_length), InvalidArgument,
+                            "utterance 5 is not open");
+    EXPECT_TRUE(one.decode_chunks({ChunkRow{6, true, true}}, row, row_length)[0].reached_final);
+    EXPECT_EQ(one.open_utterances(), 0);
   }
   // Configs.
   WfstDecoderConfig config;

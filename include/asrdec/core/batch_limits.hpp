@@ -17,8 +17,13 @@ struct ASRDEC_API BatchLimits {
 
   std::int64_t max_batch = 32;
   std::int64_t max_frames = 2048;
+  /** Streaming (asrdec/core/streaming.hpp): the most utterances open at once, each keeping its decoding state (a
+   *  channel) between decode_chunks() calls. Fixed for the decoder's lifetime; the channels' memory is taken by the
+   *  first decode_chunks() call, so decoders that never stream pay nothing for it. */
+  std::int64_t max_open_utterances = 1024;
 
-  /** Throws InvalidArgument unless 1 ≤ max_batch ≤ kMaxBatch and 1 ≤ max_frames ≤ kMaxFrames. */
+  /** Throws InvalidArgument unless 1 ≤ max_batch ≤ kMaxBatch, 1 ≤ max_frames ≤ kMaxFrames and
+   *  1 ≤ max_open_utterances ≤ kMaxBatch. */
   void validate() const;
   std::string to_string() const;
 };

@@ -40,15 +40,17 @@
  * `score` less (on-the-fly composition with a one-state boosting acceptor). Rule of thumb: keep scores ≤ beam / 2,
  * or boosted paths crowd out the rest of the beam. Boosts that would make a cycle of ε-arcs cost ≤ 0 are rejected.
  *
- * Streaming: decode_chunks() takes chunks of several streams at once (a stream id per batch row, first- and
- * last-chunk flags). A stream's state (its tokens and back-pointers) is kept between calls, so chunked decoding
- * gives exactly the whole-utterance result; calls on chunks that are not last return partial hypotheses (the best
- * path so far, final weights ignored). A call that throws changes no stream (values and boosts are checked first).
+ * Streaming (asrdec/core/streaming.hpp, docs/streaming.md): decode_chunks() takes chunks of several utterances at
+ * once (a ChunkRow per batch row: the utterance's id, first- and last-chunk flags). An utterance's state (its tokens
+ * and back-pointers) is kept between calls, so chunked decoding gives exactly the whole-utterance result; calls on
+ * chunks that are not last return partial hypotheses (the best path so far, final weights ignored). At most
+ * max_open_utterances are open at once. A call that throws changes no utterance (values and boosts are checked
+ * first).
  *
  * Bad input raises InvalidArgument: shapes and dtypes as for CtcGreedyDecoder, lengths outside [0, T], a graph whose
  * input labels need more columns than the logits have, NaN or +inf log-probabilities in frames that are read,
  * boosting lists with unknown word ids, non-finite scores or scores that make an ε-cycle cost ≤ 0, chunks of
- * unknown streams.
+ * utterances that are not open; OutOfMemory when more than max_open_utterances would be open.
  *
  * Executors: the CPU executor spreads the rows of a call over `threads` threads (the calling thread included), each
  * row decoded whole by one thread, so results do not depend on the number of threads. The CUDA executor
@@ -72,6 +74,7 @@
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/text/symbol_table.hpp"
 #include "asrdec/text/word_timing.hpp"
@@ -105,9 +108,12 @@ struct ASRDEC_API WfstDecoderConfig {
   /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means every core the
    *  process may use. Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
   std::int32_t threads = 0;
+  /** Streaming: the most utterances open at once (as BatchLimits::max_open_utterances for the other decoders). */
+  std::int64_t max_open_utterances = 1024;
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
-   *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, or threads outside [0, 1024]. */
+   *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, threads outside [0, 1024], or
+   *  max_open_utterances outside [1, 2^24]. */
   void validate() const;
   std::string to_string() const;
 };
@@ -143,12 +149,8 @@ struct ASRDEC_API WfstResult {
 ASRDEC_API std::vector<WordTiming> word_timings(const WfstResult& result, const SymbolTable& words,
                                                 double frame_shift_seconds);
 
-/** One row of a decode_chunks() call. */
-struct ASRDEC_API WfstChunk {
-  std::int64_t stream = 0;  ///< the caller's id for the stream
-  bool first = false;       ///< starts the stream (an existing stream with this id is discarded)
-  bool last = false;        ///< ends it: the result is final and the stream is forgotten
-};
+/** The row descriptor of asrdec 0.1's WFST streaming, now every decoder's (its `stream` field is `utterance`). */
+using WfstChunk [[deprecated("use asrdec::ChunkRow (asrdec/core/streaming.hpp)")]] = ChunkRow;
 
 class ASRDEC_API WfstDecoder {
  public:
@@ -163,15 +165,18 @@ class ASRDEC_API WfstDecoder {
   std::vector<WfstResult> decode(const TensorView& logprobs, const TensorView& lengths,
                                  const std::vector<WordBoosts>& boosts = {}, StreamHandle stream = nullptr);
 
-  /** Chunks of streams: row b of logprobs (lengths[b] frames, possibly 0) continues stream chunks[b].stream.
-   *  `boosts`, if not empty, has one list per row and is used by first chunks. A stream id appears at most once
-   *  per call. */
-  std::vector<WfstResult> decode_chunks(const std::vector<WfstChunk>& chunks, const TensorView& logprobs,
+  /** Chunks of utterances: row b of logprobs (lengths[b] frames, possibly 0) continues utterance
+   *  rows[b].utterance (asrdec/core/streaming.hpp; ChunkRow::phrase_list is not used: word boosts come in
+   *  `boosts`). `boosts`, if not empty, has one list per row and is used by first chunks. */
+  std::vector<WfstResult> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
                                         const TensorView& lengths, const std::vector<WordBoosts>& boosts = {},
                                         StreamHandle stream = nullptr);
+  /** Forgets an open utterance without a last chunk (a client that went away); false when it is not open. */
+  bool cancel(std::int64_t utterance);
 
-  /** Streams started and not yet ended. */
-  std::int64_t open_streams() const;
+  /** Utterances started and not yet ended or cancelled. */
+  std::int64_t open_utterances() const;
+  [[deprecated("use open_utterances()")]] std::int64_t open_streams() const { return open_utterances(); }
   /** CUDA: the device bytes one lane (a row decoded at once) takes for this graph (dense over its states); a call
    *  decodes min(rows, 1024, config().max_device_bytes / this) rows at a time. 0 on the CPU. */
   std::int64_t lane_device_bytes() const;
