@@ -38,7 +38,6 @@ CtcInput make_ctc_input(const TensorView& logprobs, const TensorView& lengths, D
     ASRDEC_CHECK_ARG(problem.blank == problem.columns - 1,
                      "LM fusion and boosting need blank in the last column (token ids index the LM); blank_id is ",
                      problem.blank, " of ", problem.columns, " columns");
-    if (boost != nullptr) boost->check_batch(problem.batch);
   }
 
   TensorCheck(lengths, "lengths")

@@ -25,8 +25,8 @@ struct CtcInput {
 };
 
 /** Validates logprobs [B, T, V+1] on `device` (f32, f16 or bf16) and lengths [B] (i32 or i64, host or `device`);
- *  blank_id -1 means the last column. With an LM or a boosting tree, their vocabularies must be V and the blank last.
- */
+ *  blank_id -1 means the last column. With an LM or a boosting tree, their vocabularies must be V and the blank last
+ *  (whether the tree's phrase lists fit the batch is the caller's check: a streamed row names its list). */
 CtcInput make_ctc_input(const TensorView& logprobs, const TensorView& lengths, Device device, std::int32_t blank_id,
                         const NgramLm* lm, const BoostingTree* boost);
 

@@ -27,4 +27,19 @@ void check_fusion_vocab(const NgramLm* lm, const BoostingTree* boost, std::int64
   }
 }
 
+std::vector<std::int32_t> boost_roots_of(const std::vector<ChunkRow>& rows, const BoostingTree* boost,
+                                         const char* owner) {
+  std::vector<std::int32_t> roots(rows.size(), 0);
+  if (boost == nullptr) return roots;
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (!rows[b].first) continue;
+    const std::int64_t list = rows[b].phrase_list;
+    ASRDEC_CHECK_ARG(list >= 0 && list < boost->num_lists(), owner, "::decode_chunks: utterance ", rows[b].utterance,
+                     " asks for phrase list ", list, ", but the boosting tree has ", boost->num_lists(), " list",
+                     boost->num_lists() == 1 ? "" : "s", " (ChunkRow::phrase_list)");
+    roots[b] = boost->root_state(list);
+  }
+  return roots;
+}
+
 }  // namespace asrdec::detail

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 
@@ -18,5 +20,10 @@ void check_fusion_device(const NgramLm* lm, const BoostingTree* boost, Device de
 /** Throws InvalidArgument when the LM or the tree does not have V = `vocab` tokens; `source` says where the
  *  decoder's V comes from ("the model has 256", "logprobs has 257 columns"). */
 void check_fusion_vocab(const NgramLm* lm, const BoostingTree* boost, std::int64_t vocab, const std::string& source);
+
+/** Streaming with a boosting tree (may be null: zeros): the root of each row's phrase list, read by first chunks.
+ *  Throws InvalidArgument, naming `owner`, for a first row's phrase list outside the tree's lists. */
+std::vector<std::int32_t> boost_roots_of(const std::vector<ChunkRow>& rows, const BoostingTree* boost,
+                                         const char* owner);
 
 }  // namespace asrdec::detail

@@ -29,6 +29,11 @@
  * as one CUDA graph replayed on every call (CtcGreedyConfig::graph_mode). decode() synchronises and returns host
  * results; decode_async() leaves them in the decoder's device buffers.
  *
+ * Streaming (asrdec/core/streaming.hpp, docs/streaming.md): decode_chunks() continues many utterances at once, each
+ * from where its last chunk ended (the last frame's token, the LM and boosting states, the score so far), so a
+ * token run that crosses a chunk border is emitted once and the chunks of an utterance give exactly decode()'s
+ * result on the same device, scores included.
+ *
  * Thread safety: a decoder has one owner at a time; use one decoder per thread or stream.
  */
 
@@ -42,6 +47,7 @@
 #include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -119,6 +125,19 @@ class ASRDEC_API CtcGreedyDecoder {
 
   /** Waits for `stream` and throws InvalidArgument if the last decode_async() met invalid values. */
   void synchronize_and_check(StreamHandle stream = nullptr);
+
+  /** Streaming: row b of `logprobs` (lengths[b] frames, possibly 0; lengths in host memory) continues utterance
+   *  rows[b].utterance. Returns each row's hypothesis so far (its tokens, timestamps absolute from the utterance's
+   *  first frame, the scores of its path so far), is_final = rows[b].last. Synchronises `stream`. Throws as decode()
+   *  for bad input, InvalidArgument for rows that do not fit the open utterances (an id twice, a continuing row of
+   *  an utterance that is not open, a phrase list the boosting tree lacks) and OutOfMemory beyond
+   *  BatchLimits::max_open_utterances; a call that throws changes no utterance. */
+  std::vector<Hypothesis> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
+                                        const TensorView& lengths, StreamHandle stream = nullptr);
+  /** Forgets an open utterance without a last chunk (a client that went away); false when it is not open. */
+  bool cancel(std::int64_t utterance);
+  /** Utterances started and not yet ended or cancelled. */
+  std::int64_t open_utterances() const;
 
   Device device() const;
   const CtcGreedyConfig& config() const;

@@ -52,21 +52,35 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
   return hypotheses;
 }
 
+std::vector<Hypothesis> unpack_ctc_greedy_chunks(const CtcGreedyBatchResult& result, const ChunkPlan& plan) {
+  std::vector<Hypothesis> chunks = unpack_ctc_greedy(result);
+  for (std::size_t b = 0; b < chunks.size(); ++b) {
+    for (std::int32_t& t : chunks[b].timestamps) t += static_cast<std::int32_t>(plan.offset[b]);
+  }
+  return chunks;
+}
+
 }  // namespace detail
 
 struct CtcGreedyDecoder::Impl {
+  Impl(Device d, const CtcGreedyConfig& c, const BatchLimits& limits)
+      : device(d),
+        config(c),
+        open(limits.max_open_utterances, "CtcGreedyDecoder"),
+        partial(limits.max_open_utterances) {}
+
   Device device;
   CtcGreedyConfig config;
   std::unique_ptr<detail::CtcGreedyBackend> backend;
+  detail::UtteranceChannels open;
+  detail::PartialHypotheses partial;
   detail::OwnerSlot owner;
 };
 
-CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits)
-    : impl_(std::make_unique<Impl>()) {
+CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits) {
   config.validate();
   limits.validate();
-  impl_->device = device;
-  impl_->config = config;
+  impl_ = std::make_unique<Impl>(device, config, limits);
   detail::check_fusion_device(config.lm.get(), config.boost.get(), device, "CtcGreedyConfig", "decoder");
   if (device.is_cpu()) {
     impl_->backend = detail::make_ctc_greedy_cpu(config, limits);
@@ -92,6 +106,7 @@ std::vector<Hypothesis> CtcGreedyDecoder::decode(const TensorView& logprobs, con
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode");
   const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
                                               self.config.lm.get(), self.config.boost.get());
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
   return self.backend->decode(problem, stream);
 }
 
@@ -101,6 +116,7 @@ CtcGreedyBatchResult CtcGreedyDecoder::decode_async(const TensorView& logprobs, 
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_async");
   const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
                                               self.config.lm.get(), self.config.boost.get());
+  if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
   return self.backend->decode_async(problem, stream);
 }
 
@@ -109,6 +125,35 @@ void CtcGreedyDecoder::synchronize_and_check(StreamHandle stream) {
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::synchronize_and_check");
   self.backend->synchronize_and_check(stream);
 }
+
+std::vector<Hypothesis> CtcGreedyDecoder::decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
+                                                        const TensorView& lengths, StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_chunks");
+  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
+                                              self.config.lm.get(), self.config.boost.get());
+  ASRDEC_CHECK_ARG(problem.lengths_on_host, "CtcGreedyDecoder::decode_chunks: lengths must be in host memory, got ",
+                   lengths.device().to_string());
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
+                   "CtcGreedyDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);
+  const detail::ChunkPlan plan = self.open.plan(rows, problem.host_lengths);
+  const std::vector<std::int32_t> roots = detail::boost_roots_of(rows, self.config.boost.get(), "CtcGreedyDecoder");
+  std::vector<Hypothesis> chunks = self.backend->decode_chunks(problem, plan, roots, stream);
+  self.open.commit(rows, plan, problem.host_lengths);
+  return self.partial.append(rows, plan, std::move(chunks));
+}
+
+bool CtcGreedyDecoder::cancel(std::int64_t utterance) {
+  Impl& self = detail::live(impl_, "CtcGreedyDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::cancel");
+  const std::int32_t slot = self.open.slot(utterance);
+  if (slot < 0) return false;
+  self.open.cancel(utterance);
+  self.partial.clear(slot);
+  return true;
+}
+
+std::int64_t CtcGreedyDecoder::open_utterances() const { return detail::live(impl_, "CtcGreedyDecoder").open.open(); }
 
 Device CtcGreedyDecoder::device() const { return detail::live(impl_, "CtcGreedyDecoder").device; }
 const CtcGreedyConfig& CtcGreedyDecoder::config() const { return detail::live(impl_, "CtcGreedyDecoder").config; }

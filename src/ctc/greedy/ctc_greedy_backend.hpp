@@ -8,6 +8,7 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
+#include "core/utterance_channels.hpp"
 #include "ctc/ctc_input.hpp"
 
 namespace asrdec::detail {
@@ -55,11 +56,20 @@ struct CtcGreedyOutputs {
   }
 };
 
+/** Row b of `result` as the chunk part of a streaming result: timestamps shifted by the utterance's frames decoded
+ *  before the chunk (plan.offset[b]). */
+std::vector<Hypothesis> unpack_ctc_greedy_chunks(const CtcGreedyBatchResult& result, const ChunkPlan& plan);
+
 class CtcGreedyBackend {
  public:
   virtual ~CtcGreedyBackend() = default;
   virtual CtcGreedyBatchResult decode_async(const CtcInput& problem, StreamHandle stream) = 0;
   virtual std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle stream) = 0;
+  /** Streaming (host lengths): row b's frames continue channel plan.slot[b], or start one when plan.fresh[b] (at
+   *  boosting root boost_roots[b] with a tree). Returns each row's chunk labels (timestamps absolute) with the
+   *  scores of its path so far. The channels change only when the call succeeds. */
+  virtual std::vector<Hypothesis> decode_chunks(const CtcInput& problem, const ChunkPlan& plan,
+                                                const std::vector<std::int32_t>& boost_roots, StreamHandle stream) = 0;
   virtual void synchronize_and_check(StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */

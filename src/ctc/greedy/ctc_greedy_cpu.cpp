@@ -79,6 +79,16 @@ std::int32_t first_equal(const float* values, std::int32_t columns, float maximu
   return columns;
 }
 
+// What an utterance carries from chunk to chunk (a channel), and what a row ends a call with.
+struct CtcGreedyCarry {
+  std::int32_t previous = -1;  // the last frame's token (-1 before the first frame)
+  double score = 0.0;          // the chosen log-probabilities so far, summed in frame order
+  std::int32_t lm_state = 0;
+  std::int32_t boost_state = 0;
+  float lm_total = 0.0f;
+  float boost_total = 0.0f;
+};
+
 class CtcGreedyCpu final : public CtcGreedyBackend {
  public:
   CtcGreedyCpu(const CtcGreedyConfig& config, BatchLimits limits) : config_(config), limits_(limits) {
@@ -105,11 +115,51 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
   }
 
   CtcGreedyBatchResult decode_async(const CtcInput& problem, StreamHandle) override {
+    starts_.resize(static_cast<std::size_t>(problem.batch));
+    for (std::int64_t b = 0; b < problem.batch; ++b) {
+      starts_[static_cast<std::size_t>(b)] =
+          start_carry(config_.boost != nullptr ? config_.boost->root_for(b, problem.batch) : 0);
+    }
+    return run_any(problem);
+  }
+
+  std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle stream) override {
+    return unpack_ctc_greedy(decode_async(problem, stream));
+  }
+
+  std::vector<Hypothesis> decode_chunks(const CtcInput& problem, const ChunkPlan& plan,
+                                        const std::vector<std::int32_t>& boost_roots, StreamHandle) override {
+    if (channels_.empty()) channels_.resize(static_cast<std::size_t>(limits_.max_open_utterances));
+    starts_.resize(static_cast<std::size_t>(problem.batch));
+    for (std::size_t b = 0; b < starts_.size(); ++b) {
+      starts_[b] = plan.fresh[b] ? start_carry(boost_roots[b]) : channels_[static_cast<std::size_t>(plan.slot[b])];
+    }
+    const CtcGreedyBatchResult result = run_any(problem);  // throws before any channel changes
+    for (std::size_t b = 0; b < starts_.size(); ++b) channels_[static_cast<std::size_t>(plan.slot[b])] = ends_[b];
+    return unpack_ctc_greedy_chunks(result, plan);
+  }
+
+  void synchronize_and_check(StreamHandle) override {}  // errors were thrown by decode_async itself
+  GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
+
+ private:
+  void allocate() { outputs_.allocate(limits_, Device::cpu()); }
+
+  CtcGreedyCarry start_carry(std::int32_t boost_root) const {
+    CtcGreedyCarry carry;
+    carry.lm_state = NgramLm::bos_state();
+    carry.boost_state = boost_root;
+    return carry;
+  }
+
+  // Decodes every row from starts_[b], leaving its end state in ends_[b].
+  CtcGreedyBatchResult run_any(const CtcInput& problem) {
     if (problem.batch > limits_.max_batch || problem.frames > limits_.max_frames) {
       limits_.max_batch = std::max(limits_.max_batch, problem.batch);
       limits_.max_frames = std::max(limits_.max_frames, problem.frames);
       allocate();
     }
+    ends_.resize(starts_.size());
     switch (problem.logprobs.dtype()) {
       case DType::f32:
         run<float>(problem);
@@ -125,16 +175,6 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
     }
     return outputs_.view(Device::cpu(), problem.batch, limits_.max_frames);
   }
-
-  std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle stream) override {
-    return unpack_ctc_greedy(decode_async(problem, stream));
-  }
-
-  void synchronize_and_check(StreamHandle) override {}  // errors were thrown by decode_async itself
-  GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
-
- private:
-  void allocate() { outputs_.allocate(limits_, Device::cpu()); }
 
   [[noreturn]] static void throw_bad_value(std::int64_t b, std::int64_t t, std::int64_t v, float value) {
     throw InvalidArgument(concat("logprobs[", b, ", ", t, ", ", v, "] is ", value != value ? "NaN" : "+inf",
@@ -199,12 +239,13 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       std::int32_t* timestamps = outputs_.timestamps.data() + b * row_stride;
       float* token_logprobs = outputs_.token_logprobs.data() + b * row_stride;
       std::int32_t count = 0;
-      std::int32_t previous = -1;
-      double score = 0.0;
+      const CtcGreedyCarry& start = starts_[static_cast<std::size_t>(b)];
+      std::int32_t previous = start.previous;
+      double score = start.score;
       // Fusion over this utterance alone: row 0 of the [1, V] query buffers.
-      std::int32_t lm_state = NgramLm::bos_state();
-      std::int32_t boost_state = config_.boost != nullptr ? config_.boost->root_for(b, problem.batch) : 0;
-      float lm_total = 0.0f, boost_total = 0.0f;
+      std::int32_t lm_state = start.lm_state;
+      std::int32_t boost_state = start.boost_state;
+      float lm_total = start.lm_total, boost_total = start.boost_total;
       FusionRef fusion;
       fusion.vocab = vocab_;
       if (config_.lm != nullptr) {
@@ -263,6 +304,8 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       outputs_.scores[static_cast<std::size_t>(b)] = static_cast<float>(score);
       outputs_.lm_scores[static_cast<std::size_t>(b)] = lm_total;
       outputs_.boost_scores[static_cast<std::size_t>(b)] = boost_total;
+      ends_[static_cast<std::size_t>(b)] =
+          CtcGreedyCarry{previous, score, lm_state, boost_state, lm_total, boost_total};
     });
   }
 
@@ -276,7 +319,9 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
   CtcGreedyConfig config_;
   BatchLimits limits_;
   CtcGreedyOutputs<MemoryKind::host> outputs_;
-  std::int32_t vocab_ = 0;  ///< V of the fused models
+  std::vector<CtcGreedyCarry> starts_, ends_;  // per row of the current call
+  std::vector<CtcGreedyCarry> channels_;       // [max_open_utterances] once streaming started
+  std::int32_t vocab_ = 0;                     ///< V of the fused models
   std::unique_ptr<ThreadPool> pool_;
   std::vector<WorkerScratch> workers_;  ///< one per thread of pool_
 };

@@ -9,6 +9,7 @@
 #include "asrdec/core/error.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
+#include "core/cuda/lane_copies.hpp"
 #include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
 #include "ctc/greedy/ctc_greedy_kernels.hpp"
@@ -36,6 +37,64 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   }
 
   CtcGreedyBatchResult decode_async(const CtcInput& problem, StreamHandle user_stream) override {
+    return enqueue(problem, nullptr, {}, user_stream);
+  }
+
+  std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    return unpack_ctc_greedy(fetch(problem, enqueue(problem, nullptr, {}, stream), stream));
+  }
+
+  std::vector<Hypothesis> decode_chunks(const CtcInput& problem, const ChunkPlan& plan,
+                                        const std::vector<std::int32_t>& boost_roots,
+                                        StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    if (!streaming_) {
+      // The channels are allocated (and the graphs captured again with them) by the first streaming call.
+      streaming_ = true;
+      try {
+        lifecycle_.grow(limits_, limits_, [this] { allocate(); });
+      } catch (...) {
+        streaming_ = false;
+        throw;
+      }
+    }
+    return unpack_ctc_greedy_chunks(fetch(problem, enqueue(problem, &plan, boost_roots, stream), stream), plan);
+  }
+
+  void synchronize_and_check(StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[0], first_bad_value_.data(), sizeof(unsigned long long),
+                                      cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[1], first_bad_length_.data(), sizeof(unsigned int),
+                                      cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    lifecycle_.check_loops();
+    const auto bad_length = static_cast<unsigned int>(host_status_[1]);
+    if (bad_length != ~0u) {
+      throw InvalidArgument(describe_bad_length(bad_length, stream));
+    }
+    if (host_status_[0] != kNoBadValue) {
+      const BadValue bad = unpack_bad_value(host_status_[0]);
+      throw InvalidArgument(concat("logprobs[", bad.b, ", ", bad.t, ", ", bad.v, "] is ", bad.is_nan ? "NaN" : "+inf",
+                                   "; log-probabilities must be finite or -inf"));
+    }
+  }
+
+  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
+  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
+
+ private:
+  // Enqueues a decode of `problem` on `stream` (a caller's stream inside a Call); `plan`: streaming, each row
+  // continuing or starting its channel.
+  CtcGreedyBatchResult enqueue(const CtcInput& problem, const ChunkPlan* plan,
+                               const std::vector<std::int32_t>& boost_roots, StreamHandle user_stream) {
     DeviceGuard guard(device_);
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
@@ -77,6 +136,20 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       args.lengths_stride = problem.batch > 0 ? problem.lengths.stride(0) : 1;
       args.lengths_are_int64 = problem.lengths.dtype() == DType::i64 ? 1 : 0;
     }
+    if (plan != nullptr) {
+      // Each lane's channel, start flag, frame offset and boosting root, as four [max_batch] rows.
+      args.streaming = 1;
+      const auto lanes = static_cast<std::size_t>(limits_.max_batch);
+      lane_host_.assign(4 * lanes, 0);
+      for (std::size_t b = 0; b < plan->slot.size(); ++b) {
+        lane_host_[b] = plan->slot[b];
+        lane_host_[lanes + b] = plan->fresh[b];
+        lane_host_[2 * lanes + b] = static_cast<std::int32_t>(plan->offset[b]);
+        lane_host_[3 * lanes + b] = boost_roots[b];
+      }
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(lane_args_.data(), lane_host_.data(), lane_host_.size() * sizeof(std::int32_t),
+                                        cudaMemcpyHostToDevice, stream));
+    }
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     last_lengths_ = problem.lengths;
     last_batch_ = problem.batch;
@@ -87,11 +160,8 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     return outputs_.view(device_, problem.batch, limits_.max_frames);
   }
 
-  std::vector<Hypothesis> decode(const CtcInput& problem, StreamHandle user_stream) override {
-    DeviceGuard guard(device_);
-    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
-    const cudaStream_t stream = call.stream();
-    const CtcGreedyBatchResult r = decode_async(problem, stream);
+  // Copies the result of the enqueued decode to the host and checks it (throws for bad values or lengths).
+  CtcGreedyBatchResult fetch(const CtcInput& problem, const CtcGreedyBatchResult& r, cudaStream_t stream) {
     const std::size_t width = static_cast<std::size_t>(std::max<std::int64_t>(problem.frames, 1));
     const auto rows = static_cast<std::size_t>(problem.batch);
     if (rows > 0) {
@@ -112,34 +182,9 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       }
     }
     synchronize_and_check(stream);
-    return unpack_ctc_greedy(host_outputs_.view(Device::cpu(), problem.batch, static_cast<std::int64_t>(width)));
+    return host_outputs_.view(Device::cpu(), problem.batch, static_cast<std::int64_t>(width));
   }
 
-  void synchronize_and_check(StreamHandle user_stream) override {
-    DeviceGuard guard(device_);
-    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
-    const cudaStream_t stream = call.stream();
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[0], first_bad_value_.data(), sizeof(unsigned long long),
-                                      cudaMemcpyDeviceToHost, stream));
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&host_status_[1], first_bad_length_.data(), sizeof(unsigned int),
-                                      cudaMemcpyDeviceToHost, stream));
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    lifecycle_.check_loops();
-    const auto bad_length = static_cast<unsigned int>(host_status_[1]);
-    if (bad_length != ~0u) {
-      throw InvalidArgument(describe_bad_length(bad_length, stream));
-    }
-    if (host_status_[0] != kNoBadValue) {
-      const BadValue bad = unpack_bad_value(host_status_[0]);
-      throw InvalidArgument(concat("logprobs[", bad.b, ", ", bad.t, ", ", bad.v, "] is ", bad.is_nan ? "NaN" : "+inf",
-                                   "; log-probabilities must be finite or -inf"));
-    }
-  }
-
-  GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
-  std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
-
- private:
   template <class T>
   void copy_rows(T* host, const T* device, std::size_t width, std::size_t rows, cudaStream_t stream) {
     ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(host, width * sizeof(T), device,
@@ -174,6 +219,9 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     host_outputs_.allocate(limits_, Device::cpu());
     outputs_.with_lm = host_outputs_.with_lm = config_.lm != nullptr;
     outputs_.with_boost = host_outputs_.with_boost = config_.boost != nullptr;
+    lane_carry_ = DeviceBuffer<CtcGreedyCarry>(rows, device_);
+    lane_args_ = DeviceBuffer<std::int32_t>(4 * rows, device_);
+    if (streaming_) reallocate_channels(channels_, static_cast<std::size_t>(limits_.max_open_utterances), device_);
     for (auto& slot : executors_) {
       slot.reset();
     }
@@ -198,6 +246,13 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
       ws.lm_weight = config_.lm_weight;
       ws.use_lm = 1;
     }
+    ws.lane_carry = const_cast<CtcGreedyCarry*>(lane_carry_.data());
+    ws.channels = streaming_ ? const_cast<CtcGreedyCarry*>(channels_.data()) : nullptr;
+    const auto lanes = static_cast<std::size_t>(limits_.max_batch);
+    ws.lane_slot = lane_args_.data();
+    ws.lane_fresh = lane_args_.data() + lanes;
+    ws.lane_offset = lane_args_.data() + 2 * lanes;
+    ws.lane_boost_root = lane_args_.data() + 3 * lanes;
     ws.boost_scores = const_cast<float*>(outputs_.boost_scores.data());
     if (config_.boost != nullptr) {
       ws.boost = config_.boost->ref();
@@ -241,6 +296,11 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   CtcGreedyOutputs<MemoryKind::device> outputs_;
   CtcGreedyOutputs<MemoryKind::pinned> host_outputs_;
   PinnedBuffer<unsigned long long> host_status_;
+  DeviceBuffer<CtcGreedyCarry> lane_carry_;  // [max_batch]
+  DeviceBuffer<std::int32_t> lane_args_;     // [4, max_batch]: slot, fresh, offset, boosting root
+  DeviceBuffer<CtcGreedyCarry> channels_;    // [max_open_utterances] once streaming started
+  std::vector<std::int32_t> lane_host_;
+  bool streaming_ = false;
   std::array<std::optional<GraphExecutor>, 3> executors_;
   TensorView last_lengths_;
   std::int64_t last_batch_ = 0;

@@ -1,4 +1,3 @@
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "asrdec/detail/float16.hpp"
@@ -80,51 +79,89 @@ __global__ void __launch_bounds__(kArgmaxThreads) frame_argmax_kernel(CtcGreedyW
   }
 }
 
-// One block per utterance: emission flags, a block-wide exclusive scan for output positions, and a
-// deterministic block reduction of the path score.
+// Streaming: the channel lane b continues, or null when it starts from the start state (always for whole utterances).
+__device__ __forceinline__ const CtcGreedyCarry* continued(const CtcGreedyWorkspace& ws, const CtcGreedyArgs& args,
+                                                           std::int64_t b) {
+  return args.streaming && !ws.lane_fresh[b] ? ws.channels + ws.lane_slot[b] : nullptr;
+}
+
+// The global frame index of lane b's first frame in this call.
+__device__ __forceinline__ std::int32_t frame_offset(const CtcGreedyWorkspace& ws, const CtcGreedyArgs& args,
+                                                     std::int64_t b) {
+  return args.streaming ? ws.lane_offset[b] : 0;
+}
+
+// One block per utterance: emission flags and a block-wide exclusive scan for output positions, tile by tile. The
+// tiles are aligned to the utterance's global frame index, not to the chunk, so that thread x always sees frames
+// ≡ x (mod 256) and warp 0's lane l adds the frames ≡ l (mod 32) to its sum in frame order: the sums, and their
+// fixed-order reduction, do not depend on how the utterance was cut into chunks.
 __global__ void __launch_bounds__(kCollapseThreads) collapse_kernel(CtcGreedyWorkspace ws) {
   using BlockScan = cub::BlockScan<int, kCollapseThreads>;
-  using BlockReduce = cub::BlockReduce<double, kCollapseThreads>;
-  __shared__ union {
-    typename BlockScan::TempStorage scan;
-    typename BlockReduce::TempStorage reduce;
-  } temp;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ float tile_logprob[kCollapseThreads];
+  __shared__ int tile_valid[kCollapseThreads];
   const CtcGreedyArgs args = *ws.args;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
   for (std::int64_t b = blockIdx.x; b < args.batch; b += gridDim.x) {
     const std::int32_t length = read_length(args, b, ws.first_bad_length);
+    const CtcGreedyCarry* from = continued(ws, args, b);
+    const std::int32_t offset = frame_offset(ws, args, b);
+    const std::int32_t previous_start = from != nullptr ? from->previous : -1;
+    double sum = threadIdx.x < kCtcScoreSums && from != nullptr ? from->sums[lane] : 0.0;
     const std::int32_t* frame_token = ws.frame_token + b * ws.row_stride;
     const float* frame_logprob = ws.frame_logprob + b * ws.row_stride;
     std::int32_t* tokens = ws.tokens + b * ws.row_stride;
     std::int32_t* timestamps = ws.timestamps + b * ws.row_stride;
     float* token_logprobs = ws.token_logprobs + b * ws.row_stride;
     std::int32_t emitted = 0;
-    double partial = 0.0;
-    for (std::int32_t base = 0; base < length; base += kCollapseThreads) {
-      const std::int32_t t = base + static_cast<std::int32_t>(threadIdx.x);
+    const std::int64_t end = static_cast<std::int64_t>(offset) + length;
+    for (std::int64_t base = offset - offset % kCollapseThreads; base < end; base += kCollapseThreads) {
+      const auto t = static_cast<std::int32_t>(base + threadIdx.x - offset);  // the chunk's frame
+      const bool valid = t >= 0 && t < length;
       int emits = 0;
       std::int32_t token = 0;
       float logprob = 0.0f;
-      if (t < length) {
+      if (valid) {
         token = frame_token[t];
         logprob = frame_logprob[t];
-        partial += logprob;
-        emits = ctc_emits(token, t > 0 ? frame_token[t - 1] : -1, args.blank) ? 1 : 0;
+        emits = ctc_emits(token, t > 0 ? frame_token[t - 1] : previous_start, args.blank) ? 1 : 0;
       }
       int position = 0;
       int tile_emitted = 0;
-      BlockScan(temp.scan).ExclusiveSum(emits, position, tile_emitted);
+      BlockScan(scan).ExclusiveSum(emits, position, tile_emitted);
       if (emits) {
         tokens[emitted + position] = token;
         timestamps[emitted + position] = t;
         token_logprobs[emitted + position] = logprob;
       }
       emitted += tile_emitted;
-      __syncthreads();  // temp storage is reused by the next tile
+      tile_logprob[threadIdx.x] = logprob;
+      tile_valid[threadIdx.x] = valid ? 1 : 0;
+      __syncthreads();
+      if (threadIdx.x < kCtcScoreSums) {
+        for (int k = lane; k < kCollapseThreads; k += kCtcScoreSums) {
+          if (tile_valid[k]) sum += tile_logprob[k];
+        }
+      }
+      __syncthreads();  // the scan storage and the tile arrays are reused by the next tile
     }
-    const double score = BlockReduce(temp.reduce).Sum(partial);
-    if (threadIdx.x == 0) {
-      ws.token_counts[b] = emitted;
-      ws.scores[b] = static_cast<float>(score);
+    if (threadIdx.x < kCtcScoreSums) {
+      double total = sum;
+      for (int step = 16; step > 0; step >>= 1) total += __shfl_xor_sync(kFullWarp, total, step);
+      if (args.streaming) ws.lane_carry[b].sums[lane] = sum;
+      if (threadIdx.x == 0) {
+        ws.token_counts[b] = emitted;
+        ws.scores[b] = static_cast<float>(total);  // lane 0's order of the butterfly, the same on every call
+        if (args.streaming) {
+          CtcGreedyCarry& out = ws.lane_carry[b];
+          out.previous = length > 0 ? frame_token[length - 1] : previous_start;
+          out.fused_score = 0.0;
+          out.lm_state = 0;
+          out.boost_state = 0;
+          out.lm_total = 0.0f;
+          out.boost_total = 0.0f;
+        }
+      }
     }
     __syncthreads();
   }
@@ -153,14 +190,23 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
     const T* logprobs = static_cast<const T*>(args.logprobs) + b * args.stride_b;
     const std::int32_t* frame_token = ws.frame_token + b * ws.row_stride;
     const float* frame_logprob = ws.frame_logprob + b * ws.row_stride;
+    const CtcGreedyCarry* from = continued(ws, args, b);
     std::int32_t count = 0;
-    double score = 0.0;
-    float lm_total = 0.0f;
-    float boost_total = 0.0f;
+    double score = from != nullptr ? from->fused_score : 0.0;
+    float lm_total = from != nullptr ? from->lm_total : 0.0f;
+    float boost_total = from != nullptr ? from->boost_total : 0.0f;
     if (threadIdx.x == 0) {
-      shared_state = NgramLm::bos_state();
-      shared_boost_state = ws.use_boost ? boost_start_state(ws.boost_roots, ws.boost_lists, b) : 0;
-      shared_previous = -1;
+      if (from != nullptr) {
+        shared_state = from->lm_state;
+        shared_boost_state = from->boost_state;
+        shared_previous = from->previous;
+      } else {
+        shared_state = NgramLm::bos_state();
+        shared_boost_state = !ws.use_boost    ? 0
+                             : args.streaming ? ws.lane_boost_root[b]
+                                              : boost_start_state(ws.boost_roots, ws.boost_lists, b);
+        shared_previous = -1;
+      }
     }
     __syncthreads();
     for (std::int32_t t = 0; t < length; ++t) {
@@ -221,8 +267,28 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
       ws.scores[b] = static_cast<float>(score);
       ws.lm_scores[b] = lm_total;
       ws.boost_scores[b] = boost_total;
+      if (args.streaming) {
+        CtcGreedyCarry& out = ws.lane_carry[b];
+        out.fused_score = score;
+        out.previous = shared_previous;
+        out.lm_state = shared_state;
+        out.boost_state = shared_boost_state;
+        out.lm_total = lm_total;
+        out.boost_total = boost_total;
+      }
     }
     __syncthreads();
+  }
+}
+
+// Streaming: the lanes' new states become their channels' only when the call found no bad value or length, so a
+// call that throws leaves every utterance as it was.
+__global__ void __launch_bounds__(kCollapseThreads) commit_kernel(CtcGreedyWorkspace ws) {
+  const CtcGreedyArgs args = *ws.args;
+  if (!args.streaming || *ws.first_bad_value != kNoBadValue || *ws.first_bad_length != ~0u) return;
+  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < args.batch;
+       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    ws.channels[ws.lane_slot[b]] = ws.lane_carry[b];
   }
 }
 
@@ -258,10 +324,14 @@ void launch_ctc_greedy(DType dtype, const CtcGreedyWorkspace& ws, int argmax_blo
         fused_collapse_kernel<float><<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
     }
     ASRDEC_CUDA_CHECK_LAUNCH(stream, "fused_collapse_kernel");
-    return;
+  } else {
+    collapse_kernel<<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
+    ASRDEC_CUDA_CHECK_LAUNCH(stream, "collapse_kernel");
   }
-  collapse_kernel<<<collapse_blocks, kCollapseThreads, 0, stream>>>(ws);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "collapse_kernel");
+  if (ws.channels != nullptr) {
+    commit_kernel<<<collapse_blocks / kCollapseThreads + 1, kCollapseThreads, 0, stream>>>(ws);
+    ASRDEC_CUDA_CHECK_LAUNCH(stream, "commit_kernel");
+  }
 }
 
 void preload_ctc_greedy_kernels() {
@@ -270,6 +340,7 @@ void preload_ctc_greedy_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, frame_argmax_kernel<half_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, frame_argmax_kernel<bfloat16_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, collapse_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, commit_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<float>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<half_t>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, fused_collapse_kernel<bfloat16_t>));
