@@ -1,7 +1,8 @@
 // LM fusion and phrase boosting in greedy decoding: every transducer algorithm and the CTC decoder against
 // oracles that query the LM and the boosting tree one token at a time (NgramLm::score, BoostingTree::score) on
-// random models, LMs, phrase lists and weights (LM alone, boosting alone, both); streaming carries both states;
-// bad configurations are rejected.
+// random models, LMs, phrase lists and weights (LM alone, boosting alone, both); bad configurations are rejected.
+// Streaming with fusion is tested with streaming (tests/transducer/greedy_test.cpp,
+// tests/ctc/ctc_greedy_streaming_test.cpp).
 
 #include <gtest/gtest.h>
 
@@ -131,66 +132,6 @@ TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
 
 // Chunk by chunk, the stream carries each utterance's LM and boosting states: the concatenation equals the whole
 // decode.
-TEST_P(LmFusion, StreamingCarriesTheFusionStates) {
-  const std::uint64_t seed = testing::test_seed();
-  SCOPED_TRACE(testing::seed_message(seed));
-  std::mt19937_64 rng(seed);
-  for (int i = 0; i < (GetParam().cuda ? 8 : 40); ++i) {
-    testing::RandomTransducerSpec spec = testing::random_spec(rng);
-    spec.blank = -1;
-    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
-    std::shared_ptr<const NgramLm> keep;
-    const auto lm = testing::random_lm(rng, spec.vocab, device_, keep);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
-    const TransducerModel model = random.build(device_);
-    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 20);
-    TransducerGreedyConfig config;
-    config.graph_mode = GetParam().mode;
-    config.lm = lm;
-    config.lm_weight = 1.0f;
-    std::shared_ptr<const BoostingTree> cpu_tree;
-    config.boost = testing::random_boost(rng, spec.vocab,
-                                         transducer_greedy_reference(random.build(Device::cpu()), e.enc(), e.lens()),
-                                         device_, cpu_tree);
-    config.boost_weight = 1.5f;
-    TransducerGreedyDecoder decoder(model, config);
-    DeviceBuffer<std::byte> storage;
-    const std::vector<Hypothesis> whole = decoder.decode(place(e, storage), e.lens());
-    TransducerStream stream = decoder.start_stream(e.batch);
-    std::vector<Hypothesis> joined(static_cast<std::size_t>(e.batch));
-    for (std::int64_t start = 0; start < e.frames || start == 0;) {
-      const std::int64_t frames =
-          std::min(std::uniform_int_distribution<std::int64_t>(1, 7)(rng), std::max<std::int64_t>(e.frames - start, 0));
-      testing::RandomEncoded piece;
-      piece.batch = e.batch, piece.frames = frames, piece.hidden = e.hidden;
-      for (std::int64_t b = 0; b < e.batch; ++b) {
-        for (std::int64_t t = start; t < start + frames; ++t) {
-          const auto* row = e.values.data() + (b * e.frames + t) * e.hidden;
-          piece.values.insert(piece.values.end(), row, row + e.hidden);
-        }
-        const std::int64_t remaining = std::max<std::int64_t>(e.lengths[b] - start, 0);
-        piece.lengths.push_back(static_cast<std::int32_t>(std::min(remaining, frames)));
-      }
-      DeviceBuffer<std::byte> piece_storage;
-      const auto part = decoder.decode_chunk(stream, place(piece, piece_storage), piece.lens());
-      for (std::size_t b = 0; b < part.size(); ++b) {
-        joined[b].tokens.insert(joined[b].tokens.end(), part[b].tokens.begin(), part[b].tokens.end());
-        joined[b].lm_score += part[b].lm_score;
-        joined[b].boost_score += part[b].boost_score;
-      }
-      start += std::max<std::int64_t>(frames, 1);
-    }
-    for (std::size_t b = 0; b < whole.size(); ++b) {
-      ASSERT_EQ(joined[b].tokens, whole[b].tokens) << "utterance " << b;
-      // float sums split at different points: equal up to rounding
-      ASSERT_NEAR(joined[b].lm_score, whole[b].lm_score, std::max(1e-3, 1e-5 * std::fabs(whole[b].lm_score)))
-          << "utterance " << b;
-      ASSERT_NEAR(joined[b].boost_score, whole[b].boost_score, std::max(1e-3, 1e-5 * std::fabs(whole[b].boost_score)))
-          << "utterance " << b;
-    }
-  }
-}
-
 // CTC fusion against an oracle written here from the rule in ctc_greedy.hpp.
 struct FusedCtc {
   std::vector<std::int32_t> tokens, timestamps;
@@ -382,8 +323,12 @@ TEST_P(LmFusion, MismatchedBoostingTreesAreRejected) {
     ASRDEC_EXPECT_THROW_MSG(decoder.decode(place(e, storage), e.lens()), InvalidArgument,
                             "the boosting tree has 3 phrase lists but the batch has " + std::to_string(e.batch));
   }
-  ASRDEC_EXPECT_THROW_MSG(decoder.start_stream(2), InvalidArgument,
-                          "the boosting tree has 3 phrase lists but the batch has 2 utterances");
+  // Streamed utterances name their list; one the tree lacks is refused.
+  const testing::RandomEncoded one = testing::random_encoded(rng, spec, 1, 6);
+  std::vector<ChunkRow> rows(static_cast<std::size_t>(one.batch), ChunkRow{5, true, true, 3});
+  DeviceBuffer<std::byte> one_storage;
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(rows, place(one, one_storage), one.lens()), InvalidArgument,
+                          "utterance 5 asks for phrase list 3, but the boosting tree has 3 lists");
   CtcGreedyConfig ctc;
   ctc.boost = config.boost;
   CtcGreedyDecoder ctc_decoder(device_, ctc);

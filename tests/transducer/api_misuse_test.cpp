@@ -1,6 +1,6 @@
-// Misuse of the transducer API as an engine might commit it: streams continued by the wrong decoder, chunks that
+// Misuse of the transducer API as an engine might commit it: utterances continued in the wrong decoder, chunks that
 // throw halfway, moved-from objects, absurd limits and configs, extreme finite inputs, two threads on one decoder.
-// Each must be a typed error (or, for the stream, no change) on the CPU and, where a GPU is at hand, on CUDA.
+// Each must be a typed error (or, for the utterances, no change) on the CPU and, where a GPU is at hand, on CUDA.
 
 #include <atomic>
 #include <cmath>
@@ -37,36 +37,32 @@ class TransducerMisuse : public ::testing::TestWithParam<bool> {
 std::string device_name(const ::testing::TestParamInfo<bool>& info) { return info.param ? "CUDA" : "cpu"; }
 INSTANTIATE_TEST_SUITE_P(Devices, TransducerMisuse, ::testing::Values(false, true), device_name);
 
-TEST_P(TransducerMisuse, StreamsOnlyContinueWithTheDecoderThatStartedThem) {
+TEST_P(TransducerMisuse, UtterancesContinueOnlyInTheDecoderThatStartedThem) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   testing::RandomTransducerSpec rnnt_spec;
   testing::RandomTransducerSpec tdt_spec;
   tdt_spec.tdt = true;
-  testing::RandomTransducerSpec stateless_spec;
-  stateless_spec.stateless = true;
   const testing::RandomTransducer rnnt = make_random_transducer(rnnt_spec, rng);
   const testing::RandomTransducer tdt = make_random_transducer(tdt_spec, rng);
-  const testing::RandomTransducer stateless = make_random_transducer(stateless_spec, rng);
   TransducerGreedyDecoder decoder(rnnt.build(device_));
   const testing::RandomEncoded e = random_encoded(rng, rnnt_spec, 3, 6);
   const TensorView enc = place(e.values, {e.batch, e.frames, e.hidden});
-  TransducerStream stream = decoder.start_stream(e.batch);
-  // An RNN-T stream into a TDT decoder, into another predictor kind, into another algorithm of the same model.
+  std::vector<ChunkRow> rows;
+  for (std::int64_t b = 0; b < e.batch; ++b) rows.push_back(ChunkRow{b, true, false});
+  decoder.decode_chunks(rows, enc, e.lens());
+  // An utterance's state lives in its decoder: another decoder (another model, another algorithm) does not know it.
   TransducerGreedyDecoder tdt_decoder(tdt.build(device_));
-  TransducerGreedyDecoder stateless_decoder(stateless.build(device_));
   TransducerGreedyConfig frame_looping;
   frame_looping.algorithm = TransducerGreedyAlgorithm::frame_looping;
   TransducerGreedyDecoder other_algorithm(rnnt.build(device_), frame_looping);
-  for (TransducerGreedyDecoder* other : {&tdt_decoder, &stateless_decoder, &other_algorithm}) {
-    ASRDEC_EXPECT_THROW_MSG(other->decode_chunk(stream, enc, e.lens()), InvalidArgument,
-                            "the stream was started by another decoder");
+  for (ChunkRow& row : rows) row.first = false;
+  for (TransducerGreedyDecoder* other : {&tdt_decoder, &other_algorithm}) {
+    ASRDEC_EXPECT_THROW_MSG(other->decode_chunks(rows, enc, e.lens()), InvalidArgument, "utterance 0 is not open");
+    EXPECT_EQ(other->open_utterances(), 0);
   }
-  // The refused calls changed nothing: the stream still decodes exactly as a fresh one.
-  const std::vector<Hypothesis> got = decoder.decode_chunk(stream, enc, e.lens());
-  TransducerGreedyDecoder fresh(rnnt.build(device_));
-  testing::expect_same_hypotheses(got, fresh.decode(enc, e.lens()), 1e-5, "after refused calls");
+  EXPECT_EQ(decoder.open_utterances(), e.batch);
 }
 
 TEST_P(TransducerMisuse, AChunkThatThrowsLeavesTheStreamAsItWas) {
@@ -97,17 +93,18 @@ TEST_P(TransducerMisuse, AChunkThatThrowsLeavesTheStreamAsItWas) {
     }
     const std::vector<std::int32_t> eight(3, static_cast<std::int32_t>(C));
     const TensorView lengths(eight.data(), DType::i32, {B});
-    TransducerStream stream = decoder.start_stream(B);
-    const std::vector<Hypothesis> part1 = decoder.decode_chunk(stream, place(first, {B, C, J}), lengths);
-    const std::vector<std::int64_t> frames = stream.frames_decoded();
-    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunk(stream, place(poisoned, {B, C, J}), lengths), InvalidArgument,
+    const std::vector<ChunkRow> start = {ChunkRow{7, true}, ChunkRow{8, true}, ChunkRow{9, true}};
+    const std::vector<ChunkRow> next = {ChunkRow{7}, ChunkRow{8}, ChunkRow{9}};
+    decoder.decode_chunks(start, place(first, {B, C, J}), lengths);
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(next, place(poisoned, {B, C, J}), lengths), InvalidArgument,
                             ", 1] is NaN");
-    EXPECT_EQ(stream.frames_decoded(), frames);
-    const std::vector<Hypothesis> part2 = decoder.decode_chunk(stream, place(second, {B, C, J}), lengths);
-    // The same two chunks through a stream that never saw the bad one.
-    TransducerStream clean = decoder.start_stream(B);
-    decoder.decode_chunk(clean, place(first, {B, C, J}), lengths);
-    testing::expect_same_hypotheses(part2, decoder.decode_chunk(clean, place(second, {B, C, J}), lengths), 0.0,
+    EXPECT_EQ(decoder.open_utterances(), 3);
+    const std::vector<Hypothesis> part2 = decoder.decode_chunks(next, place(second, {B, C, J}), lengths);
+    // The same two chunks through utterances that never saw the bad one.
+    const std::vector<ChunkRow> clean_start = {ChunkRow{1, true}, ChunkRow{2, true}, ChunkRow{3, true}};
+    const std::vector<ChunkRow> clean_next = {ChunkRow{1}, ChunkRow{2}, ChunkRow{3}};
+    decoder.decode_chunks(clean_start, place(first, {B, C, J}), lengths);
+    testing::expect_same_hypotheses(part2, decoder.decode_chunks(clean_next, place(second, {B, C, J}), lengths), 0.0,
                                     tdt_model ? "TDT" : "RNN-T");
   }
 }
@@ -117,11 +114,6 @@ TEST_P(TransducerMisuse, MovedFromObjectsRefuseEveryCall) {
   const testing::RandomTransducerSpec spec;
   const testing::RandomTransducer model = make_random_transducer(spec, rng);
   TransducerGreedyDecoder greedy(model.build(device_));
-  TransducerStream stream = greedy.start_stream(1);
-  const TransducerStream moved_stream = std::move(stream);
-  EXPECT_EQ(moved_stream.batch(), 1);
-  ASRDEC_EXPECT_THROW_MSG(stream.batch(), InvalidArgument, "TransducerStream: used after it was moved from");
-  ASRDEC_EXPECT_THROW_MSG(stream.frames_decoded(), InvalidArgument, "used after it was moved from");
   const TransducerGreedyDecoder moved_greedy = std::move(greedy);
   const std::vector<float> values(static_cast<std::size_t>(spec.joint), 0.5f);
   const std::vector<std::int32_t> one = {1};
@@ -129,8 +121,10 @@ TEST_P(TransducerMisuse, MovedFromObjectsRefuseEveryCall) {
   const TensorView lengths(one.data(), DType::i32, {1});
   ASRDEC_EXPECT_THROW_MSG(greedy.decode(enc, lengths), InvalidArgument,
                           "TransducerGreedyDecoder: used after it was moved from");
-  ASRDEC_EXPECT_THROW_MSG(greedy.decode_chunk(stream, enc, lengths), InvalidArgument, "used after it was moved from");
-  ASRDEC_EXPECT_THROW_MSG(greedy.start_stream(1), InvalidArgument, "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.decode_chunks({ChunkRow{1, true}}, enc, lengths), InvalidArgument,
+                          "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.cancel(1), InvalidArgument, "used after it was moved from");
+  ASRDEC_EXPECT_THROW_MSG(greedy.open_utterances(), InvalidArgument, "used after it was moved from");
   ASRDEC_EXPECT_THROW_MSG(greedy.graph_mode(), InvalidArgument, "used after it was moved from");
   ASRDEC_EXPECT_THROW_MSG(greedy.model(), InvalidArgument, "used after it was moved from");
   EXPECT_EQ(moved_greedy.config().algorithm, TransducerGreedyAlgorithm::label_looping);

@@ -32,11 +32,13 @@
  *
  * CUDA: the decode loops run through the CUDA-graph helper (graph_mode: conditional = one graph with nested
  * WHILE nodes, per_step = captured bodies with host-checked conditions, eager). Buffers are sized from the
- * BatchLimits at construction and grow (with graph re-capture) only between calls.
+ * BatchLimits at construction and grow (with graph re-capture) only between calls. Streaming keeps each open
+ * utterance's state in a channel (about 4 × (predictor state + joint hidden) bytes) and gathers the rows of a call
+ * into the fixed-size working buffers with one kernel before the captured work, scattering them back after it.
  *
- * Thread safety: a decoder and its streams have one owner at a time; the model may be shared. A call made while
- * another thread is inside a call on the same decoder throws InvalidArgument (it would mix their state), as does
- * any use of a moved-from decoder or stream.
+ * Thread safety: a decoder has one owner at a time; the model may be shared. A call made while another thread is
+ * inside a call on the same decoder throws InvalidArgument (it would mix their state), as does any use of a
+ * moved-from decoder.
  */
 
 #include <cstdint>
@@ -47,6 +49,7 @@
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -79,13 +82,14 @@ struct ASRDEC_API TransducerGreedyConfig {
    *  V = the model's vocabulary (blank excluded). The acoustic model alone decides blank versus non-blank; a
    *  non-blank choice is replaced by the argmax over the non-blank tokens of logit + lm_weight × ln p_LM(token |
    *  history). Each utterance's LM state starts at `<s>`, moves on emitted tokens only and is carried across
-   *  chunks by the stream. */
+   *  chunks (decode_chunks). */
   std::shared_ptr<const NgramLm> lm;
   /** α, the LM weight (natural-log scores). */
   float lm_weight = 0.0f;
   /** Phrase boosting (a BoostingTree on the model's device over the model's V tokens), alone or with the LM:
-   *  the fused choice maximises logit + (lm_weight × LM + boost_weight × boost). Utterance b starts at the root
-   *  of phrase list b (list 0 when the tree has one); the boosting state is carried across chunks. */
+   *  the fused choice maximises logit + (lm_weight × LM + boost_weight × boost). Utterance b of decode() starts at
+   *  the root of phrase list b (list 0 when the tree has one), a streamed utterance at that of its
+   *  ChunkRow::phrase_list; the boosting state is carried across chunks. */
   std::shared_ptr<const BoostingTree> boost;
   /** β, the boosting weight. */
   float boost_weight = 1.0f;
@@ -94,27 +98,6 @@ struct ASRDEC_API TransducerGreedyConfig {
    *  lm_weight or boost_weight. */
   void validate() const;
   std::string to_string() const;
-};
-
-/** The state that carries a batch of utterances from one chunk to the next: predictor state and output, last
- *  label, frames decoded so far and the TDT overshoot. Created by TransducerGreedyDecoder::start_stream(). */
-class ASRDEC_API TransducerStream {
- public:
-  ~TransducerStream();
-  TransducerStream(TransducerStream&&) noexcept;
-  TransducerStream& operator=(TransducerStream&&) noexcept;
-
-  /** Throws InvalidArgument when the stream was moved from (as every member does then). */
-  std::int64_t batch() const;
-  /** Frames consumed so far per utterance (host copy). */
-  std::vector<std::int64_t> frames_decoded() const;
-
-  struct Impl;
-  explicit TransducerStream(std::unique_ptr<Impl> impl);
-  Impl& impl();
-
- private:
-  std::unique_ptr<Impl> impl_;
 };
 
 class ASRDEC_API TransducerGreedyDecoder {
@@ -130,19 +113,25 @@ class ASRDEC_API TransducerGreedyDecoder {
    *  device; lengths: [B] int32/int64 on the host (or the device). Synchronises `stream`. */
   std::vector<Hypothesis> decode(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream = nullptr);
 
-  /** As decode() but leaves the result in the decoder's buffers (device memory for CUDA) and returns at once;
-   *  timestamps are relative to the chunk. Call synchronize_and_check() before reading. */
+  /** As decode() but leaves the result in the decoder's buffers (device memory for CUDA) and returns at once.
+   *  Call synchronize_and_check() before reading. */
   BatchedHypsView decode_async(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream = nullptr);
   void synchronize_and_check(StreamHandle stream = nullptr);
 
-  /** A stream of `batch` utterances decoded chunk by chunk; each starts after the start symbol. */
-  TransducerStream start_stream(std::int64_t batch, StreamHandle stream = nullptr);
-  /** Decodes the next chunk of every utterance of `state` (chunk_lengths[b] frames, 0 when it has none) and
-   *  returns the labels found in it, timestamps absolute, is_final false. Concatenating the chunks' outputs gives
-   *  exactly the whole-utterance output. Only the decoder that started `state` may continue it (InvalidArgument
-   *  otherwise); a call that throws (bad input, NaN in the chunk) leaves `state` as it was. */
-  std::vector<Hypothesis> decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
-                                       const TensorView& chunk_lengths, StreamHandle stream = nullptr);
+  /** Streaming (asrdec/core/streaming.hpp, docs/streaming.md): row b of `enc_proj` (lengths[b] frames, possibly 0)
+   *  continues utterance rows[b].utterance from where its last chunk ended (predictor state and output, last label,
+   *  TDT overshoot, LM and boosting states, the path's scores). Returns each row's hypothesis so far: its labels,
+   *  timestamps absolute from the utterance's first frame, the scores of its path so far; is_final = rows[b].last.
+   *  The chunks of an utterance give exactly decode()'s result for the whole utterance on the same device.
+   *  Synchronises `stream`. Throws as decode() for bad input, InvalidArgument for rows that do not fit the open
+   *  utterances (an id twice, a continuing row of an utterance that is not open, a phrase list the boosting tree
+   *  lacks) and OutOfMemory beyond BatchLimits::max_open_utterances; a call that throws changes no utterance. */
+  std::vector<Hypothesis> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& enc_proj,
+                                        const TensorView& lengths, StreamHandle stream = nullptr);
+  /** Forgets an open utterance without a last chunk (a client that went away); false when it is not open. */
+  bool cancel(std::int64_t utterance);
+  /** Utterances started and not yet ended or cancelled. */
+  std::int64_t open_utterances() const;
 
   const TransducerModel& model() const;
   const TransducerGreedyConfig& config() const;

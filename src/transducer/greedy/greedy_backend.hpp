@@ -6,18 +6,11 @@
 
 #include "asrdec/config.hpp"
 #include "asrdec/transducer/greedy_decoder.hpp"
+#include "core/utterance_channels.hpp"
 #include "transducer/model/joint_cpu.hpp"
 #include "transducer/transducer_input.hpp"
 
 namespace asrdec {
-
-/** Executor-specific carried state; the host keeps the frame offsets for absolute timestamps. */
-struct TransducerStream::Impl {
-  virtual ~Impl() = default;
-  std::int64_t batch = 0;
-  std::vector<std::int64_t> frames_decoded;
-  std::uint64_t decoder_id = 0;  // the decoder that started the stream; only it may continue it
-};
 
 namespace detail {
 
@@ -26,16 +19,13 @@ GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig&
 class GreedyBackend {
  public:
   virtual ~GreedyBackend() = default;
-  /** A fresh stream: predictor state after the start symbol, no frames decoded. */
-  virtual std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle stream) = 0;
-  /** Puts an existing stream back to its start, reusing its memory (no allocation, no synchronisation). */
-  virtual void restart(TransducerStream::Impl& state, StreamHandle stream) = 0;
-  /** Decodes the chunk and carries the stream state forward (frames_decoded is advanced by the caller). The new
-   *  state is committed only when the chunk decodes without error: a call that throws here, or whose collect()
-   *  reports bad values, leaves the stream as it was. */
-  virtual BatchedHypsView decode_chunk(const TransducerInput& problem, TransducerStream::Impl& state,
-                                       StreamHandle stream) = 0;
-  /** Host hypotheses of the last decode_chunk, timestamps shifted by `offsets`. */
+  /** Decodes every row of `problem`: from the start symbol (plan == nullptr: whole utterances, or plan->fresh[b]),
+   *  with boosting root boost_roots[b]; else (streaming) from channel plan->slot[b], where the row's new state
+   *  (predictor state and output, last label, TDT overshoot, fusion states, the path's scores so far) is kept when
+   *  the call succeeds: a call that throws here, or whose collect() reports bad values, changes no channel. */
+  virtual BatchedHypsView decode(const TransducerInput& problem, const ChunkPlan* plan,
+                                 const std::vector<std::int32_t>& boost_roots, StreamHandle stream) = 0;
+  /** Host hypotheses of the last decode, timestamps shifted by `offsets`; scores are the paths' so far. */
   virtual std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets,
                                           bool is_final, StreamHandle stream) = 0;
   virtual void synchronize_and_check(StreamHandle stream) = 0;

@@ -12,13 +12,33 @@
 namespace asrdec::detail {
 namespace {
 
-struct CpuStream final : TransducerStream::Impl {
-  HostBuffer<float> predictor_state;
-  HostBuffer<float> dec;  // [B, J] predictor output
-  HostBuffer<std::int32_t> time_jump;
-  HostBuffer<std::int32_t> last_label;
-  HostBuffer<std::int32_t> lm_state;     // LM fusion: each utterance's LM state
-  HostBuffer<std::int32_t> boost_state;  // boosting: each utterance's boosting-tree state
+// The state an utterance carries from chunk to chunk, as rows: the lanes' (the rows of the call being decoded) and
+// the channels' (every open utterance, when streaming) have the same layout.
+struct CarriedRows {
+  HostBuffer<float> predictor_state;  // [rows, S]
+  HostBuffer<float> dec;              // [rows, J] predictor output
+  HostBuffer<std::int32_t> time_jump, last_label, lm_state, boost_state;
+  HostBuffer<float> am_total, lm_total, boost_total;  // the path's scores so far
+
+  void reserve(std::size_t rows, std::size_t S, std::size_t J) {
+    predictor_state.reserve_discard(rows * S);
+    dec.reserve_discard(rows * J);
+    for (auto* buffer : {&time_jump, &last_label, &lm_state, &boost_state}) buffer->reserve_discard(rows);
+    for (auto* buffer : {&am_total, &lm_total, &boost_total}) buffer->reserve_discard(rows);
+  }
+
+  // Row `to` of this from row `from` of `source`.
+  void copy_row(std::size_t to, const CarriedRows& source, std::size_t from, std::size_t S, std::size_t J) {
+    std::copy_n(source.predictor_state.data() + from * S, S, predictor_state.data() + to * S);
+    std::copy_n(source.dec.data() + from * J, J, dec.data() + to * J);
+    time_jump[to] = source.time_jump[from];
+    last_label[to] = source.last_label[from];
+    lm_state[to] = source.lm_state[from];
+    boost_state[to] = source.boost_state[from];
+    am_total[to] = source.am_total[from];
+    lm_total[to] = source.lm_total[from];
+    boost_total[to] = source.boost_total[from];
+  }
 };
 
 class GreedyCpu final : public GreedyBackend {
@@ -31,90 +51,78 @@ class GreedyCpu final : public GreedyBackend {
         session_(model.predictor().start_session(limits.max_batch)),
         joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {
     reserve(limits_.max_batch, limits_.max_frames);
+    // Every utterance starts from the predictor state after the start symbol (blank), the same for all of them.
+    start_.reserve(1, state_size(), hidden());
+    session_->initial_state(start_.predictor_state.data(), 1, nullptr);
+    const std::int32_t blank = model_.blank_id(), on = 1;
+    session_->step(&blank, &on, start_.predictor_state.data(), start_.dec.data(), 1, nullptr);
+    start_.time_jump[0] = 0;
+    start_.last_label[0] = blank;
+    start_.lm_state[0] = NgramLm::bos_state();
+    start_.boost_state[0] = 0;
+    start_.am_total[0] = start_.lm_total[0] = start_.boost_total[0] = 0.0f;
   }
 
-  std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle) override {
-    reserve(batch, limits_.max_frames);
-    auto state = std::make_unique<CpuStream>();
-    state->batch = batch;
-    state->frames_decoded.assign(static_cast<std::size_t>(batch), 0);
-    const std::int64_t S = model_.predictor().state_size();
-    const std::int64_t J = model_.joint_hidden();
-    const auto rows = static_cast<std::size_t>(std::max<std::int64_t>(batch, 1));
-    state->predictor_state = HostBuffer<float>(rows * static_cast<std::size_t>(S));
-    state->dec = HostBuffer<float>(rows * static_cast<std::size_t>(J));
-    state->time_jump = HostBuffer<std::int32_t>(rows);
-    state->last_label = HostBuffer<std::int32_t>(rows);
-    state->lm_state = HostBuffer<std::int32_t>(rows);
-    state->boost_state = HostBuffer<std::int32_t>(rows);
-    restart(*state, nullptr);
-    return state;
-  }
-
-  void restart(TransducerStream::Impl& base, StreamHandle) override {
-    auto& state = static_cast<CpuStream&>(base);
-    const std::int64_t batch = state.batch;
-    std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
-    session_->initial_state(state.predictor_state.data(), batch, nullptr);
-    std::vector<std::int32_t> mask(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)), 1);
-    for (std::int64_t b = 0; b < batch; ++b) {
-      state.last_label[b] = model_.blank_id();  // the start symbol
-      state.time_jump[b] = 0;
-      state.lm_state[b] = NgramLm::bos_state();
-      state.boost_state[b] = config_.boost != nullptr ? config_.boost->root_for(b, batch) : 0;
-    }
-    session_->step(state.last_label.data(), mask.data(), state.predictor_state.data(), state.dec.data(), batch,
-                   nullptr);
-  }
-
-  BatchedHypsView decode_chunk(const TransducerInput& p, TransducerStream::Impl& base, StreamHandle) override {
-    auto& state = static_cast<CpuStream&>(base);
-    // A bad value is found as the frame is read, mid-chunk: the carried state is restored so that the stream is
-    // unchanged by a call that throws.
-    save(state);
-    try {
-      return decode_chunk_unsaved(p, state);
-    } catch (...) {
-      restore(state);
-      throw;
-    }
-  }
-
-  BatchedHypsView decode_chunk_unsaved(const TransducerInput& p, CpuStream& state) {
+  BatchedHypsView decode(const TransducerInput& p, const ChunkPlan* plan, const std::vector<std::int32_t>& boost_roots,
+                         StreamHandle) override {
     reserve(p.batch, p.frames);
+    if (plan != nullptr && channels_.predictor_state.size() == 0) {
+      channels_.reserve(static_cast<std::size_t>(limits_.max_open_utterances), state_size(), hidden());
+    }
+    // The lanes start from the start state or their channels; the channels change only after the decode succeeded
+    // (a bad value is found as its frame is read, mid-decode, and throws).
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto lane = static_cast<std::size_t>(b);
+      if (plan == nullptr || plan->fresh[lane]) {
+        lanes_.copy_row(lane, start_, 0, state_size(), hidden());
+        lanes_.boost_state[lane] = boost_roots[lane];
+      } else {
+        lanes_.copy_row(lane, channels_, static_cast<std::size_t>(plan->slot[lane]), state_size(), hidden());
+      }
+    }
+    const BatchedHypsView view = decode_lanes(p);
+    if (plan != nullptr) {
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        const auto lane = static_cast<std::size_t>(b);
+        channels_.copy_row(static_cast<std::size_t>(plan->slot[lane]), lanes_, lane, state_size(), hidden());
+      }
+    }
+    return view;
+  }
+
+  BatchedHypsView decode_lanes(const TransducerInput& p) {
     hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
     const GreedyStateRef s = state_ref(p);
     const HypsRef h = hyps_.ref();
     for (std::int64_t b = 0; b < p.batch; ++b) {
       hyps_clear(h, b);
+      h.total_scores[b] = lanes_.am_total[b];  // the path goes on from its score so far
     }
     fusion_ = FusionRef{};
     fusion_.vocab = static_cast<std::int32_t>(model_.vocab_size());
     if (config_.lm != nullptr) {
-      fusion_.lm =
-          FusionSource{lm_scores_.data(), lm_next_.data(), state.lm_state.data(), lm_total_.data(), config_.lm_weight};
+      fusion_.lm = FusionSource{lm_scores_.data(), lm_next_.data(), lanes_.lm_state.data(), lanes_.lm_total.data(),
+                                config_.lm_weight};
     }
     if (config_.boost != nullptr) {
-      fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), state.boost_state.data(),
-                                   boost_total_.data(), config_.boost_weight};
+      fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), lanes_.boost_state.data(),
+                                   lanes_.boost_total.data(), config_.boost_weight};
     }
     if (fusion_.active()) {
-      for (std::int64_t b = 0; b < p.batch; ++b) {
-        fusion_reset_totals(fusion_, b);
-        query_fused(b);
-      }
+      for (std::int64_t b = 0; b < p.batch; ++b) query_fused(b);
     }
     if (config_.algorithm == TransducerGreedyAlgorithm::frame_looping) {
-      frame_looping(p, state, s, h);
+      frame_looping(p, s, h);
     } else {
-      label_looping(p, state, s, h);
+      label_looping(p, s, h);
     }
     for (std::int64_t b = 0; b < p.batch; ++b) {
       // RNN-T never carries time: a chunk ends on a frame boundary. TDT carries the overshoot of the last jump.
-      state.time_jump[b] = rules_.tdt ? std::max(0, s.time[b] - p.lengths[static_cast<std::size_t>(b)]) : 0;
+      lanes_.time_jump[b] = rules_.tdt ? std::max(0, s.time[b] - p.lengths[static_cast<std::size_t>(b)]) : 0;
       if (h.lengths[b] > 0) {
-        state.last_label[b] = h.tokens[b * h.capacity + h.lengths[b] - 1];
+        lanes_.last_label[b] = h.tokens[b * h.capacity + h.lengths[b] - 1];
       }
+      lanes_.am_total[b] = h.total_scores[b];
       ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: hypothesis capacity exceeded for utterance ", b);
     }
     return hyps_.view(Device::cpu(), p.batch);
@@ -125,8 +133,8 @@ class GreedyCpu final : public GreedyBackend {
     std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
     if (fusion_.active()) {
       for (std::size_t b = 0; b < out.size(); ++b) {
-        out[b].lm_score = config_.lm != nullptr ? lm_total_[b] : 0.0f;
-        out[b].boost_score = config_.boost != nullptr ? boost_total_[b] : 0.0f;
+        out[b].lm_score = config_.lm != nullptr ? lanes_.lm_total[b] : 0.0f;
+        out[b].boost_score = config_.boost != nullptr ? lanes_.boost_total[b] : 0.0f;
         out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
         out[b].ranking_score = out[b].score;
       }
@@ -149,8 +157,7 @@ class GreedyCpu final : public GreedyBackend {
     label_score_.reserve_discard(rows);
     label_confidence_.reserve_discard(rows);
     const auto V = static_cast<std::size_t>(model_.vocab_size());
-    lm_total_.reserve_discard(rows);
-    boost_total_.reserve_discard(rows);
+    lanes_.reserve(rows, state_size(), hidden());
     if (config_.lm != nullptr) {
       lm_scores_.reserve_discard(rows * V);
       lm_next_.reserve_discard(rows * V);
@@ -160,33 +167,10 @@ class GreedyCpu final : public GreedyBackend {
       boost_next_.reserve_discard(rows * V);
     }
     choices_.resize(rows);
-    skipped_logprob_.resize(rows);
   }
 
-  void save(const CpuStream& state) {
-    const auto rows = static_cast<std::size_t>(state.batch);
-    const auto S = static_cast<std::size_t>(model_.predictor().state_size());
-    const auto J = static_cast<std::size_t>(model_.joint_hidden());
-    saved_floats_.assign(state.predictor_state.data(), state.predictor_state.data() + rows * S);
-    saved_floats_.insert(saved_floats_.end(), state.dec.data(), state.dec.data() + rows * J);
-    saved_ints_.clear();
-    for (const auto* buffer : {&state.time_jump, &state.last_label, &state.lm_state, &state.boost_state}) {
-      saved_ints_.insert(saved_ints_.end(), buffer->data(), buffer->data() + rows);
-    }
-  }
-
-  void restore(CpuStream& state) const {
-    const auto rows = static_cast<std::size_t>(state.batch);
-    const auto S = static_cast<std::size_t>(model_.predictor().state_size());
-    std::copy(saved_floats_.begin(), saved_floats_.begin() + static_cast<std::ptrdiff_t>(rows * S),
-              state.predictor_state.data());
-    std::copy(saved_floats_.begin() + static_cast<std::ptrdiff_t>(rows * S), saved_floats_.end(), state.dec.data());
-    std::size_t at = 0;
-    for (auto* buffer : {&state.time_jump, &state.last_label, &state.lm_state, &state.boost_state}) {
-      std::copy_n(saved_ints_.begin() + static_cast<std::ptrdiff_t>(at), rows, buffer->data());
-      at += rows;
-    }
-  }
+  std::size_t state_size() const { return static_cast<std::size_t>(model_.predictor().state_size()); }
+  std::size_t hidden() const { return static_cast<std::size_t>(model_.joint_hidden()); }
 
   GreedyStateRef state_ref(const TransducerInput& p) {
     return GreedyStateRef{p.lengths.data(),         time_.data(),           active_.data(),
@@ -225,7 +209,7 @@ class GreedyCpu final : public GreedyBackend {
   // Joint choices for every utterance with mask[b] != 0 at its current frame, into choices_[b]. WIND evaluates
   // window position w only for the utterances that found nothing but blanks before it: the same choice as
   // evaluating the whole window.
-  void choose(const TransducerInput& p, const CpuStream& state, const HostBuffer<std::int32_t>& mask) {
+  void choose(const TransducerInput& p, const HostBuffer<std::int32_t>& mask) {
     const std::int32_t window = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
     pending_.clear();
     for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -239,21 +223,21 @@ class GreedyCpu final : public GreedyBackend {
         const std::int32_t last = length > 0 ? length - 1 : 0;
         rows_.push_back(JointRow{b, std::min(safe_frame(time_[b], length) + w, last)});
         in_utterance_.push_back(time_[b] + w < length);
-        if (w == 0) skipped_logprob_[b] = 0.0f;
       }
       results_.resize(rows_.size());
-      joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), state.dec.data(),
+      joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), lanes_.dec.data(),
                            model_.joint_hidden(), config_.check_values, fusion_, results_.data());
       std::size_t kept = 0;
       for (std::size_t r = 0; r < rows_.size(); ++r) {
         const std::int64_t b = pending_[r];
-        // WIND: the blanks of the window positions before the choice are part of its path.
         const float row_logprob = in_utterance_[r] ? results_[r].step_logprob : 0.0f;
         choices_[b] = results_[r];
         choices_[b].offset = w;
-        choices_[b].step_logprob = skipped_logprob_[b] + row_logprob;
-        if (results_[r].label == rules_.blank) {
-          skipped_logprob_[b] += row_logprob;
+        choices_[b].step_logprob = row_logprob;
+        if (results_[r].label == rules_.blank && w + 1 < window) {
+          // WIND: a blank window position before the choice is part of its path. Each frame's log-probability is
+          // added on its own, in frame order, so the sum does not depend on where windows or chunks begin.
+          if (in_utterance_[r]) hyps_.ref().total_scores[b] += row_logprob;
           pending_[kept++] = b;
         }
       }
@@ -261,18 +245,18 @@ class GreedyCpu final : public GreedyBackend {
     }
   }
 
-  void label_looping(const TransducerInput& p, CpuStream& state, const GreedyStateRef& s, const HypsRef& h) {
+  void label_looping(const TransducerInput& p, const GreedyStateRef& s, const HypsRef& h) {
     const std::int64_t B = p.batch;
     for (std::int64_t b = 0; b < B; ++b) {
-      label_looping_begin(s, b, state.time_jump[b]);
+      label_looping_begin(s, b, lanes_.time_jump[b]);
     }
     while (any(active_, B)) {
-      choose(p, state, active_);
+      choose(p, active_);
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_first(s, rules_, h, b, active_[b] ? choices_[b] : JointChoice{});
       }
       while (any(advance_, B)) {
-        choose(p, state, advance_);
+        choose(p, advance_);
         for (std::int64_t b = 0; b < B; ++b) {
           if (advance_[b]) {
             label_looping_inner(s, rules_, h, b, choices_[b]);
@@ -283,29 +267,29 @@ class GreedyCpu final : public GreedyBackend {
         label_looping_store(s, rules_, h, b);
       }
       fuse_emitted(B);
-      session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
+      session_->step(label_.data(), emit_.data(), lanes_.predictor_state.data(), lanes_.dec.data(), B, nullptr);
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_finish(s, rules_, h, b);
       }
     }
   }
 
-  void frame_looping(const TransducerInput& p, CpuStream& state, const GreedyStateRef& s, const HypsRef& h) {
+  void frame_looping(const TransducerInput& p, const GreedyStateRef& s, const HypsRef& h) {
     const std::int64_t B = p.batch;
     for (std::int64_t b = 0; b < B; ++b) {
-      frame_looping_begin(s, b, state.time_jump[b]);
+      frame_looping_begin(s, b, lanes_.time_jump[b]);
     }
     for (std::int32_t frame = 0; any(active_, B); ++frame) {
       for (std::int64_t b = 0; b < B; ++b) {
         frame_looping_enter(s, b, frame);
       }
       while (any(advance_, B)) {
-        choose(p, state, advance_);  // frame looping has no window: the joint at time_[b]
+        choose(p, advance_);  // frame looping has no window: the joint at time_[b]
         for (std::int64_t b = 0; b < B; ++b) {
           frame_looping_step(s, rules_, h, b, advance_[b] ? choices_[b] : JointChoice{});
         }
         fuse_emitted(B);
-        session_->step(label_.data(), emit_.data(), state.predictor_state.data(), state.dec.data(), B, nullptr);
+        session_->step(label_.data(), emit_.data(), lanes_.predictor_state.data(), lanes_.dec.data(), B, nullptr);
       }
     }
   }
@@ -320,18 +304,18 @@ class GreedyCpu final : public GreedyBackend {
   HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
       symbols_on_frame_;
   HostBuffer<float> label_score_, label_confidence_;
-  // Fusion: [max_batch, V] query of each state, [max_batch] totals, for the LM and the boosting tree.
-  HostBuffer<float> lm_scores_, lm_total_, boost_scores_, boost_total_;
+  // Fusion: [max_batch, V] query of each state, for the LM and the boosting tree.
+  HostBuffer<float> lm_scores_, boost_scores_;
   HostBuffer<std::int32_t> lm_next_, boost_next_;  // [max_batch, V]
+  CarriedRows start_;                              // one row: where every utterance starts
+  CarriedRows lanes_;                              // [max_batch] the rows being decoded
+  CarriedRows channels_;                           // [max_open_utterances] the open utterances, once streaming started
   FusionRef fusion_{};                             // set for the chunk being decoded; inactive without an LM or a tree
   std::vector<JointChoice> choices_;               // [max_batch] this phase's joint choice per utterance
-  std::vector<float> skipped_logprob_;             // [max_batch] WIND: blanks of the window rows before the choice
   std::vector<char> in_utterance_;                 // per joint row: its window position is a frame of the utterance
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;
-  std::vector<float> saved_floats_;  // the carried state before the chunk being decoded (save / restore)
-  std::vector<std::int32_t> saved_ints_;
 };
 
 }  // namespace

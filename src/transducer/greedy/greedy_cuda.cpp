@@ -1,7 +1,8 @@
 // The CUDA executor of greedy transducer decoding. The decode of one chunk is a StreamProgram (see
 // docs/transducer-greedy.md for its shape) run by a GraphExecutor: with conditional graphs the whole chunk is
-// one graph launch. The program works on fixed working buffers sized from the limits; a call copies the
-// stream's carried state into them, replays the graph, and copies the state back.
+// one graph launch. The program works on fixed working buffers sized from the limits (the lanes); a call gathers
+// each row's carried state into them (from the start state, or from the row's channel when streaming), replays the
+// graph, and, streaming, scatters the new state back to the channels (core/cuda/lane_copies.hpp).
 
 #include <algorithm>
 #include <array>
@@ -12,6 +13,7 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
+#include "core/cuda/lane_copies.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
@@ -20,15 +22,6 @@
 
 namespace asrdec::detail {
 namespace {
-
-struct CudaStream final : TransducerStream::Impl {
-  DeviceBuffer<float> predictor_state;
-  DeviceBuffer<float> dec;
-  DeviceBuffer<std::int32_t> time_jump;
-  DeviceBuffer<std::int32_t> last_label;
-  DeviceBuffer<std::int32_t> lm_state;     // LM fusion: each utterance's LM state
-  DeviceBuffer<std::int32_t> boost_state;  // boosting: each utterance's boosting-tree state
-};
 
 class GreedyCuda final : public GreedyBackend {
  public:
@@ -44,6 +37,7 @@ class GreedyCuda final : public GreedyBackend {
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
     preload_greedy_kernels();
+    preload_lane_copy_kernels();
     window_ = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
@@ -52,54 +46,24 @@ class GreedyCuda final : public GreedyBackend {
     lifecycle_.grow(limits_, limits_, [this] { allocate(); });
   }
 
-  std::unique_ptr<TransducerStream::Impl> start(std::int64_t batch, StreamHandle user_stream) override {
-    DeviceGuard guard(device_);
-    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
-    const cudaStream_t stream = call.stream();
-    grow(batch, limits_.max_frames);
-    auto state = std::make_unique<CudaStream>();
-    state->batch = batch;
-    state->frames_decoded.assign(static_cast<std::size_t>(batch), 0);
-    const auto rows = static_cast<std::size_t>(std::max<std::int64_t>(batch, 1));
-    state->predictor_state = DeviceBuffer<float>(rows * static_cast<std::size_t>(state_size()), device_);
-    state->dec = DeviceBuffer<float>(rows * static_cast<std::size_t>(model_.joint_hidden()), device_);
-    state->time_jump = DeviceBuffer<std::int32_t>(rows, device_);
-    state->last_label = DeviceBuffer<std::int32_t>(rows, device_);
-    state->lm_state = DeviceBuffer<std::int32_t>(rows, device_);
-    state->boost_state = DeviceBuffer<std::int32_t>(rows, device_);
-    restart(*state, stream);
-    return state;
-  }
-
-  void restart(TransducerStream::Impl& base, StreamHandle user_stream) override {
-    auto& state = static_cast<CudaStream&>(base);
-    DeviceGuard guard(device_);
-    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
-    const cudaStream_t stream = call.stream();
-    std::fill(state.frames_decoded.begin(), state.frames_decoded.end(), 0);
-    const std::int64_t batch = state.batch;
-    if (batch == 0) return;
-    grow(batch, limits_.max_frames);
-    const auto rows = static_cast<std::size_t>(batch);
-    // The start symbol (blank) stepped from the initial state, outside any graph, from device-side constants.
-    copy_rows(state.last_label.data(), blanks_.data(), rows, stream);
-    copy_rows(state.lm_state.data(), bos_states_.data(), rows, stream);
-    copy_rows(state.boost_state.data(), boost_roots_.data(), rows, stream);
-    fill_bytes_async(state.time_jump.data(), device_, 0, rows * 4, stream);
-    session_->initial_state(state.predictor_state.data(), batch, stream);
-    session_->step(state.last_label.data(), ones_.data(), state.predictor_state.data(), state.dec.data(), batch,
-                   stream);
-  }
-
-  BatchedHypsView decode_chunk(const TransducerInput& p, TransducerStream::Impl& base,
-                               StreamHandle user_stream) override {
-    auto& state = static_cast<CudaStream&>(base);
+  BatchedHypsView decode(const TransducerInput& p, const ChunkPlan* plan, const std::vector<std::int32_t>& boost_roots,
+                         StreamHandle user_stream) override {
     DeviceGuard guard(device_);
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
     for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
       ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
                        " are not supported on CUDA, got ", p.enc_proj.shape_string());
+    }
+    if (plan != nullptr && !streaming_) {
+      // The channels are allocated (and the graphs captured again) by the first streaming call.
+      streaming_ = true;
+      try {
+        lifecycle_.grow(limits_, limits_, [this] { allocate(); });
+      } catch (...) {
+        streaming_ = false;
+        throw;
+      }
     }
     grow(p.batch, p.frames);
     if (p.enc_proj.numel() > 0) {
@@ -108,13 +72,16 @@ class GreedyCuda final : public GreedyBackend {
     const auto rows = static_cast<std::size_t>(p.batch);
     if (rows > 0) {
       copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), rows * 4, stream);
-      copy_rows(work_state_.data(), state.predictor_state.data(), rows * static_cast<std::size_t>(state_size()),
-                stream);
-      copy_rows(work_dec_.data(), state.dec.data(), rows * static_cast<std::size_t>(model_.joint_hidden()), stream);
-      copy_rows(time_jump_.data(), state.time_jump.data(), rows, stream);
-      copy_rows(last_label_.data(), state.last_label.data(), rows, stream);
-      copy_rows(lm_state_.data(), state.lm_state.data(), rows, stream);
-      copy_rows(boost_state_.data(), state.boost_state.data(), rows, stream);
+      // Each lane's channel, start flag and boosting root, as three [max_batch] rows.
+      const auto lanes = static_cast<std::size_t>(limits_.max_batch);
+      lane_host_.assign(3 * lanes, 0);
+      for (std::size_t b = 0; b < rows; ++b) {
+        lane_host_[b] = plan != nullptr ? plan->slot[b] : 0;
+        lane_host_[lanes + b] = plan == nullptr || plan->fresh[b] ? 1 : 0;
+        lane_host_[2 * lanes + b] = boost_roots[b];
+      }
+      copy_bytes_async(lane_args_.data(), device_, lane_host_.data(), Device::cpu(), lane_host_.size() * 4, stream);
+      launch_gather_lanes(lane_copies(false), static_cast<std::int32_t>(rows), plan == nullptr, stream);
     }
     JointEncArgs args{};
     args.enc = p.enc_proj.data();
@@ -125,23 +92,9 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     lifecycle_.run(executor(p.enc_proj.dtype()), stream);
-    if (rows > 0) {
-      // Committed on the device only when the chunk found no bad value, so a chunk that throws leaves the stream.
-      GreedyStateCommit commit{};
-      const auto add = [&](void* to, const void* from, std::size_t words) {
-        commit.to[commit.count] = to;
-        commit.from[commit.count] = from;
-        commit.words[commit.count] = static_cast<std::int64_t>(words);
-        ++commit.count;
-      };
-      add(state.predictor_state.data(), work_state_.data(), rows * static_cast<std::size_t>(state_size()));
-      add(state.dec.data(), work_dec_.data(), rows * static_cast<std::size_t>(model_.joint_hidden()));
-      add(state.time_jump.data(), time_jump_.data(), rows);
-      add(state.last_label.data(), last_label_.data(), rows);
-      add(state.lm_state.data(), lm_state_.data(), rows);
-      add(state.boost_state.data(), boost_state_.data(), rows);
-      commit.bad_value = bad_value_.data();
-      launch_commit_state(commit, stream);
+    if (plan != nullptr && rows > 0) {
+      // Kept on the device only when the chunk found no bad value, so a call that throws changes no channel.
+      launch_scatter_lanes(lane_copies(true), static_cast<std::int32_t>(rows), stream);
     }
     last_batch_ = p.batch;
     return hyps_.view(device_, p.batch);
@@ -229,9 +182,27 @@ class GreedyCuda final : public GreedyBackend {
   // No loop of a chunk's program runs more often than a row can take steps: a label or a frame advance each.
   std::int64_t loop_cap() const { return limits_.max_frames * (std::int64_t{config_.max_symbols_per_frame} + 1) + 2; }
 
-  template <class T>
-  void copy_rows(T* target, const T* source, std::size_t count, cudaStream_t stream) {
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(T), cudaMemcpyDeviceToDevice, stream));
+  // What an utterance carries between chunks, lanes against channels (asrdec/core/streaming.hpp): predictor state and
+  // output, TDT overshoot, last label, fusion states, and the path's scores so far. The path's score is gathered
+  // into am_start_ (the begin phase starts each hypothesis from it) and scattered from the hypotheses' totals.
+  LaneCopies lane_copies(bool scatter) {
+    const std::size_t lanes = static_cast<std::size_t>(limits_.max_batch);
+    LaneCopies c;
+    const auto words = [](std::int64_t n) { return static_cast<std::int32_t>(n); };
+    c.add(work_state_.data(), ch_state_.data(), start_state_.data(), words(state_size()));
+    c.add(work_dec_.data(), ch_dec_.data(), start_dec_.data(), words(model_.joint_hidden()));
+    c.add(time_jump_.data(), ch_time_jump_.data(), constants_.data(), 1);
+    c.add(last_label_.data(), ch_last_label_.data(), constants_.data() + 1, 1);
+    c.add(lm_state_.data(), ch_lm_state_.data(), constants_.data() + 2, 1);
+    c.add(boost_state_.data(), ch_boost_state_.data(), lane_args_.data() + 2 * lanes, 1, true);
+    c.add(scatter ? static_cast<void*>(hyps_.ref().total_scores) : am_start_.data(), ch_am_total_.data(),
+          constants_.data(), 1);
+    c.add(lm_total_.data(), ch_lm_total_.data(), constants_.data(), 1);
+    c.add(boost_total_.data(), ch_boost_total_.data(), constants_.data(), 1);
+    c.slot = lane_args_.data();
+    c.fresh = lane_args_.data() + lanes;
+    c.bad_value = scatter ? bad_value_.data() : nullptr;
+    return c;
   }
 
   // Grows the working buffers (outside any loop) when a call exceeds the limits; graphs are then captured again.
@@ -280,15 +251,28 @@ class GreedyCuda final : public GreedyBackend {
     const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
-    bos_states_ = DeviceBuffer<std::int32_t>(rows, device_);
     lm_total_ = DeviceBuffer<float>(rows, device_);
     lm_scores_ = DeviceBuffer<float>(lm_cells, device_);
     lm_next_ = DeviceBuffer<std::int32_t>(lm_cells, device_);
     boost_state_ = DeviceBuffer<std::int32_t>(rows, device_);
-    boost_roots_ = DeviceBuffer<std::int32_t>(rows, device_);
     boost_total_ = DeviceBuffer<float>(rows, device_);
     boost_scores_ = DeviceBuffer<float>(boost_cells, device_);
     boost_next_ = DeviceBuffer<std::int32_t>(boost_cells, device_);
+    am_start_ = DeviceBuffer<float>(rows, device_);
+    lane_args_ = DeviceBuffer<std::int32_t>(3 * rows, device_);
+    start_state_ = DeviceBuffer<float>(static_cast<std::size_t>(state_size()), device_);
+    start_dec_ = DeviceBuffer<float>(static_cast<std::size_t>(J), device_);
+    constants_ = DeviceBuffer<std::int32_t>(3, device_);
+    if (streaming_) {
+      const auto channels = static_cast<std::size_t>(limits_.max_open_utterances);
+      reallocate_channels(ch_state_, channels * static_cast<std::size_t>(state_size()), device_);
+      reallocate_channels(ch_dec_, channels * static_cast<std::size_t>(J), device_);
+      for (auto* buffer : {&ch_time_jump_, &ch_last_label_, &ch_lm_state_, &ch_boost_state_}) {
+        reallocate_channels(*buffer, channels, device_);
+      }
+      for (auto* buffer : {&ch_am_total_, &ch_lm_total_, &ch_boost_total_})
+        reallocate_channels(*buffer, channels, device_);
+    }
     const std::int64_t capacity = limits_.max_frames * config_.max_symbols_per_frame + 1;
     hyps_ = BatchedHyps<MemoryKind::device>();
     hyps_.reserve(B, capacity, device_);
@@ -304,27 +288,26 @@ class GreedyCuda final : public GreedyBackend {
     const std::vector<std::int32_t> ones(rows, 1);
     copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(ones_.data(), device_, ones.data(), Device::cpu(), rows * 4, stream.handle());
-    // LM states of rows no call has written must be valid states: the first query covers every row.
+    // LM and boosting states of rows no call has written must be valid states: the first query covers every row.
     const std::vector<std::int32_t> bos(rows, NgramLm::bos_state());
-    copy_bytes_async(bos_states_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
     copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), rows * 4, stream.handle());
-    // Row b starts at the root of phrase list b (list 0 with one list; a tree with several lists serves only
-    // batches of that size, which the decoder checks), kept on the device like the <s> states.
-    std::vector<std::int32_t> roots(rows, 0);
-    if (config_.boost != nullptr) {
-      const std::int64_t lists = config_.boost->num_lists();
-      for (std::size_t b = 0; b < rows; ++b) {
-        roots[b] = config_.boost->root_state(lists == 1 || static_cast<std::int64_t>(b) >= lists ? 0 : b);
-      }
-    }
-    copy_bytes_async(boost_roots_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
+    const std::vector<std::int32_t> roots(rows, config_.boost != nullptr ? config_.boost->root_state(0) : 0);
     copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), rows * 4, stream.handle());
+    // Where a starting utterance's scalars come from: 0 (TDT overshoot, scores), the start symbol, <s>.
+    const std::int32_t constants[3] = {0, model_.blank_id(), NgramLm::bos_state()};
+    copy_bytes_async(constants_.data(), device_, constants, Device::cpu(), sizeof constants, stream.handle());
     // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
     // predictor step, all on our own zeroed buffers with every row masked off.
     fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(), O, J,
                                hidden_.data(), J, B * window_, logits_.data(), O, stream.handle());
     session_->step(label_.data(), emit_mask_.data(), work_state_.data(), work_dec_.data(), B, stream.handle());
+    // Every utterance starts from the predictor state after the start symbol (blank), the same for all: stepped once
+    // here for every row, row 0 kept.
+    session_->initial_state(work_state_.data(), B, stream.handle());
+    session_->step(blanks_.data(), ones_.data(), work_state_.data(), work_dec_.data(), B, stream.handle());
+    copy_bytes_async(start_state_.data(), device_, work_state_.data(), device_, start_state_.bytes(), stream.handle());
+    copy_bytes_async(start_dec_.data(), device_, work_dec_.data(), device_, start_dec_.bytes(), stream.handle());
     stream.synchronize();
   }
 
@@ -342,6 +325,7 @@ class GreedyCuda final : public GreedyBackend {
     g.any_advance = flags_.data() + 1;
     g.frame = flags_.data() + 2;
     g.dec = work_dec_.data();
+    g.am_start = am_start_.data();
     g.hidden = hidden_.data();
     g.logits = logits_.data();
     g.bias = model_.joint().impl().device_bias.data();
@@ -482,10 +466,20 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
   DeviceBuffer<float> choice_token_logprob_, choice_step_logprob_, choice_confidence_;
   DeviceBuffer<unsigned long long> row_bad_;
-  DeviceBuffer<std::int32_t> lm_state_, bos_states_, lm_next_;         // LM fusion: [max_batch], [max_batch], [.., V]
-  DeviceBuffer<float> lm_total_, lm_scores_;                           // [max_batch], [max_batch, V]
-  DeviceBuffer<std::int32_t> boost_state_, boost_roots_, boost_next_;  // boosting: [max_batch] x2, [.., V]
-  DeviceBuffer<float> boost_total_, boost_scores_;                     // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> lm_state_, lm_next_;        // LM fusion: [max_batch], [max_batch, V]
+  DeviceBuffer<float> lm_total_, lm_scores_;             // [max_batch], [max_batch, V]
+  DeviceBuffer<std::int32_t> boost_state_, boost_next_;  // boosting: [max_batch], [max_batch, V]
+  DeviceBuffer<float> boost_total_, boost_scores_;       // [max_batch], [max_batch, V]
+  DeviceBuffer<float> am_start_;                         // [max_batch] each path's score before the call
+  DeviceBuffer<std::int32_t> lane_args_;                 // [3, max_batch]: channel, start flag, boosting root
+  DeviceBuffer<float> start_state_, start_dec_;          // [S], [J]: the predictor after the start symbol
+  DeviceBuffer<std::int32_t> constants_;                 // 0, blank, <s>
+  // Streaming: the open utterances' carried state, [max_open_utterances] rows (lane_copies()).
+  DeviceBuffer<float> ch_state_, ch_dec_;
+  DeviceBuffer<std::int32_t> ch_time_jump_, ch_last_label_, ch_lm_state_, ch_boost_state_;
+  DeviceBuffer<float> ch_am_total_, ch_lm_total_, ch_boost_total_;
+  std::vector<std::int32_t> lane_host_;
+  bool streaming_ = false;
   int multiprocessors_ = 1;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;

@@ -4,6 +4,7 @@
 
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/utterance_channels.hpp"
 #include "lm/fusion_checks.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
 
@@ -60,44 +61,38 @@ GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig&
 
 }  // namespace detail
 
-TransducerStream::TransducerStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-TransducerStream::~TransducerStream() = default;
-TransducerStream::TransducerStream(TransducerStream&&) noexcept = default;
-TransducerStream& TransducerStream::operator=(TransducerStream&&) noexcept = default;
-std::int64_t TransducerStream::batch() const { return detail::live(impl_, "TransducerStream").batch; }
-std::vector<std::int64_t> TransducerStream::frames_decoded() const {
-  return detail::live(impl_, "TransducerStream").frames_decoded;
-}
-TransducerStream::Impl& TransducerStream::impl() { return detail::live(impl_, "TransducerStream"); }
-
 struct TransducerGreedyDecoder::Impl {
-  Impl(const TransducerModel& m, const TransducerGreedyConfig& c) : model(m), config(c) {}
+  Impl(const TransducerModel& m, const TransducerGreedyConfig& c, const BatchLimits& limits)
+      : model(m),
+        config(c),
+        open(limits.max_open_utterances, "TransducerGreedyDecoder"),
+        partial(limits.max_open_utterances) {}
 
   TransducerModel model;
   TransducerGreedyConfig config;
   std::unique_ptr<detail::GreedyBackend> backend;
-  std::unique_ptr<TransducerStream::Impl> scratch;  // the state of decode()/decode_async()
+  detail::UtteranceChannels open;
+  detail::PartialHypotheses partial;
   detail::OwnerSlot owner;
-  const std::uint64_t id = detail::next_object_id();  // streams remember the decoder that started them
 
   BatchedHypsView decode_async(const TensorView& enc_proj, const TensorView& lengths, StreamHandle stream) {
     const detail::TransducerInput problem = detail::make_transducer_input(model, enc_proj, lengths, stream);
-    if (config.boost != nullptr) config.boost->check_batch(problem.batch);
-    if (scratch != nullptr && scratch->batch == problem.batch) {
-      backend->restart(*scratch, stream);
-    } else {
-      scratch = backend->start(problem.batch, stream);
-      scratch->decoder_id = id;
+    std::vector<std::int32_t> roots(static_cast<std::size_t>(problem.batch), 0);
+    if (config.boost != nullptr) {
+      config.boost->check_batch(problem.batch);
+      for (std::int64_t b = 0; b < problem.batch; ++b) {
+        roots[static_cast<std::size_t>(b)] = config.boost->root_for(b, problem.batch);
+      }
     }
-    return backend->decode_chunk(problem, *scratch, stream);
+    return backend->decode(problem, nullptr, roots, stream);
   }
 };
 
 TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, TransducerGreedyConfig config,
-                                                 BatchLimits limits)
-    : impl_(std::make_unique<Impl>(model, config)) {
+                                                 BatchLimits limits) {
   config.validate();
   limits.validate();
+  impl_ = std::make_unique<Impl>(model, config, limits);
   ASRDEC_EXPECTS(!(config.algorithm == TransducerGreedyAlgorithm::wind && model.type() == TransducerType::tdt),
                  Unsupported, "WIND greedy decoding is defined for RNN-T models; this model is TDT");
   if (config.lm != nullptr || config.boost != nullptr) {
@@ -144,38 +139,37 @@ void TransducerGreedyDecoder::synchronize_and_check(StreamHandle stream) {
   self.backend->synchronize_and_check(stream);
 }
 
-TransducerStream TransducerGreedyDecoder::start_stream(std::int64_t batch, StreamHandle stream) {
+std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunks(const std::vector<ChunkRow>& rows,
+                                                               const TensorView& enc_proj, const TensorView& lengths,
+                                                               StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
-  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::start_stream");
-  ASRDEC_CHECK_ARG(batch >= 0, "start_stream: batch must not be negative, got ", batch);
-  if (self.config.boost != nullptr) self.config.boost->check_batch(batch);
-  std::unique_ptr<TransducerStream::Impl> state = self.backend->start(batch, stream);
-  state->decoder_id = self.id;
-  return TransducerStream(std::move(state));
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_chunks");
+  const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
+                   "TransducerGreedyDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);
+  const detail::ChunkPlan plan = self.open.plan(rows, problem.lengths);
+  const std::vector<std::int32_t> roots =
+      detail::boost_roots_of(rows, self.config.boost.get(), "TransducerGreedyDecoder");
+  // The executor keeps the rows' new states only when the chunk decodes without error (bad values included), so a
+  // call that throws changes no utterance.
+  const BatchedHypsView view = self.backend->decode(problem, &plan, roots, stream);
+  std::vector<Hypothesis> chunks = self.backend->collect(view, plan.offset, false, stream);
+  self.open.commit(rows, plan, problem.lengths);
+  return self.partial.append(rows, plan, std::move(chunks));
 }
 
-std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunk(TransducerStream& state, const TensorView& enc_chunk,
-                                                              const TensorView& chunk_lengths, StreamHandle stream) {
+bool TransducerGreedyDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
-  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::decode_chunk");
-  TransducerStream::Impl& carried = state.impl();
-  // A stream holds this decoder's predictor, fusion and executor state: another decoder (another model, predictor,
-  // algorithm or device) would read it out of bounds or continue it with the wrong rules.
-  ASRDEC_CHECK_ARG(carried.decoder_id == self.id,
-                   "decode_chunk: the stream was started by another decoder; continue a stream with the decoder whose "
-                   "start_stream() created it");
-  const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_chunk, chunk_lengths, stream);
-  ASRDEC_CHECK_ARG(problem.batch == carried.batch, "enc_chunk holds ", problem.batch,
-                   " utterances but the stream was started for ", carried.batch);
-  const std::vector<std::int64_t> offsets = carried.frames_decoded;
-  // The executor commits the carried state only when the chunk decodes without error (bad values included), so a
-  // call that throws leaves the stream as it was.
-  const BatchedHypsView view = self.backend->decode_chunk(problem, carried, stream);
-  std::vector<Hypothesis> out = self.backend->collect(view, offsets, false, stream);
-  for (std::int64_t b = 0; b < problem.batch; ++b) {
-    carried.frames_decoded[static_cast<std::size_t>(b)] += problem.lengths[static_cast<std::size_t>(b)];
-  }
-  return out;
+  const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::cancel");
+  const std::int32_t slot = self.open.slot(utterance);
+  if (slot < 0) return false;
+  self.open.cancel(utterance);
+  self.partial.clear(slot);
+  return true;
+}
+
+std::int64_t TransducerGreedyDecoder::open_utterances() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").open.open();
 }
 
 const TransducerModel& TransducerGreedyDecoder::model() const {

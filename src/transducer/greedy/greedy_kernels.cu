@@ -113,18 +113,20 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
   }
 }
 
-// The choice of utterance b: its single row, or WIND's first non-blank among its window rows, whose path also takes
-// the blanks of the rows before it (only rows on frames of the utterance count).
+// The choice of utterance b: its single row, or WIND's first non-blank among its window rows. The path also takes the
+// blanks of the window rows before it (only rows on frames of the utterance count): they are added to the path's
+// score here, each on its own and in frame order, so the sum does not depend on where windows or chunks begin; the
+// choice carries its own row's log-probability.
 __device__ JointChoice choice_of(const GreedyDeviceState& g, std::int64_t b) {
   const std::int64_t first = b * g.window;
   const std::int32_t k = g.window > 1 ? wind_pick(g.choice_label + first, g.window, g.rules.blank) : 0;
   const std::int64_t row = first + k;
   const std::int32_t time = g.state.time[b];
   const std::int32_t length = g.state.lengths[b];
-  float step_logprob = 0.0f;
-  for (std::int32_t w = 0; w <= k; ++w) {
-    if (time + w < length) step_logprob += g.choice_step_logprob[first + w];
+  for (std::int32_t w = 0; w < k; ++w) {
+    if (time + w < length) hyps_add_step_logprob(g.hyps, b, g.choice_step_logprob[first + w]);
   }
+  const float step_logprob = time + k < length ? g.choice_step_logprob[row] : 0.0f;
   return JointChoice{g.choice_label[row],         g.choice_duration[row],   k,
                      g.choice_token_logprob[row], g.choice_confidence[row], step_logprob};
 }
@@ -159,7 +161,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_begin:
         if (in_batch) {
           hyps_clear(g.hyps, b);
-          fusion_reset_totals(g.fusion, b);
+          g.hyps.total_scores[b] = g.am_start[b];  // the path goes on from its score so far; so do the fusion totals
           const std::int32_t start = g.rules.tdt ? g.time_jump[b] : 0;
           if (phase == GreedyPhase::label_looping_begin) {
             label_looping_begin(s, b, start);
@@ -268,28 +270,7 @@ void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStre
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "greedy_phase_kernel");
 }
 
-__global__ void __launch_bounds__(kThreads) commit_state_kernel(GreedyStateCommit c) {
-  if (*c.bad_value != kNoBadValue) return;
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (int k = 0; k < c.count; ++k) {
-    auto* to = static_cast<std::uint32_t*>(c.to[k]);
-    const auto* from = static_cast<const std::uint32_t*>(c.from[k]);
-    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < c.words[k]; i += step) {
-      to[i] = from[i];
-    }
-  }
-}
-
-void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream) {
-  std::int64_t largest = 1;
-  for (int k = 0; k < commit.count; ++k) largest = commit.words[k] > largest ? commit.words[k] : largest;
-  commit_state_kernel<<<blocks_for(largest, kThreads), kThreads, 0, stream>>>(commit);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "commit_state_kernel");
-}
-
 void preload_greedy_kernels() {
-  cudaFuncAttributes commit{};
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&commit, commit_state_kernel));
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_kernel));

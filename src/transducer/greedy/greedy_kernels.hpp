@@ -24,7 +24,8 @@ struct GreedyDeviceState {
   std::int32_t* last_label;
   std::int32_t* any_active;
   std::int32_t* any_advance;
-  std::int32_t* frame;  ///< frame looping: the frame the batch is on
+  std::int32_t* frame;    ///< frame looping: the frame the batch is on
+  const float* am_start;  ///< [max_batch] each path's score before the call (0 for a starting utterance)
   // joint
   const float* dec;               ///< [max_batch, J] predictor output
   void* hidden;                   ///< [rows, J] act(enc + dec) in the weight dtype
@@ -50,7 +51,7 @@ struct GreedyDeviceState {
   DType enc_dtype;
   DType weight_dtype;
   std::int32_t check_values;
-  FusionRef fusion;  ///< LM fusion and boosting; !fusion.active() without either
+  FusionRef fusion;  ///< LM fusion and boosting (totals gathered with the lanes); !fusion.active() without either
 };
 
 /** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in
@@ -74,18 +75,6 @@ enum class GreedyPhase {
 };
 /** One single-block kernel that applies `phase` to every utterance and updates the loop flags. */
 void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
-
-/** The carried stream state a chunk produced, copied over the stream's own only when the chunk found no bad value:
- *  a chunk that will throw leaves the stream as it was. Every buffer holds 4-byte elements. */
-struct GreedyStateCommit {
-  static constexpr int kMaxCopies = 6;
-  void* to[kMaxCopies];
-  const void* from[kMaxCopies];
-  std::int64_t words[kMaxCopies];  ///< 4-byte elements per copy
-  int count;
-  const unsigned long long* bad_value;
-};
-void launch_commit_state(const GreedyStateCommit& commit, cudaStream_t stream);
 
 void preload_greedy_kernels();
 
