@@ -1,9 +1,12 @@
 #include "batch_input.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace asrdec::cli {
 
 BatchInput::BatchInput(const std::string& path, const std::string& what, Device device, std::int64_t max_batch)
-    : array_(read_npy(path)), device_(device) {
+    : array_(read_npy(path)), device_(device), max_batch_(std::max<std::int64_t>(max_batch, 1)) {
   ASRDEC_CHECK_ARG(array_.shape().size() == 3, path, ": expected ", what, ", got shape ", array_.view().shape_string());
   ASRDEC_CHECK_ARG(is_floating(array_.dtype()), path, ": expected ", what, " as float32 or float16, got ",
                    dtype_name(array_.dtype()));
@@ -29,6 +32,37 @@ TensorView BatchInput::slice(std::int64_t first, std::int64_t count, std::int64_
                      Device::cpu(), row_bytes, stream);
   }
   return TensorView(staging_.data(), dtype(), {count, frames, C}, device_);
+}
+
+TensorView BatchInput::gather(const std::vector<std::int64_t>& utterances, const std::vector<std::int64_t>& starts,
+                              std::int64_t frames, StreamHandle stream) {
+  const std::int64_t T = this->frames();
+  const std::int64_t C = columns();
+  const auto count = static_cast<std::int64_t>(utterances.size());
+  ASRDEC_CHECK_ARG(count <= max_batch_, "internal error: ", count, " rows gathered into room for ", max_batch_);
+  const auto element = static_cast<std::int64_t>(dtype_size(dtype()));
+  const auto row_bytes = static_cast<std::size_t>(frames * C * element);
+  std::byte* staging = nullptr;
+  if (device_.is_cpu()) {
+    host_staging_.resize(static_cast<std::size_t>(count) * row_bytes);
+    staging = host_staging_.data();
+  } else {
+    staging = staging_.data();
+  }
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t available = std::clamp<std::int64_t>(T - starts[static_cast<std::size_t>(r)], 0, frames);
+    const auto* host =
+        static_cast<const std::byte*>(array_.data()) +
+        (utterances[static_cast<std::size_t>(r)] * T + starts[static_cast<std::size_t>(r)]) * C * element;
+    const auto bytes = static_cast<std::size_t>(available * C * element);
+    std::byte* to = staging + static_cast<std::size_t>(r) * row_bytes;
+    if (device_.is_cpu()) {
+      std::memcpy(to, host, bytes);
+    } else {
+      copy_bytes_async(to, device_, host, Device::cpu(), bytes, stream);
+    }
+  }
+  return TensorView(staging, dtype(), {count, frames, C}, device_);
 }
 
 NpyArray load_lengths(const std::string& path, std::int64_t utterances, std::int64_t frames) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "asrdec/asrdec.hpp"
 
@@ -25,11 +26,17 @@ class BatchInput {
   TensorView batch(std::int64_t first, std::int64_t count, StreamHandle stream) {
     return slice(first, count, 0, frames(), stream);
   }
+  /** Row r: utterance utterances[r], frames [starts[r], starts[r] + frames) (any past T left unset) — a dense
+   *  [rows, frames, C] block on the decoder's device; at most max_batch rows. */
+  TensorView gather(const std::vector<std::int64_t>& utterances, const std::vector<std::int64_t>& starts,
+                    std::int64_t frames, StreamHandle stream);
 
  private:
   NpyArray array_;
   Device device_;
+  std::int64_t max_batch_;
   DeviceBuffer<std::byte> staging_;
+  std::vector<std::byte> host_staging_;
 };
 
 /** Lengths [N] as int64: from a file (int32 or int64, shape [N], each in [0, T]; InvalidArgument naming the file

@@ -25,6 +25,9 @@ void run(const CtcBeamOptions& options) {
   const Device device = choose_device(options.common.device);
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
+  ASRDEC_EXPECTS(
+      options.common.chunk == 0, Unsupported,
+      "--chunk: CTC beam search does not stream yet; it decodes whole utterances (drop --chunk and --lanes)");
   BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());

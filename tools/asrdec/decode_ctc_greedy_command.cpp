@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "decode_output.hpp"
 #include "progress_bar.hpp"
+#include "server_loop.hpp"
 
 namespace asrdec::cli {
 namespace {
@@ -20,7 +21,9 @@ struct CtcGreedyOptions {
 
 void run(const CtcGreedyOptions& options) {
   const Device device = choose_device(options.common.device);
-  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
+  const std::int64_t lanes = lanes_of(options.common);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device,
+                   std::max(options.common.batch_size, lanes));
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
@@ -34,9 +37,24 @@ void run(const CtcGreedyOptions& options) {
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
-  CtcGreedyDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
+  BatchLimits limits{std::max(batch_size, lanes), std::max<std::int64_t>(input.frames(), 1)};
+  limits.max_open_utterances = lanes;
+  CtcGreedyDecoder decoder(device, config, limits);
   DecodeReport report(options.common, utterances, input.columns() - 1, options.logprobs);
   Stream stream(device);
+  if (options.common.chunk > 0) {
+    ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+    const std::vector<Hypothesis> results = decode_as_server<Hypothesis>(
+        input, lengths, options.common.chunk, lanes, stream, progress,
+        [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
+          return decoder.decode_chunks(rows, batch, row_lengths, stream.handle());
+        },
+        [&](std::chrono::steady_clock::duration spent, std::int64_t frames) { report.add_time(spent, frames); });
+    for (const Hypothesis& hypothesis : results) report.add(hypothesis);
+    progress.finish();
+    report.finish("ctc-greedy, chunks of " + std::to_string(options.common.chunk), device, decoder.graph_mode());
+    return;
+  }
 
   // One untimed call first: CUDA graph capture and the device's first launches are not part of throughput.
   if (utterances > 0) {

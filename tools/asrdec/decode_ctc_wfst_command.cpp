@@ -1,5 +1,5 @@
 // `asrdec decode ctc-wfst`: WFST beam search over CTC log-probabilities from .npy files through a decoding graph
-// (TLG), whole utterances or chunk by chunk, with optional word boosting.
+// (TLG), whole utterances or as a streaming server (--chunk, --lanes), with optional word boosting.
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "decode_output.hpp"
 #include "progress_bar.hpp"
+#include "server_loop.hpp"
 #include "validators.hpp"
 
 namespace asrdec::cli {
@@ -34,6 +35,7 @@ struct CtcWfstOptions {
   double acoustic_scale = 1.0;
   std::int32_t blank_id = -1;
   std::int64_t chunk = 0;
+  std::int64_t lanes = 0;
   std::int32_t threads = 0;
   std::int64_t batch_size = 32;
   std::int64_t show = -1;
@@ -44,7 +46,9 @@ struct CtcWfstOptions {
 
 void run(const CtcWfstOptions& options) {
   ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
+  ASRDEC_CHECK_ARG(options.lanes >= 0, "--lanes must not be negative, got ", options.lanes);
   ASRDEC_CHECK_ARG(options.batch_size >= 1, "--batch-size must be at least 1, got ", options.batch_size);
+  const std::int64_t lanes = options.lanes > 0 ? options.lanes : options.batch_size;
   const Device device = choose_device(options.device);
   const auto load_start = std::chrono::steady_clock::now();
   WfstGraph graph = WfstGraph::load(options.graph);
@@ -52,7 +56,7 @@ void run(const CtcWfstOptions& options) {
   const SymbolTable words = SymbolTable::load(options.words);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(words.size()) > graph.max_output_label(), options.words,
                    ": the graph outputs word id ", graph.max_output_label(), ", beyond the word table");
-  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.batch_size);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, std::max(options.batch_size, lanes));
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::vector<std::string> refs =
@@ -67,6 +71,7 @@ void run(const CtcWfstOptions& options) {
   config.use_final_probs = !options.no_final_probs;
   config.graph_mode = parse_graph_mode(options.graph_mode);
   config.threads = options.threads;
+  config.max_open_utterances = lanes;
   if (!options.tokens.empty()) {
     const Vocabulary vocabulary = Vocabulary::load(options.tokens);
     vocabulary.check_matches(input.columns() - 1, options.logprobs);
@@ -75,62 +80,62 @@ void run(const CtcWfstOptions& options) {
   WfstDecoder decoder(std::move(graph), config, device);
 
   const std::int64_t batch_size = std::min<std::int64_t>(options.batch_size, std::max<std::int64_t>(utterances, 1));
-  const std::int64_t chunk = options.chunk > 0 ? options.chunk : std::max<std::int64_t>(input.frames(), 1);
   Stream stream(device);
   ProgressBar progress(options.progress, options.json, utterances, "utterances");
   WerStats wer;
   double seconds = 0.0;
   std::int64_t frames = 0, shown = 0;
-  for (std::int64_t first = 0; first < utterances; first += batch_size) {
-    const std::int64_t count = std::min(batch_size, utterances - first);
-    const std::vector<WordBoosts> boosts(boost_list.empty() ? 0 : static_cast<std::size_t>(count), boost_list);
-    std::vector<WfstResult> results(static_cast<std::size_t>(count));
-    std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(count));
-    for (std::int64_t frame = 0; frame < std::max<std::int64_t>(input.frames(), 1); frame += chunk) {
-      const std::int64_t width = std::max<std::int64_t>(std::min(chunk, input.frames() - frame), 0);
-      std::vector<WfstChunk> chunks;
-      for (std::int64_t b = 0; b < count; ++b) {
-        // The chunk's share of a length load_lengths() checked to lie in [0, T].
-        chunk_lengths[static_cast<std::size_t>(b)] =
-            static_cast<std::int32_t>(std::clamp<std::int64_t>(length_at(lengths, first + b) - frame, 0, width));
-        chunks.push_back(WfstChunk{first + b, frame == 0, frame + chunk >= input.frames()});
-      }
-      const TensorView piece = input.slice(first, count, frame, width, stream.handle());
-      stream.synchronize();
+  std::vector<WfstResult> results(static_cast<std::size_t>(utterances));
+  if (options.chunk > 0) {
+    // As a streaming server: utterances join and leave the calls (server_loop.hpp).
+    results = decode_as_server<WfstResult>(
+        input, lengths, options.chunk, lanes, stream, progress,
+        [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
+          const std::vector<WordBoosts> boosts(boost_list.empty() ? 0 : rows.size(), boost_list);
+          return decoder.decode_chunks(rows, batch, row_lengths, boosts, stream.handle());
+        },
+        [&](std::chrono::steady_clock::duration spent, std::int64_t chunk_frames) {
+          seconds += std::chrono::duration<double>(spent).count();
+          frames += chunk_frames;
+        });
+  } else {
+    for (std::int64_t first = 0; first < utterances; first += batch_size) {
+      const std::int64_t count = std::min(batch_size, utterances - first);
+      const std::vector<WordBoosts> boosts(boost_list.empty() ? 0 : static_cast<std::size_t>(count), boost_list);
+      const TensorView batch = input.batch(first, count, stream.handle());
+      stream.synchronize();  // the host-to-device copy is not decoder time
       const auto start = std::chrono::steady_clock::now();
       std::vector<WfstResult> out =
-          decoder.decode_chunks(chunks, piece, TensorView(chunk_lengths.data(), DType::i32, {count}), boosts);
+          decoder.decode(batch, lengths_slice(lengths, first, count), boosts, stream.handle());
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      for (std::int64_t b = 0; b < count; ++b) {
-        if (chunks[static_cast<std::size_t>(b)].last) results[static_cast<std::size_t>(b)] = std::move(out[b]);
-      }
+      frames += total_frames(lengths, first, count);
+      std::move(out.begin(), out.end(), results.begin() + first);
+      progress.update(first + count);
     }
-    frames += total_frames(lengths, first, count);
-    for (std::int64_t b = 0; b < count; ++b) {
-      const WfstResult& r = results[static_cast<std::size_t>(b)];
-      std::string text;
-      for (const std::int32_t w : r.words) text += (text.empty() ? "" : " ") + words.symbol(w);
-      if (!refs.empty()) wer += word_errors(refs[static_cast<std::size_t>(first + b)], text);
-      if (options.json) {
-        nlohmann::json j;
-        j["utterance"] = first + b;
-        j["text"] = text;
-        j["words"] = words_json(word_timings(r, words, options.frame_shift_ms / 1000.0));
-        j["word_ids"] = r.words;
-        j["score"] = r.score();
-        j["cost"] = r.cost;
-        j["graph_cost"] = r.graph_cost;
-        j["acoustic_cost"] = r.acoustic_cost;
-        j["reached_final"] = r.reached_final;
-        j["overflow"] = r.overflow;
-        std::cout << j.dump() << "\n";
-      } else if (options.show < 0 || shown < options.show) {
-        std::cout << (first + b) << ": " << text << "\n";
-        if (!refs.empty()) std::cout << "   ref: " << refs[static_cast<std::size_t>(first + b)] << "\n";
-        ++shown;
-      }
+  }
+  for (std::int64_t u = 0; u < utterances; ++u) {
+    const WfstResult& r = results[static_cast<std::size_t>(u)];
+    std::string text;
+    for (const std::int32_t w : r.words) text += (text.empty() ? "" : " ") + words.symbol(w);
+    if (!refs.empty()) wer += word_errors(refs[static_cast<std::size_t>(u)], text);
+    if (options.json) {
+      nlohmann::json j;
+      j["utterance"] = u;
+      j["text"] = text;
+      j["words"] = words_json(word_timings(r, words, options.frame_shift_ms / 1000.0));
+      j["word_ids"] = r.words;
+      j["score"] = r.score();
+      j["cost"] = r.cost;
+      j["graph_cost"] = r.graph_cost;
+      j["acoustic_cost"] = r.acoustic_cost;
+      j["reached_final"] = r.reached_final;
+      j["overflow"] = r.overflow;
+      std::cout << j.dump() << "\n";
+    } else if (options.show < 0 || shown < options.show) {
+      std::cout << u << ": " << text << "\n";
+      if (!refs.empty()) std::cout << "   ref: " << refs[static_cast<std::size_t>(u)] << "\n";
+      ++shown;
     }
-    progress.update(first + count);
   }
   progress.finish();
   std::cout.flush();
@@ -175,7 +180,11 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
       ->check(CLI::ExistingFile);
   command->add_option("--boost", options->boost, "Word boosting list: \"word score\" per line, for every utterance")
       ->check(CLI::ExistingFile);
-  command->add_option("--chunk", options->chunk, "Decode in chunks of N frames (streaming; 0: whole utterances)")
+  command
+      ->add_option("--chunk", options->chunk,
+                   "Decode as a streaming server: N frames of each utterance in flight per call (0: whole utterances)")
+      ->capture_default_str();
+  command->add_option("--lanes", options->lanes, "With --chunk: at most L utterances in flight (0: --batch-size)")
       ->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads the utterances are spread over (0: every core)")
       ->check(CLI::Range(0, 1024))

@@ -23,6 +23,14 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--batch-size", options.batch_size, "Utterances per decode call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command
+      .add_option("--chunk", options.chunk,
+                  "Decode as a streaming server: N frames of each utterance in flight per call (0: whole utterances)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command.add_option("--lanes", options.lanes, "With --chunk: at most L utterances in flight (0: --batch-size)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command.add_flag("--json", options.json, "One JSON object per utterance on stdout");
   command.add_option("--show", options.show, "Print at most this many transcripts in text mode (-1: all)")
       ->capture_default_str();

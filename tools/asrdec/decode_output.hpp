@@ -26,6 +26,8 @@ struct DecodeOptions {
   std::string progress = "auto";
   bool json = false;
   std::int64_t batch_size = 32;
+  std::int64_t chunk = 0;  // --chunk: decode as a streaming server, N frames per call (0: whole utterances)
+  std::int64_t lanes = 0;  // --lanes: with --chunk, utterances in flight (0: --batch-size)
   std::int64_t show = -1;
   double frame_shift_ms = 80.0;
   std::string lm;          // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
@@ -35,6 +37,11 @@ struct DecodeOptions {
 
 /** Registers the options every decode subcommand has. */
 void add_common_decode_options(CLI::App& command, DecodeOptions& options);
+
+/** --lanes, or --batch-size when it is 0. */
+inline std::int64_t lanes_of(const DecodeOptions& options) {
+  return options.lanes > 0 ? options.lanes : options.batch_size;
+}
 
 /** The --lm model on `device` for a decoder with `vocab` tokens, or nullptr without --lm. */
 std::shared_ptr<const NgramLm> load_fusion_lm(const DecodeOptions& options, std::int64_t vocab, Device device);

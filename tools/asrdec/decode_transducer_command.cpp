@@ -1,5 +1,5 @@
-// `asrdec decode rnnt` and `asrdec decode tdt`: greedy decoding (whole utterances or chunk by chunk) or beam search
-// of transducer encoder projections from .npy files with a model in asrdec's safetensors format.
+// `asrdec decode rnnt` and `asrdec decode tdt`: greedy decoding (whole utterances or as a streaming server) or beam
+// search of transducer encoder projections from .npy files with a model in asrdec's safetensors format.
 
 #include <algorithm>
 
@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "decode_output.hpp"
 #include "progress_bar.hpp"
+#include "server_loop.hpp"
 
 namespace asrdec::cli {
 namespace {
@@ -20,7 +21,6 @@ struct TransducerOptions {
   std::string algorithm = "label-looping";
   std::int32_t window = 8;
   std::int32_t max_symbols = 10;
-  std::int64_t chunk = 0;
   std::int32_t beam = 4;
   std::string pruning = "late";
   std::string blank_scoring = "full";
@@ -38,7 +38,8 @@ void run_beam(const TransducerOptions& options) {
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
                    " model; decode it with `asrdec decode ", to_string(model.type()), "`");
-  ASRDEC_CHECK_ARG(options.chunk == 0, "--chunk is for greedy decoding; beam search decodes whole utterances");
+  ASRDEC_EXPECTS(options.common.chunk == 0, Unsupported,
+                 "--chunk: beam search does not stream yet; it decodes whole utterances (drop --chunk and --lanes)");
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
   BatchInput input(options.enc, "encoder projections [N, T, J]", device, options.common.batch_size);
@@ -84,19 +85,6 @@ void run_beam(const TransducerOptions& options) {
       device, decoder.graph_mode());
 }
 
-void append(Hypothesis& whole, const Hypothesis& part) {
-  whole.tokens.insert(whole.tokens.end(), part.tokens.begin(), part.tokens.end());
-  whole.timestamps.insert(whole.timestamps.end(), part.timestamps.begin(), part.timestamps.end());
-  whole.durations.insert(whole.durations.end(), part.durations.begin(), part.durations.end());
-  whole.token_scores.insert(whole.token_scores.end(), part.token_scores.begin(), part.token_scores.end());
-  whole.token_confidences.insert(whole.token_confidences.end(), part.token_confidences.begin(),
-                                 part.token_confidences.end());
-  whole.score += part.score;
-  whole.am_score += part.am_score;
-  whole.lm_score += part.lm_score;
-  whole.boost_score += part.boost_score;
-}
-
 void run(const TransducerOptions& options) {
   if (is_beam_algorithm(options.algorithm)) {
     run_beam(options);
@@ -106,12 +94,12 @@ void run(const TransducerOptions& options) {
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
                    " model; decode it with `asrdec decode ", to_string(model.type()), "`");
-  BatchInput input(options.enc, "encoder projections [N, T, J]", device, options.common.batch_size);
+  const std::int64_t lanes = lanes_of(options.common);
+  BatchInput input(options.enc, "encoder projections [N, T, J]", device, std::max(options.common.batch_size, lanes));
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
       std::min<std::int64_t>(options.common.batch_size, std::max<std::int64_t>(utterances, 1));
-  ASRDEC_CHECK_ARG(options.chunk >= 0, "--chunk must not be negative, got ", options.chunk);
 
   TransducerGreedyConfig config;
   config.algorithm = parse_greedy_algorithm(options.algorithm);
@@ -122,58 +110,45 @@ void run(const TransducerOptions& options) {
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
-  const std::int64_t chunk = options.chunk > 0 ? std::min(options.chunk, input.frames()) : input.frames();
-  TransducerGreedyDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(chunk, 1)});
+  const std::int64_t chunk = options.common.chunk;
+  BatchLimits limits{std::max(batch_size, lanes),
+                     std::max<std::int64_t>(chunk > 0 ? std::min(chunk, input.frames()) : input.frames(), 1)};
+  limits.max_open_utterances = lanes;
+  TransducerGreedyDecoder decoder(model, config, limits);
   DecodeReport report(options.common, utterances, model.vocab_size(), options.model);
   Stream stream(device);
-
-  const auto decode = [&](std::int64_t first, std::int64_t count) {
-    const TensorView lengths_view = lengths_slice(lengths, first, count);
-    if (options.chunk == 0) {
-      const TensorView batch = input.batch(first, count, stream.handle());
-      stream.synchronize();
-      const auto start = std::chrono::steady_clock::now();
-      auto out = decoder.decode(batch, lengths_view, stream.handle());
-      return std::make_pair(std::move(out), std::chrono::steady_clock::now() - start);
-    }
-    std::vector<Hypothesis> whole(static_cast<std::size_t>(count));
-    std::chrono::steady_clock::duration spent{};
-    TransducerStream state = decoder.start_stream(count, stream.handle());
-    std::vector<std::int32_t> chunk_lengths(static_cast<std::size_t>(count));
-    for (std::int64_t frame = 0; frame < input.frames(); frame += chunk) {
-      const std::int64_t frames = std::min(chunk, input.frames() - frame);
-      for (std::int64_t b = 0; b < count; ++b) {
-        // The chunk's share of a length load_lengths() checked to lie in [0, T].
-        chunk_lengths[static_cast<std::size_t>(b)] =
-            static_cast<std::int32_t>(std::clamp<std::int64_t>(length_at(lengths, first + b) - frame, 0, frames));
-      }
-      const TensorView piece = input.slice(first, count, frame, frames, stream.handle());
-      stream.synchronize();
-      const auto start = std::chrono::steady_clock::now();
-      const auto part =
-          decoder.decode_chunk(state, piece, TensorView(chunk_lengths.data(), DType::i32, {count}), stream.handle());
-      spent += std::chrono::steady_clock::now() - start;
-      for (std::int64_t b = 0; b < count; ++b)
-        append(whole[static_cast<std::size_t>(b)], part[static_cast<std::size_t>(b)]);
-    }
-    return std::make_pair(std::move(whole), spent);
-  };
-
-  if (utterances > 0) {
-    (void)decode(0, std::min(batch_size, utterances));  // untimed: graph capture and first launches
-  }
+  std::string name = std::string(to_string(model.type())) + "-" + to_string(config.algorithm);
+  if (config.algorithm == TransducerGreedyAlgorithm::wind) name += " W=" + std::to_string(config.window);
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+
+  if (chunk > 0) {
+    const std::vector<Hypothesis> results = decode_as_server<Hypothesis>(
+        input, lengths, chunk, lanes, stream, progress,
+        [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
+          return decoder.decode_chunks(rows, batch, row_lengths, stream.handle());
+        },
+        [&](std::chrono::steady_clock::duration spent, std::int64_t frames) { report.add_time(spent, frames); });
+    for (const Hypothesis& hypothesis : results) report.add(hypothesis);
+    progress.finish();
+    report.finish(name + ", chunks of " + std::to_string(chunk), device, decoder.graph_mode());
+    return;
+  }
+  if (utterances > 0) {  // untimed: graph capture and first launches
+    const std::int64_t count = std::min(batch_size, utterances);
+    (void)decoder.decode(input.batch(0, count, stream.handle()), lengths_slice(lengths, 0, count), stream.handle());
+  }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
-    auto [hypotheses, elapsed] = decode(first, count);
-    report.add_time(elapsed, total_frames(lengths, first, count));
+    const TensorView batch = input.batch(first, count, stream.handle());
+    stream.synchronize();  // the host-to-device copy is not decoder time
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<Hypothesis> hypotheses =
+        decoder.decode(batch, lengths_slice(lengths, first, count), stream.handle());
+    report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
     for (const Hypothesis& hypothesis : hypotheses) report.add(hypothesis);
     progress.update(first + count);
   }
   progress.finish();
-  std::string name = std::string(to_string(model.type())) + "-" + to_string(config.algorithm);
-  if (config.algorithm == TransducerGreedyAlgorithm::wind) name += " W=" + std::to_string(config.window);
-  if (options.chunk > 0) name += ", chunks of " + std::to_string(options.chunk);
   report.finish(name, device, decoder.graph_mode());
 }
 
@@ -209,8 +184,6 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->add_option("--max-symbols", options->max_symbols,
                    "Greedy, ALSD++ and wind-beam: labels per frame before moving on")
       ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  command->add_option("--chunk", options->chunk, "Decode in chunks of N frames with a carried stream state (0: whole)")
       ->capture_default_str();
   command->add_option("--beam", options->beam, "Beam search: hypotheses kept per utterance (1-64)")
       ->check(CLI::Range(1, 64))

@@ -1,0 +1,77 @@
+#pragma once
+// `--chunk N --lanes L` of the decode commands: the utterances of the input decoded as a streaming server decodes
+// them (docs/streaming.md). At most L utterances are in flight; every call carries the next N frames of each
+// utterance in flight (first, middle and last chunks of different utterances at different offsets), and the next
+// utterance joins as soon as one finishes. The results equal a whole-batch run's.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "asrdec/asrdec.hpp"
+#include "batch_input.hpp"
+#include "progress_bar.hpp"
+
+namespace asrdec::cli {
+
+/** Runs the utterances of `input` through `decode(rows, frames, lengths)` — a decoder's decode_chunks — with chunks
+ *  of `chunk` frames and at most `lanes` utterances in flight (the utterance's index is its id). `timed(duration,
+ *  frames)` receives each call's decoding time (the input's copy to the device excluded) and frames. Returns each
+ *  utterance's final result, in input order. */
+template <class Result, class DecodeChunks, class Timed>
+std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths, std::int64_t chunk,
+                                     std::int64_t lanes, Stream& stream, ProgressBar& progress,
+                                     DecodeChunks&& decode, Timed&& timed) {
+  const std::int64_t utterances = input.utterances();
+  const std::int64_t width = std::clamp<std::int64_t>(chunk, 1, std::max<std::int64_t>(input.frames(), 1));
+  std::vector<Result> finals(static_cast<std::size_t>(utterances));
+  struct InFlight {
+    std::int64_t utterance;
+    std::int64_t next_frame;
+  };
+  std::vector<InFlight> in_flight;
+  std::int64_t joined = 0, finished = 0;
+  while (joined < utterances || !in_flight.empty()) {
+    while (static_cast<std::int64_t>(in_flight.size()) < lanes && joined < utterances) {
+      in_flight.push_back(InFlight{joined++, 0});
+    }
+    std::vector<ChunkRow> rows;
+    std::vector<std::int64_t> ids, starts;
+    std::vector<std::int32_t> row_lengths;
+    std::int64_t frames = 0;
+    for (const InFlight& u : in_flight) {
+      const std::int64_t length = length_at(lengths, u.utterance);
+      const std::int64_t n = std::clamp<std::int64_t>(length - u.next_frame, 0, width);
+      rows.push_back(ChunkRow{u.utterance, u.next_frame == 0, u.next_frame + n == length});
+      ids.push_back(u.utterance);
+      starts.push_back(u.next_frame);
+      row_lengths.push_back(static_cast<std::int32_t>(n));
+      frames += n;
+    }
+    const auto count = static_cast<std::int64_t>(rows.size());
+    const TensorView batch = input.gather(ids, starts, width, stream.handle());
+    stream.synchronize();  // the host-to-device copy is not decoder time
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Result> results =
+        decode(rows, batch, TensorView(row_lengths.data(), DType::i32, {count}));
+    timed(std::chrono::steady_clock::now() - start, frames);
+    std::vector<InFlight> still;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      InFlight u = in_flight[r];
+      u.next_frame += row_lengths[r];
+      if (rows[r].last) {
+        finals[static_cast<std::size_t>(u.utterance)] = std::move(results[r]);
+        ++finished;
+      } else {
+        still.push_back(u);
+      }
+    }
+    in_flight = std::move(still);
+    progress.update(finished);
+  }
+  return finals;
+}
+
+}  // namespace asrdec::cli
