@@ -111,6 +111,39 @@ PY
     done
   done
 done
+# Streaming (--chunk N --lanes L: utterances join and leave the calls as a server's would) gives the JSON of a
+# whole-batch run byte for byte, for every streaming decode command and algorithm, with and without fusion.
+lm=(--lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.3)
+boosted=(--boost "$data/boost/phrases.txt" --bpe "$data/bpe.model" --boost-weight 0.6)
+streamed() {  # name, then the command's arguments
+  local name="$1"
+  shift
+  "$asrdec" decode "$@" --vocab "$data/tokens.txt" --device cpu --json >"$work/stream-whole.jsonl" 2>"$work/err.txt" \
+    || { cat "$work/err.txt"; fail "$name"; }
+  for lanes in "7 5" "1 40" "13 1"; do
+    read -r chunk width <<<"$lanes"
+    "$asrdec" decode "$@" --vocab "$data/tokens.txt" --device cpu --json --chunk "$chunk" --lanes "$width" \
+      >"$work/stream-chunks.jsonl" 2>"$work/err.txt" || { cat "$work/err.txt"; fail "$name --chunk $chunk"; }
+    cmp -s "$work/stream-whole.jsonl" "$work/stream-chunks.jsonl" \
+      || fail "$name: --chunk $chunk --lanes $width differs from the whole-batch JSON"
+  done
+}
+ctc_input=(--logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy")
+streamed "ctc-greedy" ctc-greedy "${ctc_input[@]}"
+streamed "ctc-greedy + LM + boosting" ctc-greedy "${ctc_input[@]}" "${lm[@]}" "${boosted[@]}"
+for model in rnnt tdt; do
+  input=(--model "$data/$model/model.safetensors" --enc "$data/$model/enc_proj.npy" --lengths "$data/$model/lengths.npy")
+  algos="frame-looping label-looping"
+  [ "$model" = rnnt ] && algos="$algos wind"
+  for algo in $algos; do
+    streamed "$model $algo" "$model" "${input[@]}" --algo "$algo"
+    streamed "$model $algo + LM + boosting" "$model" "${input[@]}" --algo "$algo" "${lm[@]}" "${boosted[@]}"
+  done
+done
+if "$asrdec" decode ctc-beam "${ctc_input[@]}" --device cpu --chunk 4 >/dev/null 2>"$work/err12.txt"; then
+  fail "ctc-beam with --chunk accepted"
+fi
+grep -q -- "--chunk: CTC beam search does not stream yet" "$work/err12.txt" || { cat "$work/err12.txt"; fail "ctc-beam --chunk"; }
 if "$asrdec" decode tdt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --device cpu \
   >/dev/null 2>"$work/err7.txt"; then fail "RNN-T model accepted by decode tdt"; fi
 grep -q "holds a rnnt model; decode it with \`asrdec decode rnnt\`" "$work/err7.txt" || { cat "$work/err7.txt"; fail "model type message"; }
@@ -219,7 +252,7 @@ fi
 if "$asrdec" decode rnnt "${rnnt[@]}" --algo alsd++ --chunk 8 >/dev/null 2>"$work/err11.txt"; then
   fail "beam search with --chunk accepted"
 fi
-grep -q -- "--chunk is for greedy decoding" "$work/err11.txt" || { cat "$work/err11.txt"; fail "--chunk message"; }
+grep -q -- "--chunk: beam search does not stream yet" "$work/err11.txt" || { cat "$work/err11.txt"; fail "--chunk message"; }
 # CTC beam search: beam 4 with the sample LM and an insertion bonus beats greedy decoding; n-best JSON.
 ctc=(--logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" --vocab "$data/tokens.txt"
   --refs "$data/ctc/refs.txt" --device cpu --show 0)
@@ -267,6 +300,10 @@ grep -q "bad_lexicon.txt:2: piece '▁zz' of word 'zz' is not a token" "$work/er
   --threads 3 >"$work/wfst_chunked.jsonl" \
   2>/dev/null || fail "decode ctc-wfst --chunk"
 cmp -s "$work/wfst.jsonl" "$work/wfst_chunked.jsonl" || fail "ctc-wfst chunked output differs from whole utterances"
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
+  --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --tokens "$data/tokens.txt" --json --chunk 3 --lanes 7 \
+  >"$work/wfst_lanes.jsonl" 2>/dev/null || fail "decode ctc-wfst --chunk --lanes"
+cmp -s "$work/wfst.jsonl" "$work/wfst_lanes.jsonl" || fail "ctc-wfst --chunk 3 --lanes 7 differs from whole utterances"
 printf 'israel 4.0\n' >"$work/boost_words.txt"
 "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
   --lengths "$data/ctc/lengths.npy" --acoustic-scale 2 --json --boost "$work/boost_words.txt" \
