@@ -44,8 +44,8 @@ ChunkPlan UtteranceChannels::plan(const std::vector<ChunkRow>& rows, const std::
       plan.offset[b] = row.first ? 0 : open->second.frames;
     } else {
       const std::int32_t slot = nth_free(taken);
-      ASRDEC_EXPECTS(slot >= 0, OutOfMemory, owner_, "::decode_chunks: utterance ", row.utterance, " cannot start: ",
-                     slot_of_.size(), " utterances are open and ", taken,
+      ASRDEC_EXPECTS(slot >= 0, OutOfMemory, owner_, "::decode_chunks: utterance ", row.utterance,
+                     " cannot start: ", slot_of_.size(), " utterances are open and ", taken,
                      " more start in this call, the decoder's limit (BatchLimits::max_open_utterances = ", capacity_,
                      "); end or cancel utterances first, or construct the decoder with a larger limit");
       plan.slot[b] = slot;
@@ -55,8 +55,8 @@ ChunkPlan UtteranceChannels::plan(const std::vector<ChunkRow>& rows, const std::
     plan.fresh[b] = row.first ? 1 : 0;
     const std::int64_t length = b < lengths.size() ? lengths[b] : 0;
     ASRDEC_CHECK_ARG(plan.offset[b] + length <= std::numeric_limits<std::int32_t>::max(), owner_,
-                     "::decode_chunks: utterance ", row.utterance, " would pass 2^31 - 1 frames (",
-                     plan.offset[b], " decoded, ", length, " more); end it and start a new one");
+                     "::decode_chunks: utterance ", row.utterance, " would pass 2^31 - 1 frames (", plan.offset[b],
+                     " decoded, ", length, " more); end it and start a new one");
   }
   return plan;
 }

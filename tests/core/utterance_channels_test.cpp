@@ -1,11 +1,12 @@
 // The channel bookkeeping every decoder's decode_chunks() shares (src/core/utterance_channels.hpp), against a plain
 // model of open utterances: random calls of first, middle and last chunks, cancellations and bad calls.
 
+#include "core/utterance_channels.hpp"
+
 #include <limits>
 #include <map>
 #include <set>
 
-#include "core/utterance_channels.hpp"
 #include "support/test_support.hpp"
 
 namespace asrdec {
@@ -18,8 +19,8 @@ TEST(UtteranceChannels, RejectsBadRowsAndChangesNothing) {
   UtteranceChannels channels(2, "TestDecoder");
   ASRDEC_EXPECT_THROW_MSG(channels.plan({ChunkRow{7, false, false}}, {3}), InvalidArgument,
                           "TestDecoder::decode_chunks: utterance 7 is not open: its first chunk needs first = true");
-  ASRDEC_EXPECT_THROW_MSG(channels.plan({ChunkRow{7, true, false}, ChunkRow{7, false, false}}, {3, 3}),
-                          InvalidArgument, "utterance 7 appears in more than one row");
+  ASRDEC_EXPECT_THROW_MSG(channels.plan({ChunkRow{7, true, false}, ChunkRow{7, false, false}}, {3, 3}), InvalidArgument,
+                          "utterance 7 appears in more than one row");
   ASRDEC_EXPECT_THROW_MSG(channels.plan({ChunkRow{1, true}, ChunkRow{2, true}, ChunkRow{3, true}}, {1, 1, 1}),
                           OutOfMemory, "utterance 3 cannot start: 0 utterances are open and 2 more start in this call");
   EXPECT_EQ(channels.open(), 0);

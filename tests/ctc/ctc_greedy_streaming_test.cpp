@@ -109,7 +109,8 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
     }
     SCOPED_TRACE("round " + std::to_string(round) + ": " + described);
     std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch.batch));
-    for (int b = 0; b < batch.batch; ++b) lengths[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(batch.length(b));
+    for (int b = 0; b < batch.batch; ++b)
+      lengths[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(batch.length(b));
 
     DeviceBuffer<std::byte> whole_storage;
     CtcGreedyDecoder reference(device_, config);
@@ -151,7 +152,7 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
         const std::size_t element = dtype_size(dtype);
         const std::size_t at = (static_cast<std::size_t>(poisoned) * static_cast<std::size_t>(T) +
                                 static_cast<std::size_t>(call.length[static_cast<std::size_t>(poisoned)] - 1)) *
-                                   static_cast<std::size_t>(batch.columns) * element;
+                               static_cast<std::size_t>(batch.columns) * element;
         std::memset(bad.data() + at, 0xff, element);  // NaN in a frame that is read
         DeviceBuffer<std::byte> bad_storage;
         ASRDEC_EXPECT_THROW_MSG(
@@ -175,8 +176,8 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
         ++rejected;
       }
       DeviceBuffer<std::byte> chunk_storage;
-      const std::vector<Hypothesis> got =
-          decoder.decode_chunks(call.rows, place(chunk.data(), chunk.size(), dtype, shape, chunk_storage), chunk_lengths);
+      const std::vector<Hypothesis> got = decoder.decode_chunks(
+          call.rows, place(chunk.data(), chunk.size(), dtype, shape, chunk_storage), chunk_lengths);
       ASSERT_EQ(got.size(), call.rows.size());
       for (std::size_t r = 0; r < call.rows.size(); ++r) {
         const int u = call.utterance[r];
@@ -223,13 +224,13 @@ TEST_P(CtcGreedyStreaming, RejectsRowsThatDoNotFitTheOpenUtterances) {
                           "utterance 3 cannot start: 2 utterances are open");
   if (device_.is_cuda()) {
     const DeviceBuffer<std::byte> device_lengths = testing::to_device(lengths.data(), 8, device_);
-    ASRDEC_EXPECT_THROW_MSG(
-        decoder.decode_chunks({ChunkRow{1}, ChunkRow{2}}, logprobs, TensorView(device_lengths.data(), DType::i32, {2}, device_)),
-        InvalidArgument, "lengths must be in host memory");
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{1}, ChunkRow{2}}, logprobs,
+                                                  TensorView(device_lengths.data(), DType::i32, {2}, device_)),
+                            InvalidArgument, "lengths must be in host memory");
   }
   EXPECT_TRUE(decoder.cancel(2));
-  const std::vector<Hypothesis> last = decoder.decode_chunks({ChunkRow{1, false, true}, ChunkRow{3, true, true}},
-                                                             logprobs, lens);
+  const std::vector<Hypothesis> last =
+      decoder.decode_chunks({ChunkRow{1, false, true}, ChunkRow{3, true, true}}, logprobs, lens);
   // Utterance 1 saw row 0 twice: blank, 0, 0 — the run of 0s is cut by the next chunk's blank.
   EXPECT_TRUE(last[0].is_final);
   EXPECT_EQ(last[0].tokens, (std::vector<std::int32_t>{0, 0}));

@@ -33,9 +33,7 @@ __global__ void __launch_bounds__(kThreads) scatter_lanes_kernel(LaneCopies c, s
   }
 }
 
-int blocks_for(std::int64_t pairs) {
-  return static_cast<int>(pairs < 1 ? 1 : (pairs > 4096 ? 4096 : pairs));
-}
+int blocks_for(std::int64_t pairs) { return static_cast<int>(pairs < 1 ? 1 : (pairs > 4096 ? 4096 : pairs)); }
 
 }  // namespace
 

@@ -16,10 +16,10 @@ namespace asrdec::detail {
 
 /** One state array: rows of `words` 4-byte words (float, int32; a double is two words). */
 struct LaneArray {
-  void* lanes;          ///< [max_batch, words]
-  void* channels;       ///< [max_open_utterances, words]
-  const void* start;    ///< where a starting utterance's row comes from: [words], or [max_batch, words] per lane
-  std::int32_t words;   ///< words per row
+  void* lanes;         ///< [max_batch, words]
+  void* channels;      ///< [max_open_utterances, words]
+  const void* start;   ///< where a starting utterance's row comes from: [words], or [max_batch, words] per lane
+  std::int32_t words;  ///< words per row
   std::int32_t per_lane_start;  ///< 1: `start` holds a row per lane
 };
 
@@ -51,7 +51,11 @@ template <class T>
 void reallocate_channels(DeviceBuffer<T>& buffer, std::size_t count, Device device) {
   DeviceBuffer<T> next(count, device);
   if (buffer.size() == count && count > 0) {
-    ASRDEC_CUDA_CHECK(cudaMemcpy(next.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToDevice));
+    // Growth runs between calls (ExecutorLifecycle::grow waits for them); the copy is finished before the old
+    // buffer goes and before any later call's work can read the new one.
+    ASRDEC_CUDA_CHECK(
+        cudaMemcpyAsync(next.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToDevice, cudaStreamLegacy));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   }
   buffer = std::move(next);
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <utility>
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
@@ -55,13 +56,12 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     const cudaStream_t stream = call.stream();
     if (!streaming_) {
       // The channels are allocated (and the graphs captured again with them) by the first streaming call.
-      streaming_ = true;
-      try {
-        lifecycle_.grow(limits_, limits_, [this] { allocate(); });
-      } catch (...) {
-        streaming_ = false;
-        throw;
-      }
+      // When the allocation with channels fails, grow() allocates the old size again: without them.
+      bool with_channels = true;
+      lifecycle_.grow(limits_, limits_, [this, &with_channels] {
+        streaming_ = std::exchange(with_channels, false);
+        allocate();
+      });
     }
     return unpack_ctc_greedy_chunks(fetch(problem, enqueue(problem, &plan, boost_roots, stream), stream), plan);
   }
@@ -210,6 +210,7 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
   }
 
   void allocate() {
+    for (auto& slot : executors_) slot.reset();  // they point into the buffers about to be replaced
     const auto cells = static_cast<std::size_t>(limits_.max_batch * limits_.max_frames);
     const auto rows = static_cast<std::size_t>(limits_.max_batch);
     frame_token_ = DeviceBuffer<std::int32_t>(cells, device_);
@@ -222,9 +223,6 @@ class CtcGreedyCuda final : public CtcGreedyBackend {
     lane_carry_ = DeviceBuffer<CtcGreedyCarry>(rows, device_);
     lane_args_ = DeviceBuffer<std::int32_t>(4 * rows, device_);
     if (streaming_) reallocate_channels(channels_, static_cast<std::size_t>(limits_.max_open_utterances), device_);
-    for (auto& slot : executors_) {
-      slot.reset();
-    }
   }
 
   CtcGreedyWorkspace workspace() const {

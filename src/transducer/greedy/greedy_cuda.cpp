@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <utility>
 
 #include "asrdec/core/error.hpp"
 #include "core/bad_value.hpp"
@@ -57,13 +58,12 @@ class GreedyCuda final : public GreedyBackend {
     }
     if (plan != nullptr && !streaming_) {
       // The channels are allocated (and the graphs captured again) by the first streaming call.
-      streaming_ = true;
-      try {
-        lifecycle_.grow(limits_, limits_, [this] { allocate(); });
-      } catch (...) {
-        streaming_ = false;
-        throw;
-      }
+      // When the allocation with channels fails, grow() allocates the old size again: without them.
+      bool with_channels = true;
+      lifecycle_.grow(limits_, limits_, [this, &with_channels] {
+        streaming_ = std::exchange(with_channels, false);
+        allocate();
+      });
     }
     grow(p.batch, p.frames);
     if (p.enc_proj.numel() > 0) {
@@ -92,10 +92,8 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     lifecycle_.run(executor(p.enc_proj.dtype()), stream);
-    if (plan != nullptr && rows > 0) {
-      // Kept on the device only when the chunk found no bad value, so a call that throws changes no channel.
-      launch_scatter_lanes(lane_copies(true), static_cast<std::int32_t>(rows), stream);
-    }
+    // Streaming: the lanes' new states go to the channels in collect(), once the call is known to have succeeded.
+    pending_scatter_ = plan != nullptr ? p.batch : 0;
     last_batch_ = p.batch;
     return hyps_.view(device_, p.batch);
   }
@@ -105,7 +103,13 @@ class GreedyCuda final : public GreedyBackend {
     DeviceGuard guard(device_);
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
-    synchronize_and_check(stream);
+    const std::int64_t scatter = std::exchange(pending_scatter_, 0);
+    synchronize_and_check(stream);  // throws for a bad value, a hypothesis overflow or a loop at its cap
+    if (scatter > 0) {
+      // Only now do the channels take the call's new states, so a call that throws changes no utterance. Enqueued
+      // before the results are copied back, on the same stream, ahead of any later call's gather.
+      launch_scatter_lanes(lane_copies(true), static_cast<std::int32_t>(scatter), stream);
+    }
     const auto rows = static_cast<std::size_t>(view.batch);
     if (rows == 0) {
       return {};
@@ -480,6 +484,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<float> ch_am_total_, ch_lm_total_, ch_boost_total_;
   std::vector<std::int32_t> lane_host_;
   bool streaming_ = false;
+  std::int64_t pending_scatter_ = 0;  // lanes of the last streaming call, scattered by collect()
   int multiprocessors_ = 1;
   BatchedHyps<MemoryKind::device> hyps_;
   BatchedHyps<MemoryKind::pinned> host_hyps_;

@@ -73,7 +73,7 @@ void JointCpu::fill_hidden(const EncodedView& enc, const JointRow* rows, std::in
     const float* g = dec_of(r);
     for (std::int64_t j = 0; j < J; ++j) {
       const float x = read(enc, base + j * enc.stride_j);
-      if (check_values && !is_finite_value(x)) throw bad_enc_value_error(b, rows[r].frame, j, x != x);
+      if (check_values && !is_finite_value(x)) throw bad_enc_value_error(enc.first_row + b, rows[r].frame, j, x != x);
       hidden[j] = round_to(joint_.weight_dtype, activate(joint_.activation, x + g[j]));
     }
   }
@@ -92,13 +92,15 @@ void JointCpu::logits_rows(const EncodedView& enc, const JointRow* rows, const f
     }
   }
   if (check_values) {
-    for (std::int64_t r = 0; r < count; ++r) check_outputs(rows[r], out + r * outputs, outputs);
+    for (std::int64_t r = 0; r < count; ++r) check_outputs(enc, rows[r], out + r * outputs, outputs);
   }
 }
 
-void JointCpu::check_outputs(const JointRow& row, const float* outputs, std::int64_t count) {
+void JointCpu::check_outputs(const EncodedView& enc, const JointRow& row, const float* outputs, std::int64_t count) {
   for (std::int64_t o = 0; o < count; ++o) {
-    if (!is_finite_value(outputs[o])) throw bad_enc_value_error(row.b, row.frame, kJointOutputColumn, false);
+    if (!is_finite_value(outputs[o])) {
+      throw bad_enc_value_error(enc.first_row + row.b, row.frame, kJointOutputColumn, false);
+    }
   }
 }
 
@@ -118,7 +120,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   for (std::int64_t o = 0; o < token_columns_; ++o) {
     for (std::int64_t r = 0; r < count; ++r) {
       const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
-      if (check_values) check_outputs(rows[r], &logit, 1);
+      if (check_values) check_outputs(enc, rows[r], &logit, 1);
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
       if (fused && o < fusion.vocab) {
@@ -148,7 +150,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       const std::int64_t o = token_columns_ + d;
       for (std::int64_t r = 0; r < count; ++r) {
         const float logit = dot(weight + o * J, hidden_.data() + r * J, J) + bias[o];
-        if (check_values) check_outputs(rows[r], &logit, 1);
+        if (check_values) check_outputs(enc, rows[r], &logit, 1);
         argmax_update(durations_best_[r], logit, static_cast<std::int32_t>(d));
         durations_lse_[r] = lse_add(durations_lse_[r], logit);
       }

@@ -15,6 +15,16 @@ struct EncodedView {
   const void* data = nullptr;
   DType dtype = DType::f32;
   std::int64_t stride_b = 0, stride_t = 0, stride_j = 0;
+  /** The caller's index of row 0 (a slice of a batch decoded on its own thread): errors name the caller's row. */
+  std::int64_t first_row = 0;
+
+  /** Rows [first, first + ...) of this view, as a view of their own. */
+  EncodedView rows_from(std::int64_t first) const {
+    EncodedView slice = *this;
+    slice.data = static_cast<const std::byte*>(data) + first * stride_b * static_cast<std::int64_t>(dtype_size(dtype));
+    slice.first_row = first_row + first;
+    return slice;
+  }
 };
 
 /** One joint evaluation to make: utterance b at `frame`. */
@@ -56,7 +66,7 @@ class JointCpu {
   template <class DecOf>
   void fill_hidden(const EncodedView& enc, const JointRow* rows, std::int64_t count, bool check_values, DecOf dec_of);
   // Finite values can still make the joint overflow float32; its outputs are checked too (with check_values).
-  static void check_outputs(const JointRow& row, const float* outputs, std::int64_t count);
+  static void check_outputs(const EncodedView& enc, const JointRow& row, const float* outputs, std::int64_t count);
 
   const TransducerJoint::Impl& joint_;
   std::int64_t token_columns_;
