@@ -2,6 +2,8 @@
 // The CPU executor (every core) is the baseline the CUDA one is compared with, in the same process;
 // ctc_greedy/cpu_threads measures the CPU executor's scaling from 1 thread to every core. Both are timed on
 // decode_async (results stay in the decoder's buffers): CPU with wall time, CUDA with CUDA events.
+// ctc_greedy/streaming compares streaming (decode_chunks, chunks of 16 frames of 32 utterances in flight) with whole
+// utterances at equal lanes.
 
 #include <map>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
+#include "common/chunk_feeder.hpp"
 #include "common/synthetic_ctc.hpp"
 
 namespace asrdec::bench {
@@ -80,6 +83,53 @@ void ctc_greedy_cuda(benchmark::State& state, DType dtype) {
   state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
 }
 
+// Streaming against whole utterances at equal lanes (docs/streaming.md): B utterances in flight, each call carrying
+// the next `chunk` frames (argument 3) of every one of them; chunk 0 is the baseline, whole utterances through
+// decode(). Both return host results and are timed by the wall clock.
+void ctc_greedy_streaming(benchmark::State& state, bool cuda) {
+  if (cuda && !cuda_unavailable_reason().empty()) {
+    state.SkipWithError(cuda_unavailable_reason().c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const Device device = cuda ? Device::cuda(0) : Device::cpu();
+  const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), DType::f32);
+  const std::int64_t chunk = state.range(3);
+  BatchLimits limits{data.batch, data.frames};
+  limits.max_open_utterances = data.batch;
+  CtcGreedyDecoder decoder(device, {}, limits);
+  Stream stream(device);
+  if (chunk == 0) {
+    DeviceBuffer<std::byte> on_device;
+    TensorView logprobs(data.logprobs.data(), DType::f32, {data.batch, data.frames, data.columns});
+    if (device.is_cuda()) {
+      on_device = DeviceBuffer<std::byte>(data.logprobs.size(), device);
+      copy_bytes_async(on_device.data(), device, data.logprobs.data(), Device::cpu(), data.logprobs.size(),
+                       stream.handle());
+      logprobs = TensorView(on_device.data(), DType::f32, {data.batch, data.frames, data.columns}, device);
+    }
+    const TensorView lengths(data.lengths.data(), DType::i32, {data.batch});
+    decoder.decode(logprobs, lengths, stream.handle());  // graph capture outside the timed loop
+    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(logprobs, lengths, stream.handle()));
+    set_rtfx(state, data.total_frames());
+    return;
+  }
+  ChunkFeeder feeder(data.logprobs.data(), data.batch, data.frames, data.columns, 4, data.lengths, data.batch, chunk,
+                     DType::f32, device);
+  std::int64_t frames = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    feeder.next(stream.handle());
+    stream.synchronize();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(decoder.decode_chunks(feeder.rows(), feeder.frames(), feeder.lengths(), stream.handle()));
+    frames += feeder.frames_in_call();
+  }
+  state.counters["RTFx"] =
+      benchmark::Counter(static_cast<double>(frames) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   for (DType dtype : {DType::f32, DType::bf16}) {
     const std::string suffix = std::string("/") + dtype_name(dtype);
@@ -102,6 +152,16 @@ void register_all() {
       ->Repetitions(3)
       ->ReportAggregatesOnly(true)
       ->UseRealTime();
+  for (const bool cuda : {false, true}) {
+    benchmark::RegisterBenchmark(cuda ? "ctc_greedy/streaming/cuda" : "ctc_greedy/streaming/cpu", ctc_greedy_streaming,
+                                 cuda)
+        ->ArgNames({"B", "T", "V1", "chunk"})
+        ->ArgsProduct({{32}, {1000}, {1025}, {0, 16}})
+        ->Unit(benchmark::kMillisecond)
+        ->Repetitions(3)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime();
+  }
 }
 
 }  // namespace

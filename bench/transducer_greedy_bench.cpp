@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "common/bench_support.hpp"
+#include "common/chunk_feeder.hpp"
 #include "common/transducer_models.hpp"
 
 namespace asrdec::bench {
@@ -84,6 +85,78 @@ void run(benchmark::State& state, Case c) {
   state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
 }
 
+// Streaming against whole utterances at equal lanes (docs/streaming.md): B utterances in flight, each call carrying
+// the next `chunk` frames (argument 2) of every one of them; chunk 0 is the baseline, whole utterances through
+// decode(). Label looping in the default graph mode; both return host results and are timed by the wall clock.
+void run_streaming(benchmark::State& state, Case c) {
+  const std::int64_t batch = state.range(0), frames = state.range(1), chunk = state.range(2);
+  for (const std::string& reason :
+       {c.cuda ? cuda_unavailable_reason() : std::string(), missing_models_reason(c.kind)}) {
+    if (!reason.empty()) {
+      state.SkipWithError(reason.c_str());
+      for (auto _ : state) {
+      }
+      return;
+    }
+  }
+  const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
+  const TransducerModel& m = model(c.kind, device);
+  const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  const std::int64_t J = m.joint_hidden();
+  Stream stream(device);
+  BatchLimits limits{batch, chunk > 0 ? chunk : frames};
+  limits.max_open_utterances = batch;
+  TransducerGreedyDecoder decoder(m, TransducerGreedyConfig{}, limits);
+  if (chunk == 0) {
+    DeviceBuffer<float> on_device;
+    TensorView enc(host.data(), DType::f32, {batch, frames, J});
+    if (c.cuda) {
+      on_device = DeviceBuffer<float>(host.size(), device);
+      copy_bytes_async(on_device.data(), device, host.data(), Device::cpu(), host.size() * 4, stream.handle());
+      enc = TensorView(on_device.data(), DType::f32, {batch, frames, J}, device);
+    }
+    const TensorView lens(lengths.data(), DType::i32, {batch});
+    decoder.decode(enc, lens, stream.handle());  // graph capture outside the timed loop
+    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(enc, lens, stream.handle()));
+    set_rtfx(state, batch * frames);
+    return;
+  }
+  ChunkFeeder feeder(host.data(), batch, frames, J, 4, lengths, batch, chunk, DType::f32, device);
+  std::int64_t decoded = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    feeder.next(stream.handle());
+    stream.synchronize();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(decoder.decode_chunks(feeder.rows(), feeder.frames(), feeder.lengths(), stream.handle()));
+    decoded += feeder.frames_in_call();
+  }
+  state.counters["RTFx"] =
+      benchmark::Counter(static_cast<double>(decoded) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+}
+
+// CPU scaling: label looping on `threads` threads (argument 2); compare with threads = 1 of the same run.
+void run_threads(benchmark::State& state, std::string kind) {
+  const std::int64_t batch = state.range(0), frames = state.range(1);
+  if (const std::string reason = missing_models_reason(kind); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const TransducerModel& m = model(kind, Device::cpu());
+  const std::vector<float> host = tiled_input(source(kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  const TensorView enc(host.data(), DType::f32, {batch, frames, m.joint_hidden()});
+  const TensorView lens(lengths.data(), DType::i32, {batch});
+  TransducerGreedyConfig config;
+  config.threads = static_cast<std::int32_t>(state.range(2));
+  TransducerGreedyDecoder decoder(m, config, BatchLimits{batch, frames});
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_async(enc, lens));
+  set_rtfx(state, batch * frames);
+}
+
 std::string name_of(const Case& c) {
   std::string algo = to_string(c.algorithm);
   if (c.algorithm == TransducerGreedyAlgorithm::wind) algo += "-W" + std::to_string(c.window);
@@ -119,6 +192,27 @@ void register_all() {
       b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
       for (const auto& shape : c.cuda ? gpu_shapes : cpu_shapes) b->Args(shape);
       if (c.cuda) b->UseManualTime();
+    }
+    const std::vector<std::int64_t> threads = cpu_thread_counts();
+    benchmark::RegisterBenchmark(("transducer_greedy/cpu_threads/" + kind + "/label-looping").c_str(), run_threads,
+                                 kind)
+        ->ArgNames({"B", "T", "threads"})
+        ->ArgsProduct({{4 * threads.back()}, {250}, threads})
+        ->Unit(benchmark::kMillisecond)
+        ->Repetitions(3)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime();
+    for (bool cuda : {false, true}) {
+      const Case c{kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::automatic, cuda};
+      benchmark::RegisterBenchmark(
+          ("transducer_greedy/streaming/" + std::string(cuda ? "cuda/" : "cpu/") + kind + "/label-looping").c_str(),
+          run_streaming, c)
+          ->ArgNames({"B", "T", "chunk"})
+          ->ArgsProduct({{cuda ? 32 : 4}, {cuda ? 1000 : 250}, {0, 16}})
+          ->Unit(benchmark::kMillisecond)
+          ->Repetitions(3)
+          ->ReportAggregatesOnly(true)
+          ->UseRealTime();
     }
   }
 }

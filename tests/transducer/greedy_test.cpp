@@ -100,6 +100,7 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
       config.window = window;
       config.max_symbols_per_frame = max_symbols;
       config.graph_mode = GetParam().mode;
+      config.threads = static_cast<std::int32_t>(1 + rng() % 4);          // CPU: results must not depend on it
       TransducerGreedyDecoder decoder(model, config, BatchLimits{3, 5});  // small: buffers grow during the test
       expect_same_hypotheses(decoder.decode(enc.view, e.lens()), want, agreement(spec.dtype),
                              std::string(to_string(algorithm)) + " W=" + std::to_string(window));
@@ -139,6 +140,7 @@ TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
       config.window = 4;
       config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
       config.graph_mode = GetParam().mode;
+      config.threads = static_cast<std::int32_t>(1 + rng() % 4);
       std::string fusion = "no fusion";
       if (model.blank_id() == model.vocab_size() && rng() % 2 == 0) {
         ++fused;

@@ -21,6 +21,7 @@ struct TransducerOptions {
   std::string algorithm = "label-looping";
   std::int32_t window = 8;
   std::int32_t max_symbols = 10;
+  std::int32_t threads = 0;
   std::int32_t beam = 4;
   std::string pruning = "late";
   std::string blank_scoring = "full";
@@ -106,6 +107,7 @@ void run(const TransducerOptions& options) {
   config.window = options.window;
   config.max_symbols_per_frame = options.max_symbols;
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
@@ -184,6 +186,11 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->add_option("--max-symbols", options->max_symbols,
                    "Greedy, ALSD++ and wind-beam: labels per frame before moving on")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--threads", options->threads,
+                   "Greedy on the CPU: threads the utterances are spread over (0: every core)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_option("--beam", options->beam, "Beam search: hypotheses kept per utterance (1-64)")
       ->check(CLI::Range(1, 64))

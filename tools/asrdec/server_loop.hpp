@@ -21,9 +21,8 @@ namespace asrdec::cli {
  *  frames)` receives each call's decoding time (the input's copy to the device excluded) and frames. Returns each
  *  utterance's final result, in input order. */
 template <class Result, class DecodeChunks, class Timed>
-std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths, std::int64_t chunk,
-                                     std::int64_t lanes, Stream& stream, ProgressBar& progress,
-                                     DecodeChunks&& decode, Timed&& timed) {
+std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths, std::int64_t chunk, std::int64_t lanes,
+                                     Stream& stream, ProgressBar& progress, DecodeChunks&& decode, Timed&& timed) {
   const std::int64_t utterances = input.utterances();
   const std::int64_t width = std::clamp<std::int64_t>(chunk, 1, std::max<std::int64_t>(input.frames(), 1));
   std::vector<Result> finals(static_cast<std::size_t>(utterances));
@@ -54,8 +53,7 @@ std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths,
     const TensorView batch = input.gather(ids, starts, width, stream.handle());
     stream.synchronize();  // the host-to-device copy is not decoder time
     const auto start = std::chrono::steady_clock::now();
-    std::vector<Result> results =
-        decode(rows, batch, TensorView(row_lengths.data(), DType::i32, {count}));
+    std::vector<Result> results = decode(rows, batch, TensorView(row_lengths.data(), DType::i32, {count}));
     timed(std::chrono::steady_clock::now() - start, frames);
     std::vector<InFlight> still;
     for (std::size_t r = 0; r < rows.size(); ++r) {

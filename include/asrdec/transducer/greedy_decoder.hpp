@@ -78,6 +78,10 @@ struct ASRDEC_API TransducerGreedyConfig {
   std::int64_t max_device_bytes = 0;
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
+  /** CPU only: threads the rows of a call are spread over (in contiguous slices, each decoded by one thread), the
+   *  caller's included; 0 (default) means every core the process may use. Results do not depend on it; when
+   *  several rows hold bad values, which one the error names may. */
+  std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
    *  V = the model's vocabulary (blank excluded). The acoustic model alone decides blank versus non-blank; a
    *  non-blank choice is replaced by the argmax over the non-blank tokens of logit + lm_weight × ln p_LM(token |
@@ -94,8 +98,8 @@ struct ASRDEC_API TransducerGreedyConfig {
   /** β, the boosting weight. */
   float boost_weight = 1.0f;
 
-  /** Throws InvalidArgument for a window outside [1, 64], max_symbols_per_frame outside [1, 100], or a non-finite
-   *  lm_weight or boost_weight. */
+  /** Throws InvalidArgument for a window outside [1, 64], max_symbols_per_frame outside [1, 100], a non-finite
+   *  lm_weight or boost_weight, or threads outside [0, 1024]. */
   void validate() const;
   std::string to_string() const;
 };

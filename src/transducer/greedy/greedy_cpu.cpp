@@ -1,10 +1,13 @@
 // The CPU executor of greedy transducer decoding: the algorithms of greedy_decoder.hpp as loops over the batch,
 // driving the shared step functions (include/asrdec/detail/transducer_step.hpp). Joint evaluations are made
-// only for the utterances that need them; the predictor steps only on emitting utterances.
+// only for the utterances that need them; the predictor steps only on emitting utterances. The rows of a call are cut
+// into slices decoded on a thread pool (TransducerGreedyConfig::threads), each slice by one thread's GreedySlice; an
+// utterance's computation never looks at another row, so results do not depend on the number of threads.
 
 #include <algorithm>
 
 #include "asrdec/core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "lm/fusion_step.hpp"
 #include "lm/ngram_lm_impl.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
@@ -27,6 +30,25 @@ struct CarriedRows {
     for (auto* buffer : {&am_total, &lm_total, &boost_total}) buffer->reserve_discard(rows);
   }
 
+  // Pointers to the rows from `first` on: a slice's lanes.
+  struct View {
+    float* predictor_state;
+    float* dec;
+    std::int32_t *time_jump, *last_label, *lm_state, *boost_state;
+    float *am_total, *lm_total, *boost_total;
+  };
+  View rows_from(std::size_t first, std::size_t S, std::size_t J) {
+    return View{predictor_state.data() + first * S,
+                dec.data() + first * J,
+                time_jump.data() + first,
+                last_label.data() + first,
+                lm_state.data() + first,
+                boost_state.data() + first,
+                am_total.data() + first,
+                lm_total.data() + first,
+                boost_total.data() + first};
+  }
+
   // Row `to` of this from row `from` of `source`.
   void copy_row(std::size_t to, const CarriedRows& source, std::size_t from, std::size_t S, std::size_t J) {
     std::copy_n(source.predictor_state.data() + from * S, S, predictor_state.data() + to * S);
@@ -41,59 +63,42 @@ struct CarriedRows {
   }
 };
 
-class GreedyCpu final : public GreedyBackend {
+// The hypotheses of rows [first, ...) of `h`, as a view of their own (a slice's).
+HypsRef hyps_rows_from(const HypsRef& h, std::int64_t first) {
+  const std::int64_t cells = first * h.capacity;
+  return HypsRef{h.tokens + cells,
+                 h.timestamps + cells,
+                 h.durations + cells,
+                 h.scores + cells,
+                 h.confidences + cells,
+                 h.lengths + first,
+                 h.total_scores + first,
+                 h.last_timestamp + first,
+                 h.same_timestamp_count + first,
+                 h.overflow + first,
+                 h.capacity};
+}
+
+// Decodes a slice of a call's rows on one thread: their carried state (lanes) and hypotheses are views into the
+// call's, from the slice's first row; everything else is this slice's own scratch.
+class GreedySlice {
  public:
-  GreedyCpu(const TransducerModel& model, const TransducerGreedyConfig& config, BatchLimits limits)
+  GreedySlice(const TransducerModel& model, const TransducerGreedyConfig& config, const GreedyRules& rules,
+              std::int64_t rows)
       : model_(model),
         config_(config),
-        rules_(rules_of(model, config)),
-        limits_(limits),
-        session_(model.predictor().start_session(limits.max_batch)),
-        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {
-    reserve(limits_.max_batch, limits_.max_frames);
-    // Every utterance starts from the predictor state after the start symbol (blank), the same for all of them.
-    start_.reserve(1, state_size(), hidden());
-    session_->initial_state(start_.predictor_state.data(), 1, nullptr);
-    const std::int32_t blank = model_.blank_id(), on = 1;
-    session_->step(&blank, &on, start_.predictor_state.data(), start_.dec.data(), 1, nullptr);
-    start_.time_jump[0] = 0;
-    start_.last_label[0] = blank;
-    start_.lm_state[0] = NgramLm::bos_state();
-    start_.boost_state[0] = 0;
-    start_.am_total[0] = start_.lm_total[0] = start_.boost_total[0] = 0.0f;
-  }
+        rules_(rules),
+        session_(model.predictor().start_session(rows)),
+        session_rows_(rows),
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {}
 
-  BatchedHypsView decode(const TransducerInput& p, const ChunkPlan* plan, const std::vector<std::int32_t>& boost_roots,
-                         StreamHandle) override {
-    reserve(p.batch, p.frames);
-    if (plan != nullptr && channels_.predictor_state.size() == 0) {
-      channels_.reserve(static_cast<std::size_t>(limits_.max_open_utterances), state_size(), hidden());
-    }
-    // The lanes start from the start state or their channels; the channels change only after the decode succeeded
-    // (a bad value is found as its frame is read, mid-decode, and throws).
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      const auto lane = static_cast<std::size_t>(b);
-      if (plan == nullptr || plan->fresh[lane]) {
-        lanes_.copy_row(lane, start_, 0, state_size(), hidden());
-        lanes_.boost_state[lane] = boost_roots[lane];
-      } else {
-        lanes_.copy_row(lane, channels_, static_cast<std::size_t>(plan->slot[lane]), state_size(), hidden());
-      }
-    }
-    const BatchedHypsView view = decode_lanes(p);
-    if (plan != nullptr) {
-      for (std::int64_t b = 0; b < p.batch; ++b) {
-        const auto lane = static_cast<std::size_t>(b);
-        channels_.copy_row(static_cast<std::size_t>(plan->slot[lane]), lanes_, lane, state_size(), hidden());
-      }
-    }
-    return view;
-  }
+  PredictorSession& session() { return *session_; }
 
-  BatchedHypsView decode_lanes(const TransducerInput& p) {
-    hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
+  void decode(const TransducerInput& p, const CarriedRows::View& lanes, const HypsRef& h) {
+    reserve(p.batch);
+    lanes_ = lanes;
+    h_ = h;
     const GreedyStateRef s = state_ref(p);
-    const HypsRef h = hyps_.ref();
     for (std::int64_t b = 0; b < p.batch; ++b) {
       hyps_clear(h, b);
       h.total_scores[b] = lanes_.am_total[b];  // the path goes on from its score so far
@@ -101,12 +106,12 @@ class GreedyCpu final : public GreedyBackend {
     fusion_ = FusionRef{};
     fusion_.vocab = static_cast<std::int32_t>(model_.vocab_size());
     if (config_.lm != nullptr) {
-      fusion_.lm = FusionSource{lm_scores_.data(), lm_next_.data(), lanes_.lm_state.data(), lanes_.lm_total.data(),
-                                config_.lm_weight};
+      fusion_.lm =
+          FusionSource{lm_scores_.data(), lm_next_.data(), lanes_.lm_state, lanes_.lm_total, config_.lm_weight};
     }
     if (config_.boost != nullptr) {
-      fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), lanes_.boost_state.data(),
-                                   lanes_.boost_total.data(), config_.boost_weight};
+      fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), lanes_.boost_state, lanes_.boost_total,
+                                   config_.boost_weight};
     }
     if (fusion_.active()) {
       for (std::int64_t b = 0; b < p.batch; ++b) query_fused(b);
@@ -123,33 +128,18 @@ class GreedyCpu final : public GreedyBackend {
         lanes_.last_label[b] = h.tokens[b * h.capacity + h.lengths[b] - 1];
       }
       lanes_.am_total[b] = h.total_scores[b];
-      ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: hypothesis capacity exceeded for utterance ", b);
+      ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: hypothesis capacity exceeded for utterance ",
+                     p.enc.first_row + b);
     }
-    return hyps_.view(Device::cpu(), p.batch);
   }
-
-  std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
-                                  StreamHandle) override {
-    std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
-    if (fusion_.active()) {
-      for (std::size_t b = 0; b < out.size(); ++b) {
-        out[b].lm_score = config_.lm != nullptr ? lanes_.lm_total[b] : 0.0f;
-        out[b].boost_score = config_.boost != nullptr ? lanes_.boost_total[b] : 0.0f;
-        out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
-        out[b].ranking_score = out[b].score;
-      }
-    }
-    return out;
-  }
-
-  void synchronize_and_check(StreamHandle) override {}
-  GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
 
  private:
-  void reserve(std::int64_t batch, std::int64_t frames) {
-    limits_.max_batch = std::max(limits_.max_batch, batch);
-    limits_.max_frames = std::max(limits_.max_frames, frames);
-    const auto rows = static_cast<std::size_t>(limits_.max_batch);
+  void reserve(std::int64_t batch) {
+    if (batch > session_rows_) {  // a predictor session steps at most the rows it was started for
+      session_ = model_.predictor().start_session(batch);
+      session_rows_ = batch;
+    }
+    const auto rows = static_cast<std::size_t>(std::max<std::int64_t>(batch, 1));
     for (auto* buffer : {&time_, &active_, &active_at_start_, &advance_, &label_, &label_time_, &label_duration_,
                          &emit_, &symbols_on_frame_}) {
       buffer->reserve_discard(rows);
@@ -157,7 +147,6 @@ class GreedyCpu final : public GreedyBackend {
     label_score_.reserve_discard(rows);
     label_confidence_.reserve_discard(rows);
     const auto V = static_cast<std::size_t>(model_.vocab_size());
-    lanes_.reserve(rows, state_size(), hidden());
     if (config_.lm != nullptr) {
       lm_scores_.reserve_discard(rows * V);
       lm_next_.reserve_discard(rows * V);
@@ -168,9 +157,6 @@ class GreedyCpu final : public GreedyBackend {
     }
     choices_.resize(rows);
   }
-
-  std::size_t state_size() const { return static_cast<std::size_t>(model_.predictor().state_size()); }
-  std::size_t hidden() const { return static_cast<std::size_t>(model_.joint_hidden()); }
 
   GreedyStateRef state_ref(const TransducerInput& p) {
     return GreedyStateRef{p.lengths.data(),         time_.data(),           active_.data(),
@@ -225,7 +211,7 @@ class GreedyCpu final : public GreedyBackend {
         in_utterance_.push_back(time_[b] + w < length);
       }
       results_.resize(rows_.size());
-      joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), lanes_.dec.data(),
+      joint_.evaluate_rows(p.enc, rows_.data(), static_cast<std::int64_t>(rows_.size()), lanes_.dec,
                            model_.joint_hidden(), config_.check_values, fusion_, results_.data());
       std::size_t kept = 0;
       for (std::size_t r = 0; r < rows_.size(); ++r) {
@@ -237,7 +223,7 @@ class GreedyCpu final : public GreedyBackend {
         if (results_[r].label == rules_.blank && w + 1 < window) {
           // WIND: a blank window position before the choice is part of its path. Each frame's log-probability is
           // added on its own, in frame order, so the sum does not depend on where windows or chunks begin.
-          if (in_utterance_[r]) hyps_.ref().total_scores[b] += row_logprob;
+          if (in_utterance_[r]) h_.total_scores[b] += row_logprob;
           pending_[kept++] = b;
         }
       }
@@ -267,7 +253,7 @@ class GreedyCpu final : public GreedyBackend {
         label_looping_store(s, rules_, h, b);
       }
       fuse_emitted(B);
-      session_->step(label_.data(), emit_.data(), lanes_.predictor_state.data(), lanes_.dec.data(), B, nullptr);
+      session_->step(label_.data(), emit_.data(), lanes_.predictor_state, lanes_.dec, B, nullptr);
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_finish(s, rules_, h, b);
       }
@@ -289,7 +275,7 @@ class GreedyCpu final : public GreedyBackend {
           frame_looping_step(s, rules_, h, b, advance_[b] ? choices_[b] : JointChoice{});
         }
         fuse_emitted(B);
-        session_->step(label_.data(), emit_.data(), lanes_.predictor_state.data(), lanes_.dec.data(), B, nullptr);
+        session_->step(label_.data(), emit_.data(), lanes_.predictor_state, lanes_.dec, B, nullptr);
       }
     }
   }
@@ -297,25 +283,120 @@ class GreedyCpu final : public GreedyBackend {
   TransducerModel model_;
   TransducerGreedyConfig config_;
   GreedyRules rules_;
-  BatchLimits limits_;
   std::unique_ptr<PredictorSession> session_;
+  std::int64_t session_rows_;
   JointCpu joint_;
-  BatchedHyps<MemoryKind::host> hyps_;
+  CarriedRows::View lanes_{};  // the slice's carried state (decode's views)
+  HypsRef h_{};                // the slice's hypotheses
   HostBuffer<std::int32_t> time_, active_, active_at_start_, advance_, label_, label_time_, label_duration_, emit_,
       symbols_on_frame_;
   HostBuffer<float> label_score_, label_confidence_;
-  // Fusion: [max_batch, V] query of each state, for the LM and the boosting tree.
+  // Fusion: [rows, V] query of each state, for the LM and the boosting tree.
   HostBuffer<float> lm_scores_, boost_scores_;
-  HostBuffer<std::int32_t> lm_next_, boost_next_;  // [max_batch, V]
-  CarriedRows start_;                              // one row: where every utterance starts
-  CarriedRows lanes_;                              // [max_batch] the rows being decoded
-  CarriedRows channels_;                           // [max_open_utterances] the open utterances, once streaming started
+  HostBuffer<std::int32_t> lm_next_, boost_next_;  // [rows, V]
   FusionRef fusion_{};                             // set for the chunk being decoded; inactive without an LM or a tree
-  std::vector<JointChoice> choices_;               // [max_batch] this phase's joint choice per utterance
+  std::vector<JointChoice> choices_;               // [rows] this phase's joint choice per utterance
   std::vector<char> in_utterance_;                 // per joint row: its window position is a frame of the utterance
   std::vector<std::int64_t> pending_;
   std::vector<JointRow> rows_;
   std::vector<JointChoice> results_;
+};
+
+class GreedyCpu final : public GreedyBackend {
+ public:
+  GreedyCpu(const TransducerModel& model, const TransducerGreedyConfig& config, BatchLimits limits)
+      : model_(model), config_(config), rules_(rules_of(model, config)), limits_(limits) {
+    const int threads = resolve_threads(config.threads);
+    pool_ = std::make_unique<ThreadPool>(threads);
+    for (int t = 0; t < threads; ++t) {
+      slices_.push_back(std::make_unique<GreedySlice>(model_, config_, rules_, limits_.max_batch));
+    }
+    // Every utterance starts from the predictor state after the start symbol (blank), the same for all of them.
+    start_.reserve(1, state_size(), hidden());
+    slices_[0]->session().initial_state(start_.predictor_state.data(), 1, nullptr);
+    const std::int32_t blank = model_.blank_id(), on = 1;
+    slices_[0]->session().step(&blank, &on, start_.predictor_state.data(), start_.dec.data(), 1, nullptr);
+    start_.time_jump[0] = 0;
+    start_.last_label[0] = blank;
+    start_.lm_state[0] = NgramLm::bos_state();
+    start_.boost_state[0] = 0;
+    start_.am_total[0] = start_.lm_total[0] = start_.boost_total[0] = 0.0f;
+  }
+
+  BatchedHypsView decode(const TransducerInput& p, const ChunkPlan* plan, const std::vector<std::int32_t>& boost_roots,
+                         StreamHandle) override {
+    limits_.max_batch = std::max(limits_.max_batch, p.batch);
+    limits_.max_frames = std::max(limits_.max_frames, p.frames);
+    lanes_.reserve(static_cast<std::size_t>(limits_.max_batch), state_size(), hidden());
+    hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
+    if (plan != nullptr && channels_.predictor_state.size() == 0) {
+      channels_.reserve(static_cast<std::size_t>(limits_.max_open_utterances), state_size(), hidden());
+    }
+    // The lanes start from the start state or their channels; the channels change only after the decode succeeded
+    // (a bad value is found as its frame is read, mid-decode, and throws).
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto lane = static_cast<std::size_t>(b);
+      if (plan == nullptr || plan->fresh[lane]) {
+        lanes_.copy_row(lane, start_, 0, state_size(), hidden());
+        lanes_.boost_state[lane] = boost_roots[lane];
+      } else {
+        lanes_.copy_row(lane, channels_, static_cast<std::size_t>(plan->slot[lane]), state_size(), hidden());
+      }
+    }
+    // Contiguous slices, a few per thread (utterances differ in length), each decoded whole by one thread. When
+    // several slices meet bad values, the lowest slice's error is the one thrown.
+    const std::int64_t count = pool_->size() == 1 ? 1 : std::min<std::int64_t>(p.batch, 2 * pool_->size());
+    const HypsRef h = hyps_.ref();
+    pool_->parallel_for(count, [&](std::int64_t slice, int worker) {
+      const std::int64_t first = slice * p.batch / count, end = (slice + 1) * p.batch / count;
+      TransducerInput rows;
+      rows.enc = p.enc.rows_from(first);
+      rows.batch = end - first;
+      rows.frames = p.frames;
+      rows.lengths.assign(p.lengths.begin() + first, p.lengths.begin() + end);
+      slices_[static_cast<std::size_t>(worker)]->decode(
+          rows, lanes_.rows_from(static_cast<std::size_t>(first), state_size(), hidden()), hyps_rows_from(h, first));
+    });
+    if (plan != nullptr) {
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        const auto lane = static_cast<std::size_t>(b);
+        channels_.copy_row(static_cast<std::size_t>(plan->slot[lane]), lanes_, lane, state_size(), hidden());
+      }
+    }
+    return hyps_.view(Device::cpu(), p.batch);
+  }
+
+  std::vector<Hypothesis> collect(const BatchedHypsView& view, const std::vector<std::int64_t>& offsets, bool is_final,
+                                  StreamHandle) override {
+    std::vector<Hypothesis> out = to_hypotheses(view, offsets.data(), rules_.tdt, is_final);
+    if (config_.lm != nullptr || config_.boost != nullptr) {
+      for (std::size_t b = 0; b < out.size(); ++b) {
+        out[b].lm_score = config_.lm != nullptr ? lanes_.lm_total[b] : 0.0f;
+        out[b].boost_score = config_.boost != nullptr ? lanes_.boost_total[b] : 0.0f;
+        out[b].score = out[b].am_score + out[b].lm_score + out[b].boost_score;
+        out[b].ranking_score = out[b].score;
+      }
+    }
+    return out;
+  }
+
+  void synchronize_and_check(StreamHandle) override {}
+  GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
+
+ private:
+  std::size_t state_size() const { return static_cast<std::size_t>(model_.predictor().state_size()); }
+  std::size_t hidden() const { return static_cast<std::size_t>(model_.joint_hidden()); }
+
+  TransducerModel model_;
+  TransducerGreedyConfig config_;
+  GreedyRules rules_;
+  BatchLimits limits_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<std::unique_ptr<GreedySlice>> slices_;  // one per thread of pool_
+  BatchedHyps<MemoryKind::host> hyps_;
+  CarriedRows start_;     // one row: where every utterance starts
+  CarriedRows lanes_;     // [max_batch] the rows being decoded
+  CarriedRows channels_;  // [max_open_utterances] the open utterances, once streaming started
 };
 
 }  // namespace

@@ -41,6 +41,8 @@ void TransducerGreedyConfig::validate() const {
                    boost_weight);
   ASRDEC_CHECK_ARG(max_device_bytes >= 0,
                    "TransducerGreedyConfig.max_device_bytes must be 0 (no cap) or positive, got ", max_device_bytes);
+  ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
+                   "TransducerGreedyConfig.threads must be in [0, 1024] (0: every core), got ", threads);
 }
 
 std::string TransducerGreedyConfig::to_string() const {
@@ -50,7 +52,8 @@ std::string TransducerGreedyConfig::to_string() const {
       ", check_values=", check_values ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
-      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "",
+      threads > 0 ? detail::concat(", threads=", threads) : "", "}");
 }
 
 namespace detail {
