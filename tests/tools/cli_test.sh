@@ -140,10 +140,12 @@ for model in rnnt tdt; do
     streamed "$model $algo + LM + boosting" "$model" "${input[@]}" --algo "$algo" "${lm[@]}" "${boosted[@]}"
   done
 done
-if "$asrdec" decode ctc-beam "${ctc_input[@]}" --device cpu --chunk 4 >/dev/null 2>"$work/err12.txt"; then
-  fail "ctc-beam with --chunk accepted"
+streamed "ctc-beam" ctc-beam "${ctc_input[@]}" --beam 4
+streamed "ctc-beam + LM + boosting" ctc-beam "${ctc_input[@]}" --beam 4 --beam-beta 1 "${lm[@]}" "${boosted[@]}"
+if "$asrdec" decode ctc-beam "${ctc_input[@]}" --device cpu --chunk 4 --nbest 2 >/dev/null 2>"$work/err12.txt"; then
+  fail "ctc-beam with --chunk and --nbest accepted"
 fi
-grep -q -- "--chunk: CTC beam search does not stream yet" "$work/err12.txt" || { cat "$work/err12.txt"; fail "ctc-beam --chunk"; }
+grep -q -- "--nbest with --chunk" "$work/err12.txt" || { cat "$work/err12.txt"; fail "ctc-beam --chunk --nbest"; }
 if "$asrdec" decode tdt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --device cpu \
   >/dev/null 2>"$work/err7.txt"; then fail "RNN-T model accepted by decode tdt"; fi
 grep -q "holds a rnnt model; decode it with \`asrdec decode rnnt\`" "$work/err7.txt" || { cat "$work/err7.txt"; fail "model type message"; }

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "decode_output.hpp"
 #include "progress_bar.hpp"
+#include "server_loop.hpp"
 
 namespace asrdec::cli {
 namespace {
@@ -25,10 +26,11 @@ void run(const CtcBeamOptions& options) {
   const Device device = choose_device(options.common.device);
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
-  ASRDEC_EXPECTS(
-      options.common.chunk == 0, Unsupported,
-      "--chunk: CTC beam search does not stream yet; it decodes whole utterances (drop --chunk and --lanes)");
-  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device, options.common.batch_size);
+  ASRDEC_EXPECTS(options.common.chunk == 0 || options.nbest == 0, Unsupported,
+                 "--nbest with --chunk: streaming returns each utterance's best hypothesis; drop one of them");
+  const std::int64_t lanes = lanes_of(options.common);
+  BatchInput input(options.logprobs, "log-probabilities [N, T, V+1]", device,
+                   std::max(options.common.batch_size, lanes));
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
@@ -44,11 +46,26 @@ void run(const CtcBeamOptions& options) {
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
-  CtcBeamDecoder decoder(device, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
+  BatchLimits limits{std::max(batch_size, lanes), std::max<std::int64_t>(input.frames(), 1)};
+  limits.max_open_utterances = lanes;
+  CtcBeamDecoder decoder(device, config, limits);
   DecodeReport report(options.common, utterances, input.columns() - 1, options.logprobs);
   Stream stream(device);
 
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+  const std::string name = "ctc-beam " + std::to_string(config.beam);
+  if (options.common.chunk > 0) {
+    const std::vector<Hypothesis> results = decode_as_server<Hypothesis>(
+        input, lengths, options.common.chunk, lanes, stream, progress,
+        [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
+          return decoder.decode_chunks(rows, batch, row_lengths, stream.handle());
+        },
+        [&](std::chrono::steady_clock::duration spent, std::int64_t frames) { report.add_time(spent, frames); });
+    for (const Hypothesis& hypothesis : results) report.add(hypothesis);
+    progress.finish();
+    report.finish(name + ", chunks of " + std::to_string(options.common.chunk), device, decoder.graph_mode());
+    return;
+  }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
     const TensorView batch = input.batch(first, count, stream.handle());
@@ -60,7 +77,7 @@ void run(const CtcBeamOptions& options) {
     progress.update(first + count);
   }
   progress.finish();
-  report.finish("ctc-beam " + std::to_string(config.beam), device, decoder.graph_mode());
+  report.finish(name, device, decoder.graph_mode());
 }
 
 }  // namespace

@@ -31,6 +31,10 @@
  * buffers sized for the limits' batch × beam × frames. Both apply the same rules (src/ctc/beam/ctc_beam_step.hpp), so
  * they keep the same hypotheses; scores agree to float rounding.
  *
+ * Streaming: decode_chunks() keeps each open utterance's K hypotheses (their scores, last labels, hashes, LM and
+ * boosting states) between calls, and the tokens of their paths as a forest that each chunk extends; the search is
+ * frame-synchronous, so chunked decoding makes exactly the whole utterance's choices.
+ *
  * Thread safety: a decoder has one owner at a time; LMs and trees may be shared.
  */
 
@@ -44,6 +48,7 @@
 #include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/stream.hpp"
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -101,6 +106,20 @@ class ASRDEC_API CtcBeamDecoder {
   /** The final beam of each utterance, best first (dead slots left out). */
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& logprobs, const TensorView& lengths,
                                                     StreamHandle stream = nullptr);
+
+  /** Streaming (asrdec/core/streaming.hpp, docs/streaming.md): row b of `logprobs` (lengths[b] frames, possibly 0;
+   *  lengths in host memory) continues utterance rows[b].utterance from where its last chunk ended (its K
+   *  hypotheses with their LM and boosting states). Returns each row's best hypothesis so far (timestamps absolute);
+   *  a last chunk adds the LM's end-of-sentence term and returns the final best, equal to decode()'s for the whole
+   *  utterance on the same device. Throws as decode() for bad input, InvalidArgument for rows that do not fit the
+   *  open utterances and OutOfMemory beyond BatchLimits::max_open_utterances; a call that throws changes no
+   *  utterance. */
+  std::vector<Hypothesis> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
+                                        const TensorView& lengths, StreamHandle stream = nullptr);
+  /** Forgets an open utterance without a last chunk; false when it is not open. */
+  bool cancel(std::int64_t utterance);
+  /** Utterances started and not yet ended or cancelled. */
+  std::int64_t open_utterances() const;
 
   const CtcBeamConfig& config() const;
   Device device() const;

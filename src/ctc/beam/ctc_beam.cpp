@@ -10,11 +10,14 @@
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/utterance_channels.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
+#include "ctc/beam/ctc_beam_channel.hpp"
 #include "ctc/beam/ctc_beam_step.hpp"
 #include "ctc/ctc_step.hpp"
 #include "hyps/beam_search_step.hpp"
 #include "hyps/ranked_beams.hpp"
+#include "lm/fusion_checks.hpp"
 #include "lm/ngram_lm_impl.hpp"
 
 namespace asrdec {
@@ -71,6 +74,8 @@ struct CtcBeamDecoder::Impl {
   HostBuffer<std::int32_t> lm_next, boost_next;
   std::vector<float> frame;
   std::int64_t max_slots = 0;
+  std::unique_ptr<detail::UtteranceChannels> open;  // streaming
+  std::vector<detail::CtcBeamChannel> channels;     // by slot of `open`, grown as slots are first used
   detail::OwnerSlot owner;
 
   void reserve(std::int64_t slots, std::int64_t vocab) {
@@ -90,16 +95,13 @@ struct CtcBeamDecoder::Impl {
     boost_next = HostBuffer<std::int32_t>(config.boost ? cells : 0);
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const detail::CtcInput& p) {
+  // Sizes the buffers for `p` and points the fused states at them.
+  detail::CtcBeamStates prepare(const detail::CtcInput& p) {
     using namespace detail;
-    const std::int64_t B = p.batch;
-    const std::int32_t K = config.beam;
-    const auto C = static_cast<std::int32_t>(p.columns);
     const std::int64_t V = p.columns - 1;
-    reserve(std::max<std::int64_t>(B, 1) * K, V);
-    hyps.reserve(B, K, static_cast<std::int32_t>(std::max<std::int64_t>(p.frames, 1)), BeamKind::ctc, p.blank,
-                 Device::cpu());
-    const BeamHypsRef h = hyps.ref();
+    reserve(std::max<std::int64_t>(p.batch, 1) * config.beam, V);
+    hyps.reserve(p.batch, config.beam, static_cast<std::int32_t>(std::max<std::int64_t>(p.frames, 1)), BeamKind::ctc,
+                 p.blank, Device::cpu());
     CtcBeamStates states{};
     FusionRef& fusion = states.fusion;
     fusion.vocab = static_cast<std::int32_t>(V);
@@ -114,18 +116,35 @@ struct CtcBeamDecoder::Impl {
       states.next_boost_state = next_boost_state.data();
       states.next_boost_total = next_boost_total.data();
     }
-    const CtcBeamRule rule{p.blank, config.beam_beta};
-    for (std::int64_t b = 0; b < B; ++b) {
-      beam_clear(h, b);
-      for (std::int32_t k = 0; k < K; ++k) {
-        const std::int64_t s = beam_slot(h, b, k);
-        lm_state[s] = NgramLm::bos_state();
-        boost_state[s] = config.boost != nullptr ? config.boost->root_for(b, B) : 0;
-        lm_total[s] = boost_total[s] = 0.0f;
-      }
+    return states;
+  }
+
+  detail::CtcBeamFusedSlots fused_slots() {
+    return detail::CtcBeamFusedSlots{config.lm != nullptr ? lm_state.data() : nullptr, lm_total.data(),
+                                     config.boost != nullptr ? boost_state.data() : nullptr, boost_total.data()};
+  }
+
+  // Utterance b starts: slot 0 empty, the LM at <s>, boosting at `boost_root`.
+  void start(const BeamHypsRef& h, std::int64_t b, std::int32_t boost_root) {
+    beam_clear(h, b);
+    for (std::int32_t k = 0; k < config.beam; ++k) {
+      const std::int64_t s = beam_slot(h, b, k);
+      lm_state[s] = NgramLm::bos_state();
+      boost_state[s] = boost_root;
+      lm_total[s] = boost_total[s] = 0.0f;
     }
+  }
+
+  // Frames [0, lengths[b]) of every row through its beam (started or loaded).
+  void run_frames(const detail::CtcInput& p, const BeamHypsRef& h, const detail::CtcBeamStates& states) {
+    using namespace detail;
+    const std::int32_t K = config.beam;
+    const auto C = static_cast<std::int32_t>(p.columns);
+    const std::int64_t V = p.columns - 1;
+    const FusionRef& fusion = states.fusion;
+    const CtcBeamRule rule{p.blank, config.beam_beta};
     frame.resize(static_cast<std::size_t>(C));
-    for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t b = 0; b < p.batch; ++b) {
       const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
       for (std::int32_t t = 0; t < length; ++t) {
         read_ctc_frame(p, b, t, config.check_values, frame.data());
@@ -149,18 +168,53 @@ struct CtcBeamDecoder::Impl {
         ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
       }
     }
+  }
 
-    for (std::int64_t b = 0; b < B; ++b) {
-      for (std::int32_t k = 0; k < K; ++k) {
-        const std::int64_t s = beam_slot(h, b, k);
-        if (config.lm == nullptr || h.scores[s] == kNegInf) continue;
-        const float end = weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
-        h.scores[s] += end;
-        lm_total[s] += end;
+  // The end of utterance b: each live hypothesis adds α·ln p_LM(</s> | its LM state).
+  void end_of_sentence(const BeamHypsRef& h, std::int64_t b) {
+    if (config.lm == nullptr) return;
+    for (std::int32_t k = 0; k < config.beam; ++k) {
+      const std::int64_t s = beam_slot(h, b, k);
+      if (h.scores[s] == kNegInf) continue;
+      const float end = detail::weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
+      h.scores[s] += end;
+      lm_total[s] += end;
+    }
+  }
+
+  std::vector<std::vector<Hypothesis>> decode(const detail::CtcInput& p) {
+    const detail::CtcBeamStates states = prepare(p);
+    const BeamHypsRef h = hyps.ref();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      start(h, b, config.boost != nullptr ? config.boost->root_for(b, p.batch) : 0);
+    }
+    run_frames(p, h, states);
+    for (std::int64_t b = 0; b < p.batch; ++b) end_of_sentence(h, b);
+    return detail::ranked_beams_of(h, p.batch, /*length_normalized=*/false,
+                                   config.lm != nullptr ? lm_total.data() : nullptr,
+                                   config.boost != nullptr ? boost_total.data() : nullptr);
+  }
+
+  // Streaming: row b continues channels[plan.slot[b]] (or starts it); the channels change after every frame read.
+  void decode_chunks(const detail::CtcInput& p, const detail::ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<detail::CtcBeamChannel*>& lanes) {
+    const detail::CtcBeamStates states = prepare(p);
+    const BeamHypsRef h = hyps.ref();
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      if (plan.fresh[row]) {
+        start(h, b, boost_roots[row]);
+      } else {
+        detail::ctc_beam_load(*lanes[row], h, b, fused_slots());
       }
     }
-    return ranked_beams_of(h, B, /*length_normalized=*/false, config.lm != nullptr ? lm_total.data() : nullptr,
-                           config.boost != nullptr ? boost_total.data() : nullptr);
+    run_frames(p, h, states);  // throws for a bad value before any channel changes
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      if (rows[row].last) end_of_sentence(h, b);
+      if (plan.fresh[row]) detail::ctc_beam_start(*lanes[row], config.beam, 0);
+      detail::ctc_beam_save(*lanes[row], h, b, plan.offset[row], fused_slots());
+    }
   }
 };
 
@@ -178,6 +232,7 @@ CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits 
   }
   impl_->device = device;
   impl_->config = std::move(config);
+  impl_->open = std::make_unique<detail::UtteranceChannels>(limits.max_open_utterances, "CtcBeamDecoder");
 #if ASRDEC_WITH_CUDA
   if (device.is_cuda()) {
     impl_->cuda = detail::make_ctc_beam_cuda(device, impl_->config, limits);
@@ -211,6 +266,50 @@ std::vector<Hypothesis> CtcBeamDecoder::decode(const TensorView& logprobs, const
   for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
   return out;
 }
+
+std::vector<Hypothesis> CtcBeamDecoder::decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
+                                                      const TensorView& lengths, StreamHandle stream) {
+  Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::decode_chunks");
+  const detail::CtcInput problem = detail::make_ctc_beam_input(logprobs, lengths, self.config, self.device);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
+                   "CtcBeamDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);
+  const detail::ChunkPlan plan = self.open->plan(rows, problem.host_lengths);
+  const std::vector<std::int32_t> roots = detail::boost_roots_of(rows, self.config.boost.get(), "CtcBeamDecoder");
+  for (const std::int32_t slot : plan.slot) {
+    if (static_cast<std::size_t>(slot) >= self.channels.size())
+      self.channels.resize(static_cast<std::size_t>(slot) + 1);
+  }
+  std::vector<detail::CtcBeamChannel*> lanes;  // into `channels`, which no longer grows in this call
+  for (const std::int32_t slot : plan.slot) lanes.push_back(&self.channels[static_cast<std::size_t>(slot)]);
+  if (self.cuda) {
+    self.cuda->decode_chunks(problem, plan, rows, roots, lanes, stream);
+  } else {
+    self.decode_chunks(problem, plan, rows, roots, lanes);
+  }
+  self.open->commit(rows, plan, problem.host_lengths);
+  std::vector<Hypothesis> out(rows.size());
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    std::vector<Hypothesis> beam =
+        detail::ctc_beam_hypotheses(*lanes[b], self.config.lm != nullptr, self.config.boost != nullptr);
+    if (!beam.empty()) out[b] = std::move(beam.front());
+    out[b].is_final = rows[b].last;
+    if (rows[b].last) *lanes[b] = detail::CtcBeamChannel{};  // its memory goes back now, not on reuse
+  }
+  return out;
+}
+
+bool CtcBeamDecoder::cancel(std::int64_t utterance) {
+  Impl& self = detail::live(impl_, "CtcBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::cancel");
+  const std::int32_t slot = self.open->slot(utterance);
+  if (slot < 0) return false;
+  self.open->cancel(utterance);
+  self.channels[static_cast<std::size_t>(slot)] = detail::CtcBeamChannel{};
+  return true;
+}
+
+std::int64_t CtcBeamDecoder::open_utterances() const { return detail::live(impl_, "CtcBeamDecoder").open->open(); }
 
 const CtcBeamConfig& CtcBeamDecoder::config() const { return detail::live(impl_, "CtcBeamDecoder").config; }
 Device CtcBeamDecoder::device() const { return detail::live(impl_, "CtcBeamDecoder").device; }

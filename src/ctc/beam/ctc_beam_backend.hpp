@@ -6,6 +6,8 @@
 
 #include "asrdec/config.hpp"
 #include "asrdec/ctc/ctc_beam.hpp"
+#include "core/utterance_channels.hpp"
+#include "ctc/beam/ctc_beam_channel.hpp"
 #include "ctc/ctc_input.hpp"
 
 namespace asrdec::detail {
@@ -20,6 +22,11 @@ class CtcBeamBackend {
   /** The final beam of each utterance of a validated request, best first; returns after synchronising `stream`
    *  (nullptr: the legacy default stream). */
   virtual std::vector<std::vector<Hypothesis>> decode(const CtcInput& problem, StreamHandle stream) = 0;
+  /** Streaming: row b continues channel lanes[b] (or starts it: plan.fresh[b], at boosting root boost_roots[b]);
+   *  last rows add the end-of-sentence term. The channels take the rows' new states only when the call succeeds. */
+  virtual void decode_chunks(const CtcInput& problem, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                             const std::vector<std::int32_t>& boost_roots, std::vector<CtcBeamChannel*>& lanes,
+                             StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
   virtual std::int64_t device_bytes() const noexcept { return 0; }

@@ -2,10 +2,12 @@
 // some utterance has frame t { fused queries; one frame; t += 1 }" — run by a GraphExecutor (one graph launch with
 // conditional graphs). Buffers are sized for the limits' batch × beam × frames; a larger call grows them first and
 // the graphs are captured again. The LM's end-of-sentence term is added on the host, from device queries, after
-// the loop.
+// the loop. Streaming keeps each utterance's slots on the host (ctc_beam_channel.hpp); a call seeds its lanes from
+// them, decodes the chunk, and takes the beams back.
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 
 #include "asrdec/core/error.hpp"
@@ -45,43 +47,83 @@ class CtcBeamCuda final : public CtcBeamBackend {
     if (p.batch == 0) return {};
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
-    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
-      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
-                       " are not supported on CUDA, got ", p.logprobs.shape_string());
-    }
-    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
-    grow(p.batch, p.frames, p.columns);
-    const std::int64_t slots = limits_.max_batch * config_.beam;
-    const auto n = static_cast<std::size_t>(slots);
-    CtcBeamArgs args{};
-    args.logprobs = p.logprobs.data();
-    args.stride_b = p.logprobs.stride(0);
-    args.stride_t = p.logprobs.stride(1);
-    args.stride_v = p.logprobs.stride(2);
-    args.batch = static_cast<std::int32_t>(p.batch);
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
-    copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
-    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    prepare(p, stream);
     // Every slot starts with the LM at <s>, boosting at the root of its utterance's list, totals 0.
-    if (config_.lm != nullptr) {
-      const std::vector<std::int32_t> bos(n, NgramLm::bos_state());
-      copy_bytes_async(lm_state_.data(), device_, bos.data(), Device::cpu(), n * 4, stream);
-      fill_bytes_async(lm_total_.data(), device_, 0, n * 4, stream);
+    const auto n = static_cast<std::size_t>(limits_.max_batch * config_.beam);
+    std::vector<std::int32_t> roots(n, 0);
+    for (std::size_t s = 0; s < n; ++s) {
+      const auto b = static_cast<std::int64_t>(s) / config_.beam;
+      if (config_.boost != nullptr) roots[s] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
     }
-    if (config_.boost != nullptr) {
-      std::vector<std::int32_t> roots(n);
-      for (std::int64_t s = 0; s < slots; ++s) {
-        const std::int64_t b = s / config_.beam;
-        roots[static_cast<std::size_t>(s)] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
+    const std::vector<std::int32_t> bos(n, NgramLm::bos_state());
+    const std::vector<float> zeros(n, 0.0f);
+    upload_fused(bos.data(), zeros.data(), roots.data(), zeros.data(), stream);
+    run(p, false, stream);
+    const BeamHypsRef h = fetch(p.batch, stream);
+    for (std::int64_t b = 0; b < p.batch; ++b) end_of_sentence(h, b);
+    return ranked_beams_of(h, p.batch, /*length_normalized=*/false,
+                           config_.lm != nullptr ? host_lm_total_.data() : nullptr,
+                           config_.boost != nullptr ? host_boost_total_.data() : nullptr);
+  }
+
+  void decode_chunks(const CtcInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<CtcBeamChannel*>& lanes,
+                     StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    if (p.batch == 0) return;
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    prepare(p, stream);
+    // The lanes' slots from their channels, through a host staging area: starting lanes are cleared on the device.
+    const std::int32_t K = config_.beam;
+    const auto n = static_cast<std::size_t>(limits_.max_batch * K);
+    std::vector<float> score(n, 0.0f), lm_total(n, 0.0f), boost_total(n, 0.0f);
+    std::vector<std::int32_t> tokens(n, 0), last(n, -1), lm_state(n, NgramLm::bos_state()), boost_state(n, 0);
+    std::vector<std::uint64_t> hash(n, 0), prefix(n, 0);
+    std::vector<std::int32_t> fresh(static_cast<std::size_t>(limits_.max_batch), 1);
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      fresh[row] = plan.fresh[row];
+      for (std::int32_t k = 0; k < K; ++k) {
+        const auto s = static_cast<std::size_t>(b * K + k);
+        const auto i = static_cast<std::size_t>(k);
+        if (plan.fresh[row]) {
+          boost_state[s] = boost_roots[row];
+          continue;
+        }
+        const CtcBeamChannel& c = *lanes[row];
+        score[s] = c.score[i];
+        tokens[s] = c.tokens[i];
+        last[s] = c.last_label[i];
+        hash[s] = c.hash[i];
+        prefix[s] = c.prefix_hash[i];
+        lm_state[s] = c.lm_state[i];
+        lm_total[s] = c.lm_total[i];
+        boost_state[s] = c.boost_state[i];
+        boost_total[s] = c.boost_total[i];
       }
-      copy_bytes_async(boost_state_.data(), device_, roots.data(), Device::cpu(), n * 4, stream);
-      fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);
     }
-    lifecycle_.run(executor(p.logprobs.dtype(), p.blank, static_cast<std::int32_t>(p.columns)), stream);
-    if (config_.lm != nullptr) {
-      launch_ngram_final_scores(config_.lm->ref(), lm_state_.data(), slots, final_scores_.data(), stream);
+    const auto up = [&](void* to, const void* from, std::size_t bytes) {
+      copy_bytes_async(to, device_, from, Device::cpu(), bytes, stream);
+    };
+    up(seed_score_.data(), score.data(), n * 4);
+    up(seed_tokens_.data(), tokens.data(), n * 4);
+    up(seed_last_label_.data(), last.data(), n * 4);
+    up(seed_hash_.data(), hash.data(), n * 8);
+    up(seed_prefix_hash_.data(), prefix.data(), n * 8);
+    up(seed_fresh_.data(), fresh.data(), fresh.size() * 4);
+    upload_fused(lm_state.data(), lm_total.data(), boost_state.data(), boost_total.data(), stream);
+    run(p, true, stream);
+    const BeamHypsRef h = fetch(p.batch, stream);  // throws for a bad value before any channel changes
+    const CtcBeamFusedSlots fused{config_.lm != nullptr ? host_lm_state_.data() : nullptr, host_lm_total_.data(),
+                                  config_.boost != nullptr ? host_boost_state_.data() : nullptr,
+                                  host_boost_total_.data()};
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      if (rows[row].last) end_of_sentence(h, b);
+      if (plan.fresh[row]) ctc_beam_start(*lanes[row], K, 0);
+      ctc_beam_save(*lanes[row], h, b, plan.offset[row], fused);
     }
-    return collect(p.batch, stream);
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
@@ -143,6 +185,12 @@ class CtcBeamCuda final : public CtcBeamBackend {
     host_lm_total_ = PinnedBuffer<float>(lm_slots, Device::cpu());
     host_boost_total_ = PinnedBuffer<float>(boost_slots, Device::cpu());
     host_final_ = PinnedBuffer<float>(lm_slots, Device::cpu());
+    host_lm_state_ = PinnedBuffer<std::int32_t>(lm_slots, Device::cpu());
+    host_boost_state_ = PinnedBuffer<std::int32_t>(boost_slots, Device::cpu());
+    seed_score_ = DeviceBuffer<float>(n, device_);
+    for (auto* buffer : {&seed_tokens_, &seed_last_label_}) *buffer = DeviceBuffer<std::int32_t>(n, device_);
+    for (auto* buffer : {&seed_hash_, &seed_prefix_hash_}) *buffer = DeviceBuffer<std::uint64_t>(n, device_);
+    seed_fresh_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
   }
 
   CtcBeamDeviceState device_state(DType dtype, std::int32_t blank, std::int32_t columns) {
@@ -175,6 +223,8 @@ class CtcBeamCuda final : public CtcBeamBackend {
     g.dtype = dtype;
     g.check_values = config_.check_values ? 1 : 0;
     g.bad_value = bad_value_.data();
+    g.seed = CtcBeamSeed{seed_score_.data(), seed_tokens_.data(),      seed_last_label_.data(),
+                         seed_hash_.data(),  seed_prefix_hash_.data(), seed_fresh_.data()};
     return g;
   }
 
@@ -200,9 +250,52 @@ class CtcBeamCuda final : public CtcBeamBackend {
     return *slot;
   }
 
-  // The beams of the first `batch` utterances, copied back (only the filled entries), the LM's end-of-sentence
-  // term added, ranked on the host.
-  std::vector<std::vector<Hypothesis>> collect(std::int64_t batch, cudaStream_t stream) {
+  // Checks, sizes and the per-call arguments of a decode of `p`.
+  void prepare(const CtcInput& p, cudaStream_t stream) {
+    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.logprobs.shape_string());
+    }
+    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    grow(p.batch, p.frames, p.columns);
+    copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+  }
+
+  // Every slot's fused states and totals, [max_batch × K] each (a model that is not fused is skipped).
+  void upload_fused(const std::int32_t* lm_state, const float* lm_total, const std::int32_t* boost_state,
+                    const float* boost_total, cudaStream_t stream) {
+    const auto bytes = static_cast<std::size_t>(limits_.max_batch * config_.beam) * 4;
+    if (config_.lm != nullptr) {
+      copy_bytes_async(lm_state_.data(), device_, lm_state, Device::cpu(), bytes, stream);
+      copy_bytes_async(lm_total_.data(), device_, lm_total, Device::cpu(), bytes, stream);
+    }
+    if (config_.boost != nullptr) {
+      copy_bytes_async(boost_state_.data(), device_, boost_state, Device::cpu(), bytes, stream);
+      copy_bytes_async(boost_total_.data(), device_, boost_total, Device::cpu(), bytes, stream);
+    }
+  }
+
+  // The frame loop over the batch, from cleared beams or (seeded) the lanes' channels.
+  void run(const CtcInput& p, bool seeded, cudaStream_t stream) {
+    CtcBeamArgs args{};
+    args.logprobs = p.logprobs.data();
+    args.stride_b = p.logprobs.stride(0);
+    args.stride_t = p.logprobs.stride(1);
+    args.stride_v = p.logprobs.stride(2);
+    args.batch = static_cast<std::int32_t>(p.batch);
+    args.seeded = seeded ? 1 : 0;
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
+    lifecycle_.run(executor(p.logprobs.dtype(), p.blank, static_cast<std::int32_t>(p.columns)), stream);
+    if (config_.lm != nullptr) {
+      launch_ngram_final_scores(config_.lm->ref(), lm_state_.data(), limits_.max_batch * config_.beam,
+                                final_scores_.data(), stream);
+    }
+  }
+
+  // The beams of the first `batch` utterances and their fused states, copied back (only the filled entries of the
+  // tree); throws InvalidArgument for a NaN or +inf that was read.
+  BeamHypsRef fetch(std::int64_t batch, cudaStream_t stream) {
     const BeamHypsRef d = hyps_.ref();
     const BeamHypsRef h = host_hyps_.ref();
     const auto n = static_cast<std::size_t>(batch * config_.beam);
@@ -212,10 +305,14 @@ class CtcBeamCuda final : public CtcBeamBackend {
     unsigned long long bad = 0;
     copy_back(&bad, bad_value_.data(), 1);
     if (config_.lm != nullptr) {
+      copy_back(host_lm_state_.data(), lm_state_.data(), n);
       copy_back(host_lm_total_.data(), lm_total_.data(), n);
       copy_back(host_final_.data(), final_scores_.data(), n);
     }
-    if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
+    if (config_.boost != nullptr) {
+      copy_back(host_boost_state_.data(), boost_state_.data(), n);
+      copy_back(host_boost_total_.data(), boost_total_.data(), n);
+    }
     copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
     lifecycle_.check_loops();
     if (bad != kNoBadValue) {
@@ -226,17 +323,19 @@ class CtcBeamCuda final : public CtcBeamBackend {
     BeamHypsRef view = h;
     view.batch = batch;
     view.blank = d.blank;
-    if (config_.lm != nullptr) {
-      for (std::size_t s = 0; s < n; ++s) {
-        if (h.scores[s] == -std::numeric_limits<float>::infinity()) continue;
-        const float end = weighted(config_.lm_weight, host_final_[s]);
-        h.scores[s] += end;
-        host_lm_total_[s] += end;
-      }
+    return view;
+  }
+
+  // The end of utterance b (host copy): each live hypothesis adds α·ln p_LM(</s> | its LM state).
+  void end_of_sentence(const BeamHypsRef& h, std::int64_t b) {
+    if (config_.lm == nullptr) return;
+    for (std::int32_t k = 0; k < config_.beam; ++k) {
+      const std::int64_t s = beam_slot(h, b, k);
+      if (h.scores[s] == -std::numeric_limits<float>::infinity()) continue;
+      const float end = weighted(config_.lm_weight, host_final_[static_cast<std::size_t>(s)]);
+      h.scores[s] += end;
+      host_lm_total_[static_cast<std::size_t>(s)] += end;
     }
-    return ranked_beams_of(view, batch, /*length_normalized=*/false,
-                           config_.lm != nullptr ? host_lm_total_.data() : nullptr,
-                           config_.boost != nullptr ? host_boost_total_.data() : nullptr);
   }
 
   Device device_;
@@ -256,6 +355,11 @@ class CtcBeamCuda final : public CtcBeamBackend {
   DeviceBuffer<std::int32_t> boost_state_, next_boost_state_, boost_next_;
   DeviceBuffer<float> boost_total_, next_boost_total_, boost_scores_;
   PinnedBuffer<float> host_lm_total_, host_boost_total_, host_final_;
+  PinnedBuffer<std::int32_t> host_lm_state_, host_boost_state_;
+  // Streaming: the slots lanes continue from (CtcBeamSeed).
+  DeviceBuffer<float> seed_score_;
+  DeviceBuffer<std::int32_t> seed_tokens_, seed_last_label_, seed_fresh_;
+  DeviceBuffer<std::uint64_t> seed_hash_, seed_prefix_hash_;
   std::array<std::optional<GraphExecutor>, 3> executors_;
   std::array<std::int32_t, 3> executor_key_{};
 };

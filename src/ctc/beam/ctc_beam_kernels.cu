@@ -29,7 +29,25 @@ __device__ void ctc_frame_mask(const CtcBeamDeviceState& g, std::int32_t t) {
 }
 
 __global__ void __launch_bounds__(kPhaseThreads) ctc_beam_begin_kernel(CtcBeamDeviceState g) {
-  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  const CtcBeamArgs args = *g.args;
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    if (!args.seeded || b >= args.batch || g.seed.fresh[b]) {
+      beam_clear(g.hyps, b);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {  // the channel's slots, with no entries yet
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.hyps.scores[s] = g.seed.score[s];
+      g.hyps.steps[s] = 0;
+      g.hyps.tokens[s] = g.seed.tokens[s];
+      g.hyps.last_label[s] = g.seed.last_label[s];
+      g.hyps.hash[s] = g.seed.hash[s];
+      g.hyps.prefix_hash[s] = g.seed.prefix_hash[s];
+      g.hyps.next_time[s] = 0;
+      g.hyps.on_frame[s] = 0;
+    }
+    g.hyps.overflow[b] = 0;
+  }
   if (threadIdx.x == 0) *g.frame = 0;
   __syncthreads();
   ctc_frame_mask(g, 0);

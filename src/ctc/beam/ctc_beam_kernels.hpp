@@ -25,6 +25,18 @@ struct CtcBeamArgs {
   std::int64_t stride_t;
   std::int64_t stride_v;
   std::int32_t batch;
+  /** Streaming: lanes that are not starting take their slots from CtcBeamDeviceState::seed (their channels). */
+  std::int32_t seeded;
+};
+
+/** Streaming: the slots lanes continue from, [max_batch × K] each (fresh: [max_batch]). */
+struct CtcBeamSeed {
+  const float* score;
+  const std::int32_t* tokens;
+  const std::int32_t* last_label;
+  const std::uint64_t* hash;
+  const std::uint64_t* prefix_hash;
+  const std::int32_t* fresh;  ///< per lane: 1 when its utterance starts (the lane is cleared)
 };
 
 struct CtcBeamDeviceState {
@@ -43,9 +55,10 @@ struct CtcBeamDeviceState {
   DType dtype;
   std::int32_t check_values;
   unsigned long long* bad_value;  ///< first NaN/+inf read, packed (b, t, v, kind)
+  CtcBeamSeed seed;               ///< streaming (args.seeded)
 };
 
-/** Clears every beam, t = 0, the query mask and the loop flag. */
+/** Clears every beam (streaming: loads the seeded ones), t = 0, the query mask and the loop flag. */
 void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream);
 /** One block per utterance with frame t: the K best proposals of its K·C (slot, column) pairs, then ctc_beam_keep. */
 void launch_ctc_beam_frame(const CtcBeamDeviceState& g, cudaStream_t stream);

@@ -1,10 +1,11 @@
-// Streaming CTC greedy decoding (CtcGreedyDecoder::decode_chunks): random server traffic over random batches — chunks
-// of random sizes (0 included) of utterances that join and leave at any call, in any row order, cancelled or
-// abandoned now and then — with and without an LM and a boosting tree. Every finished utterance equals decode() of
-// the whole utterance on the same device exactly (scores bit for bit), every partial result is a prefix of it, and
-// calls that throw (a NaN, an id twice, an utterance that is not open) change no utterance.
+// Streaming CTC decoding (CtcGreedyDecoder and CtcBeamDecoder::decode_chunks): random server traffic over random
+// batches — chunks of random sizes (0 included) of utterances that join and leave at any call, in any row order,
+// cancelled or abandoned now and then — with and without an LM and a boosting tree. Every finished utterance equals
+// decode() of the whole utterance on the same device exactly (scores bit for bit); a greedy partial result is a
+// prefix of it; calls that throw (a NaN, an id twice, an utterance that is not open) change no utterance.
 
 #include <cstring>
+#include <type_traits>
 
 #include "ctc/ctc_batch_generator.hpp"
 #include "lm/random_fusion.hpp"
@@ -54,7 +55,7 @@ std::vector<std::byte> contiguous(const testing::CtcBatch& batch) {
   return out;
 }
 
-class CtcGreedyStreaming : public ::testing::TestWithParam<StreamCase> {
+class CtcStreaming : public ::testing::TestWithParam<StreamCase> {
  protected:
   void SetUp() override {
     if (GetParam().cuda) {
@@ -70,10 +71,17 @@ class CtcGreedyStreaming : public ::testing::TestWithParam<StreamCase> {
     }
     return TensorView(data, dtype, {shape[0], shape[1], shape[2]}, device_);
   }
+  template <class Decoder>
+  void chunked_utterances_equal_whole_ones();
   Device device_;
 };
 
-TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
+// Random batches and configurations through whole and streamed decoding; `Decoder` is CtcGreedyDecoder or
+// CtcBeamDecoder.
+template <class Decoder>
+void CtcStreaming::chunked_utterances_equal_whole_ones() {
+  using Config = std::decay_t<decltype(std::declval<Decoder>().config())>;
+  constexpr bool greedy = std::is_same_v<Decoder, CtcGreedyDecoder>;
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -85,11 +93,18 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
     do {
       batch = testing::random_ctc_batch(rng, dtype, {10, 30, 20});
     } while (fused && (batch.blank != batch.columns - 1 || batch.columns < 2));
-    CtcGreedyConfig config;
+    Config config;
     config.blank_id = batch.blank_config;
     config.graph_mode = GetParam().mode;
-    config.threads = static_cast<std::int32_t>(1 + rng() % 3);
     std::string described = batch.layout + ", " + std::to_string(batch.batch) + " utterances";
+    if constexpr (greedy) {
+      config.threads = static_cast<std::int32_t>(1 + rng() % 3);
+    } else {
+      config.beam = static_cast<std::int32_t>(1 + rng() % 6);
+      config.beam_beta = rng() % 2 == 0 ? 0.0f : 0.5f;
+      config.beam_threshold = rng() % 3 == 0 ? 4.0f : 20.0f;
+      described += ", beam " + std::to_string(config.beam);
+    }
     if (fused) {
       ++fused_rounds;
       std::vector<Hypothesis> plain(static_cast<std::size_t>(batch.batch));
@@ -113,7 +128,7 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
       lengths[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(batch.length(b));
 
     DeviceBuffer<std::byte> whole_storage;
-    CtcGreedyDecoder reference(device_, config);
+    Decoder reference(device_, config);
     TensorView whole_view = batch.logprobs();
     if (device_.is_cuda()) {
       whole_storage = testing::to_device(batch.storage.data(), batch.storage.size(), device_);
@@ -127,7 +142,7 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
     const testing::StreamingSchedule schedule = testing::random_streaming_schedule(rng, lengths, max_open, lanes, 0.2);
     BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
     limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
-    CtcGreedyDecoder decoder(device_, config, limits);
+    Decoder decoder(device_, config, limits);
     const std::int64_t lists = config.boost != nullptr ? config.boost->num_lists() : 1;
     for (const testing::StreamingCall& base : schedule.calls) {
       for (std::int64_t id : base.cancel) EXPECT_TRUE(decoder.cancel(id)) << "utterance " << id;
@@ -188,7 +203,8 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
           testing::expect_streamed_equals_whole(got[r], whole[static_cast<std::size_t>(u)]);
           ++finished;
         } else {
-          testing::expect_prefix_of_whole(got[r], whole[static_cast<std::size_t>(u)]);
+          if (greedy) testing::expect_prefix_of_whole(got[r], whole[static_cast<std::size_t>(u)]);
+          EXPECT_FALSE(got[r].is_final);
           ++partials;
         }
       }
@@ -202,7 +218,11 @@ TEST_P(CtcGreedyStreaming, ChunkedUtterancesEqualWholeOnes) {
   EXPECT_GT(rejected, 0);
 }
 
-TEST_P(CtcGreedyStreaming, RejectsRowsThatDoNotFitTheOpenUtterances) {
+TEST_P(CtcStreaming, GreedyChunkedUtterancesEqualWholeOnes) { chunked_utterances_equal_whole_ones<CtcGreedyDecoder>(); }
+
+TEST_P(CtcStreaming, BeamChunkedUtterancesEqualWholeOnes) { chunked_utterances_equal_whole_ones<CtcBeamDecoder>(); }
+
+TEST_P(CtcStreaming, RejectsRowsThatDoNotFitTheOpenUtterances) {
   std::vector<float> values(2 * 3 * 4, -1.0f);
   values[3] = -0.5f;
   std::vector<std::int32_t> lengths = {3, 2};
@@ -246,7 +266,7 @@ TEST_P(CtcGreedyStreaming, RejectsRowsThatDoNotFitTheOpenUtterances) {
   EXPECT_EQ(boosted.open_utterances(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, CtcGreedyStreaming, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Executors, CtcStreaming, ::testing::ValuesIn(all_cases()), case_name);
 
 }  // namespace
 }  // namespace asrdec
