@@ -6,8 +6,8 @@
 namespace asrdec::bench {
 
 ChunkFeeder::ChunkFeeder(const void* source, std::int64_t batch, std::int64_t frames, std::int64_t width,
-                         std::size_t element, std::vector<std::int32_t> lengths, std::int64_t lanes,
-                         std::int64_t chunk, DType dtype, Device device)
+                         std::size_t element, std::vector<std::int32_t> lengths, std::int64_t lanes, std::int64_t chunk,
+                         DType dtype, Device device)
     : source_(static_cast<const std::byte*>(source)),
       batch_(batch),
       frames_(frames),

@@ -69,6 +69,7 @@ class CtcBeam : public ::testing::TestWithParam<CtcBeamCase> {
     config.beam_threshold = random_threshold(rng);
     config.unique_transcripts = rng() % 4 != 0;  // mostly the default; the search's raw lists too
     config.graph_mode = GetParam().mode;
+    config.threads = static_cast<std::int32_t>(1 + rng() % 4);  // CPU: results must not depend on it
     return config;
   }
 

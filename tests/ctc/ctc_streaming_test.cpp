@@ -103,6 +103,7 @@ void CtcStreaming::chunked_utterances_equal_whole_ones() {
       config.beam = static_cast<std::int32_t>(1 + rng() % 6);
       config.beam_beta = rng() % 2 == 0 ? 0.0f : 0.5f;
       config.beam_threshold = rng() % 3 == 0 ? 4.0f : 20.0f;
+      config.threads = static_cast<std::int32_t>(1 + rng() % 3);
       described += ", beam " + std::to_string(config.beam);
     }
     if (fused) {

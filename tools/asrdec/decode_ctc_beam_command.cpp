@@ -20,6 +20,7 @@ struct CtcBeamOptions {
   double beam_beta = 0.0;
   double beam_threshold = 20.0;
   std::int32_t nbest = 0;
+  std::int32_t threads = 0;
 };
 
 void run(const CtcBeamOptions& options) {
@@ -46,6 +47,7 @@ void run(const CtcBeamOptions& options) {
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.threads = options.threads;
   BatchLimits limits{std::max(batch_size, lanes), std::max<std::int64_t>(input.frames(), 1)};
   limits.max_open_utterances = lanes;
   CtcBeamDecoder decoder(device, config, limits);
@@ -92,6 +94,9 @@ void add_decode_ctc_beam_command(CLI::App& decode) {
   command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
   command->add_option("--beam", options->beam, "Hypotheses kept per utterance (1-64)")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads the utterances are spread over (0: every core)")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_option("--beam-beta", options->beam_beta, "Insertion bonus per emitted token")->capture_default_str();
   command->add_option("--beam-threshold", options->beam_threshold, "Drop hypotheses this far below the best")

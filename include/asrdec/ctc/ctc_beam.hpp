@@ -25,11 +25,11 @@
  * Bad input raises InvalidArgument as for CtcGreedyDecoder: shapes, dtypes, lengths outside [0, T], blank out of
  * range, NaN or +inf in a frame that is read, fusion models over another vocabulary or with blank not last.
  *
- * Executors: the CPU executor decodes utterance by utterance; the CUDA executor decodes the batch frame by frame
- * (one block per utterance: each thread keeps the K best of its share of the K·(V+1) proposals, and the merged
- * lists are exactly the K best, the order being total), with the frame loop inside CUDA graphs (graph_mode) and
- * buffers sized for the limits' batch × beam × frames. Both apply the same rules (src/ctc/beam/ctc_beam_step.hpp), so
- * they keep the same hypotheses; scores agree to float rounding.
+ * Executors: the CPU executor decodes utterance by utterance, spread over `threads` threads; the CUDA executor decodes
+ * the batch frame by frame (one block per utterance: each thread keeps the K best of its share of the K·(V+1)
+ * proposals, and the merged lists are exactly the K best, the order being total), with the frame loop inside CUDA
+ * graphs (graph_mode) and buffers sized for the limits' batch × beam × frames. Both apply the same rules
+ * (src/ctc/beam/ctc_beam_step.hpp), so they keep the same hypotheses; scores agree to float rounding.
  *
  * Streaming: decode_chunks() keeps each open utterance's K hypotheses (their scores, last labels, hashes, LM and
  * boosting states) between calls, and the tokens of their paths as a forest that each chunk extends; the search is
@@ -84,8 +84,12 @@ struct ASRDEC_API CtcBeamConfig {
    *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
    *  them (the decoder then stays at its old size); device_bytes() says what they take. */
   std::int64_t max_device_bytes = 0;
+  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means every
+   *  core the process may use. Each utterance is searched whole by one thread, so results do not depend on it. */
+  std::int32_t threads = 0;
 
-  /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, or non-finite values. */
+  /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, non-finite values, or threads outside
+   *  [0, 1024]. */
   void validate() const;
   std::string to_string() const;
 };

@@ -10,6 +10,7 @@
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/thread_pool.hpp"
 #include "core/utterance_channels.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
 #include "ctc/beam/ctc_beam_channel.hpp"
@@ -33,6 +34,8 @@ void CtcBeamConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "CtcBeamConfig.boost_weight must be finite, got ", boost_weight);
   ASRDEC_CHECK_ARG(max_device_bytes >= 0, "CtcBeamConfig.max_device_bytes must be 0 (no cap) or positive, got ",
                    max_device_bytes);
+  ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024, "CtcBeamConfig.threads must be in [0, 1024] (0: every core), got ",
+                   threads);
 }
 
 std::string CtcBeamConfig::to_string() const {
@@ -42,7 +45,8 @@ std::string CtcBeamConfig::to_string() const {
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
-      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "",
+      threads > 0 ? detail::concat(", threads=", threads) : "", "}");
 }
 
 namespace {
@@ -72,7 +76,8 @@ struct CtcBeamDecoder::Impl {
   HostBuffer<float> lm_total, next_lm_total, boost_total, next_boost_total;
   HostBuffer<float> lm_scores, boost_scores;  // [slots, V] queries of each slot's states
   HostBuffer<std::int32_t> lm_next, boost_next;
-  std::vector<float> frame;
+  std::unique_ptr<detail::ThreadPool> pool;  // CPU: the threads utterances are spread over
+  std::vector<std::vector<float>> frames;    // per thread: one frame as floats
   std::int64_t max_slots = 0;
   std::unique_ptr<detail::UtteranceChannels> open;  // streaming
   std::vector<detail::CtcBeamChannel> channels;     // by slot of `open`, grown as slots are first used
@@ -143,8 +148,11 @@ struct CtcBeamDecoder::Impl {
     const std::int64_t V = p.columns - 1;
     const FusionRef& fusion = states.fusion;
     const CtcBeamRule rule{p.blank, config.beam_beta};
-    frame.resize(static_cast<std::size_t>(C));
-    for (std::int64_t b = 0; b < p.batch; ++b) {
+    // Utterances in parallel, each on one thread with that thread's frame buffer (a slot's state and queries are its
+    // own); a bad value throws what a plain loop over the utterances would have thrown first.
+    pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+      std::vector<float>& frame = frames[static_cast<std::size_t>(worker)];
+      frame.resize(static_cast<std::size_t>(C));
       const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
       for (std::int32_t t = 0; t < length; ++t) {
         read_ctc_frame(p, b, t, config.check_values, frame.data());
@@ -167,7 +175,7 @@ struct CtcBeamDecoder::Impl {
         }
         ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
       }
-    }
+    });
   }
 
   // The end of utterance b: each live hypothesis adds α·ln p_LM(</s> | its LM state).
@@ -239,6 +247,9 @@ CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits 
     return;
   }
 #endif
+  const int threads = detail::resolve_threads(impl_->config.threads);
+  impl_->pool = std::make_unique<detail::ThreadPool>(threads);
+  impl_->frames.resize(static_cast<std::size_t>(threads));
   impl_->reserve(limits.max_batch * impl_->config.beam, 0);
 }
 
