@@ -123,6 +123,7 @@ std::vector<std::byte> gather_chunks(const void* whole, std::int64_t T, std::int
   std::vector<std::byte> out(call.rows.size() * row_bytes, std::byte{0xff});
   const auto* source = static_cast<const std::byte*>(whole);
   for (std::size_t r = 0; r < call.rows.size(); ++r) {
+    if (call.length[r] == 0) continue;  // (an empty batch has no data to point into)
     const std::byte* from = source + (static_cast<std::size_t>(call.utterance[r]) * static_cast<std::size_t>(T) +
                                       static_cast<std::size_t>(call.start[r])) *
                                          frame_bytes;

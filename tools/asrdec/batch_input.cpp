@@ -56,6 +56,7 @@ TensorView BatchInput::gather(const std::vector<std::int64_t>& utterances, const
         (utterances[static_cast<std::size_t>(r)] * T + starts[static_cast<std::size_t>(r)]) * C * element;
     const auto bytes = static_cast<std::size_t>(available * C * element);
     std::byte* to = staging + static_cast<std::size_t>(r) * row_bytes;
+    if (bytes == 0) continue;
     if (device_.is_cpu()) {
       std::memcpy(to, host, bytes);
     } else {
