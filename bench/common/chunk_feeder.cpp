@@ -41,9 +41,10 @@ void ChunkFeeder::next(StreamHandle stream) {
     const std::int64_t take = std::min(chunk_, length - position_[l]);
     rows_[l] = ChunkRow{id_[l], position_[l] == 0, position_[l] + take >= length};
     row_lengths_[l] = static_cast<std::int32_t>(take);
-    if (take > 0) std::memcpy(host_chunk_.data() + static_cast<std::size_t>(lane * chunk_) * frame_bytes,
-                source_ + static_cast<std::size_t>(row * frames_ + position_[l]) * frame_bytes,
-                static_cast<std::size_t>(take) * frame_bytes);
+    if (take > 0)
+      std::memcpy(host_chunk_.data() + static_cast<std::size_t>(lane * chunk_) * frame_bytes,
+                  source_ + static_cast<std::size_t>(row * frames_ + position_[l]) * frame_bytes,
+                  static_cast<std::size_t>(take) * frame_bytes);
     position_[l] += std::max<std::int64_t>(take, 1);
     frames_in_call_ += take;
   }
