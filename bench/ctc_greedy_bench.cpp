@@ -55,13 +55,7 @@ void ctc_greedy_cpu_threads(benchmark::State& state, DType dtype) {
 }
 
 void ctc_greedy_cuda(benchmark::State& state, DType dtype) {
-  const std::string reason = cuda_unavailable_reason();
-  if (!reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (skip_if(state, cuda_unavailable_reason())) return;
   const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
   const Device device = Device::cuda(0);
   Stream stream(device);
@@ -87,12 +81,7 @@ void ctc_greedy_cuda(benchmark::State& state, DType dtype) {
 // the next `chunk` frames (argument 3) of every one of them; chunk 0 is the baseline, whole utterances through
 // decode(). Both return host results and are timed by the wall clock.
 void ctc_greedy_streaming(benchmark::State& state, bool cuda) {
-  if (cuda && !cuda_unavailable_reason().empty()) {
-    state.SkipWithError(cuda_unavailable_reason().c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (cuda && skip_if(state, cuda_unavailable_reason())) return;
   const Device device = cuda ? Device::cuda(0) : Device::cpu();
   const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), DType::f32);
   const std::int64_t chunk = state.range(3);
@@ -117,17 +106,7 @@ void ctc_greedy_streaming(benchmark::State& state, bool cuda) {
   }
   ChunkFeeder feeder(data.logprobs.data(), data.batch, data.frames, data.columns, 4, data.lengths, data.batch, chunk,
                      DType::f32, device);
-  std::int64_t frames = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    feeder.next(stream.handle());
-    stream.synchronize();
-    state.ResumeTiming();
-    benchmark::DoNotOptimize(decoder.decode_chunks(feeder.rows(), feeder.frames(), feeder.lengths(), stream.handle()));
-    frames += feeder.frames_in_call();
-  }
-  state.counters["RTFx"] =
-      benchmark::Counter(static_cast<double>(frames) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+  time_streaming(state, feeder, decoder, stream);
 }
 
 void register_all() {

@@ -88,13 +88,7 @@ void full_vocab_cpu(benchmark::State& state) {
 }
 
 void full_vocab_cuda(benchmark::State& state) {
-  const std::string reason = cuda_unavailable_reason();
-  if (!reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (skip_if(state, cuda_unavailable_reason())) return;
   const std::int64_t batch = state.range(0);
   const Device device = Device::cuda(0);
   static std::unique_ptr<NgramLm> lm;

@@ -24,8 +24,8 @@
 namespace asrdec::bench {
 namespace {
 
-constexpr std::int64_t kChunkFrames = 2;          // 160 ms of 80 ms frames
-constexpr std::int64_t kUtteranceFrames = 125;    // 10 s
+constexpr std::int64_t kChunkFrames = 2;        // 160 ms of 80 ms frames
+constexpr std::int64_t kUtteranceFrames = 125;  // 10 s
 constexpr double kTickSeconds = 0.160;
 
 enum class Kind { ctc_greedy, rnnt_greedy };
@@ -129,9 +129,8 @@ void run_ticks(benchmark::State& state, Decoder& decoder, Streams& streams, std:
       const std::vector<ChunkRow> call(rows.begin() + first, rows.begin() + first + n);
       const TensorView frames(base + static_cast<std::size_t>(first * kChunkFrames * width) * 4, DType::f32,
                               {n, kChunkFrames, width}, device);
-      benchmark::DoNotOptimize(decoder.decode_chunks(call, frames,
-                                                     TensorView(lengths.data() + first, DType::i32, {n}),
-                                                     stream.handle()));
+      benchmark::DoNotOptimize(
+          decoder.decode_chunks(call, frames, TensorView(lengths.data() + first, DType::i32, {n}), stream.handle()));
       const double done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (timed) latencies.insert(latencies.end(), static_cast<std::size_t>(n), done);
     }
@@ -154,12 +153,8 @@ void run_ticks(benchmark::State& state, Decoder& decoder, Streams& streams, std:
 }
 
 void streams(benchmark::State& state, Kind kind, bool cuda) {
-  std::string reason = cuda ? cuda_unavailable_reason() : std::string();
-  if (reason.empty() && kind == Kind::rnnt_greedy) reason = missing_models_reason("rnnt");
-  if (!reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
+  if ((cuda && skip_if(state, cuda_unavailable_reason())) ||
+      (kind == Kind::rnnt_greedy && skip_if(state, missing_models_reason("rnnt")))) {
     return;
   }
   const Device device = cuda ? Device::cuda(0) : Device::cpu();
@@ -179,10 +174,11 @@ void streams(benchmark::State& state, Kind kind, bool cuda) {
 }
 
 void register_all() {
-  for (const auto& [name, kind] : {std::pair{"ctc_greedy", Kind::ctc_greedy}, std::pair{"rnnt_greedy", Kind::rnnt_greedy}}) {
+  for (const auto& [name, kind] :
+       {std::pair{"ctc_greedy", Kind::ctc_greedy}, std::pair{"rnnt_greedy", Kind::rnnt_greedy}}) {
     for (const bool cuda : {false, true}) {
-      auto* b = benchmark::RegisterBenchmark(
-          (std::string("streaming/") + (cuda ? "cuda/" : "cpu/") + name).c_str(), streams, kind, cuda);
+      auto* b = benchmark::RegisterBenchmark((std::string("streaming/") + (cuda ? "cuda/" : "cpu/") + name).c_str(),
+                                             streams, kind, cuda);
       b->ArgNames({"streams", "lanes"})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(20);
       if (cuda) {
         for (std::int64_t n : {512, 1024, 2048, 4096}) {

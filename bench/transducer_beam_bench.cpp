@@ -24,18 +24,8 @@ struct Case {
 
 void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
-  if (c.cuda && !cuda_unavailable_reason().empty()) {
-    state.SkipWithError(cuda_unavailable_reason().c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
-  if (const std::string reason = missing_models_reason(c.kind); !reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
+  if (skip_if(state, missing_models_reason(c.kind))) return;
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);

@@ -31,18 +31,8 @@ struct Case {
 
 void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
-  if (c.cuda && !cuda_unavailable_reason().empty()) {
-    state.SkipWithError(cuda_unavailable_reason().c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
-  if (const std::string reason = missing_models_reason(c.kind); !reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
+  if (skip_if(state, missing_models_reason(c.kind))) return;
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
@@ -90,15 +80,7 @@ void run(benchmark::State& state, Case c) {
 // decode(). Label looping in the default graph mode; both return host results and are timed by the wall clock.
 void run_streaming(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1), chunk = state.range(2);
-  for (const std::string& reason :
-       {c.cuda ? cuda_unavailable_reason() : std::string(), missing_models_reason(c.kind)}) {
-    if (!reason.empty()) {
-      state.SkipWithError(reason.c_str());
-      for (auto _ : state) {
-      }
-      return;
-    }
-  }
+  if ((c.cuda && skip_if(state, cuda_unavailable_reason())) || skip_if(state, missing_models_reason(c.kind))) return;
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
@@ -123,28 +105,13 @@ void run_streaming(benchmark::State& state, Case c) {
     return;
   }
   ChunkFeeder feeder(host.data(), batch, frames, J, 4, lengths, batch, chunk, DType::f32, device);
-  std::int64_t decoded = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    feeder.next(stream.handle());
-    stream.synchronize();
-    state.ResumeTiming();
-    benchmark::DoNotOptimize(decoder.decode_chunks(feeder.rows(), feeder.frames(), feeder.lengths(), stream.handle()));
-    decoded += feeder.frames_in_call();
-  }
-  state.counters["RTFx"] =
-      benchmark::Counter(static_cast<double>(decoded) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+  time_streaming(state, feeder, decoder, stream);
 }
 
 // CPU scaling: label looping on `threads` threads (argument 2); compare with threads = 1 of the same run.
 void run_threads(benchmark::State& state, std::string kind) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
-  if (const std::string reason = missing_models_reason(kind); !reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    for (auto _ : state) {
-    }
-    return;
-  }
+  if (skip_if(state, missing_models_reason(kind))) return;
   const TransducerModel& m = model(kind, Device::cpu());
   const std::vector<float> host = tiled_input(source(kind), batch, frames);
   const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));

@@ -87,12 +87,7 @@ WfstDecoderConfig config_of(benchmark::State& state) {
 // False (and the benchmark skipped) when the CUDA executor cannot run here.
 bool device_usable(benchmark::State& state, Device device) {
   if (device.is_cpu()) return true;
-  const std::string reason = cuda_unavailable_reason();
-  if (reason.empty()) return true;
-  state.SkipWithError(reason.c_str());
-  for (auto _ : state) {
-  }
-  return false;
+  return !skip_if(state, cuda_unavailable_reason());
 }
 
 // `values` on `device` (a device copy, or the host vector itself for the CPU).

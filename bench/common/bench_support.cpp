@@ -128,4 +128,12 @@ int run_benchmarks(int argc, char** argv, const std::string& bench_name) {
   return 0;
 }
 
+bool skip_if(benchmark::State& state, const std::string& reason) {
+  if (reason.empty()) return false;
+  state.SkipWithError(reason.c_str());
+  for (auto _ : state) {
+  }
+  return true;
+}
+
 }  // namespace asrdec::bench

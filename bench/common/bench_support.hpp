@@ -37,6 +37,9 @@ std::vector<std::int64_t> cpu_thread_counts();
 /** "no CUDA device: ..." when the CUDA benchmarks cannot run, empty otherwise. */
 std::string cuda_unavailable_reason();
 
+/** With a non-empty `reason` (a missing GPU or model), marks the benchmark skipped and returns true. */
+bool skip_if(benchmark::State& state, const std::string& reason);
+
 /** Runs `body` (which enqueues GPU work on `stream`) once per benchmark iteration and reports the time between
  *  CUDA events around it. Use with ->UseManualTime(). */
 template <class Body>

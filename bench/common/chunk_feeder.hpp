@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "asrdec/asrdec.hpp"
+#include "common/bench_support.hpp"
 
 namespace asrdec::bench {
 
@@ -42,5 +43,22 @@ class ChunkFeeder {
   DeviceBuffer<std::byte> device_chunk_;
   std::int64_t frames_in_call_ = 0;
 };
+
+/** One decoder.decode_chunks() call per benchmark iteration on the feeder's next call (prepared untimed); sets the
+ *  RTFx counter from the frames decoded. */
+template <class Decoder>
+void time_streaming(benchmark::State& state, ChunkFeeder& feeder, Decoder& decoder, Stream& stream) {
+  std::int64_t frames = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    feeder.next(stream.handle());
+    stream.synchronize();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(decoder.decode_chunks(feeder.rows(), feeder.frames(), feeder.lengths(), stream.handle()));
+    frames += feeder.frames_in_call();
+  }
+  state.counters["RTFx"] =
+      benchmark::Counter(static_cast<double>(frames) * kDefaultFrameShiftSeconds, benchmark::Counter::kIsRate);
+}
 
 }  // namespace asrdec::bench

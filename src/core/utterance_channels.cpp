@@ -79,12 +79,13 @@ void UtteranceChannels::commit(const std::vector<ChunkRow>& rows, const ChunkPla
   }
 }
 
-bool UtteranceChannels::cancel(std::int64_t utterance) {
+std::int32_t UtteranceChannels::cancel(std::int64_t utterance) {
   const auto open = slot_of_.find(utterance);
-  if (open == slot_of_.end()) return false;
-  freed_.push_back(open->second.slot);
+  if (open == slot_of_.end()) return -1;
+  const std::int32_t slot = open->second.slot;
+  freed_.push_back(slot);
   slot_of_.erase(open);
-  return true;
+  return slot;
 }
 
 std::vector<Hypothesis> PartialHypotheses::append(const std::vector<ChunkRow>& rows, const ChunkPlan& plan,

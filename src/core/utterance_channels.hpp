@@ -32,8 +32,8 @@ class UtteranceChannels {
   ChunkPlan plan(const std::vector<ChunkRow>& rows, const std::vector<std::int32_t>& lengths) const;
   /** After the call succeeded: opens its new utterances, counts their frames, frees the channels of last rows. */
   void commit(const std::vector<ChunkRow>& rows, const ChunkPlan& plan, const std::vector<std::int32_t>& lengths);
-  /** Frees an open utterance's channel without a result; false when it is not open. */
-  bool cancel(std::int64_t utterance);
+  /** Frees an open utterance's channel without a result and returns it; -1 when the utterance is not open. */
+  std::int32_t cancel(std::int64_t utterance);
   /** The channel of an open utterance, -1 when it is not open. */
   std::int32_t slot(std::int64_t utterance) const {
     const auto open = slot_of_.find(utterance);

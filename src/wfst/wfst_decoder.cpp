@@ -224,11 +224,9 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& 
 bool WfstDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::cancel");
-  const std::int32_t slot = self.open.slot(utterance);
-  if (slot < 0) return false;
-  self.open.cancel(utterance);
-  self.channels[static_cast<std::size_t>(slot)] = detail::WfstChannel{};
-  return true;
+  const std::int32_t slot = self.open.cancel(utterance);
+  if (slot >= 0) self.channels[static_cast<std::size_t>(slot)] = detail::WfstChannel{};
+  return slot >= 0;
 }
 
 std::int64_t WfstDecoder::open_utterances() const { return detail::live(impl_, "WfstDecoder").open.open(); }

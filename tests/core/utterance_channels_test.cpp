@@ -37,8 +37,8 @@ TEST(UtteranceChannels, RejectsBadRowsAndChangesNothing) {
   const ChunkPlan again = channels.plan({ChunkRow{1, true}}, {1});
   EXPECT_EQ(again.slot[0], plan.slot[0]);
   EXPECT_EQ(again.offset[0], 0);
-  EXPECT_TRUE(channels.cancel(2));
-  EXPECT_FALSE(channels.cancel(2));
+  EXPECT_EQ(channels.cancel(2), plan.slot[1]);
+  EXPECT_EQ(channels.cancel(2), -1);
   EXPECT_EQ(channels.slot(2), -1);
   EXPECT_EQ(channels.plan({ChunkRow{3, true}}, {1}).slot[0], plan.slot[1]);  // the freed channel
 }
@@ -116,7 +116,9 @@ TEST(UtteranceChannels, RandomCallsKeepEveryOpenUtteranceInItsOwnChannel) {
     }
     if (rng() % 5 == 0) {
       const auto id = static_cast<std::int64_t>(rng() % 12);
-      EXPECT_EQ(channels.cancel(id), model.erase(id) == 1);
+      const auto held = model.find(id);
+      EXPECT_EQ(channels.cancel(id), held == model.end() ? -1 : held->second.first);
+      if (held != model.end()) model.erase(held);
     }
     ASSERT_EQ(channels.open(), static_cast<std::int64_t>(model.size()));
     for (const auto& [id, open] : model) EXPECT_EQ(channels.slot(id), open.first);

@@ -57,15 +57,7 @@ void run(const CtcBeamOptions& options) {
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
   const std::string name = "ctc-beam " + std::to_string(config.beam);
   if (options.common.chunk > 0) {
-    const std::vector<Hypothesis> results = decode_as_server<Hypothesis>(
-        input, lengths, options.common.chunk, lanes, stream, progress,
-        [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
-          return decoder.decode_chunks(rows, batch, row_lengths, stream.handle());
-        },
-        [&](std::chrono::steady_clock::duration spent, std::int64_t frames) { report.add_time(spent, frames); });
-    for (const Hypothesis& hypothesis : results) report.add(hypothesis);
-    progress.finish();
-    report.finish(name + ", chunks of " + std::to_string(options.common.chunk), device, decoder.graph_mode());
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device);
     return;
   }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {

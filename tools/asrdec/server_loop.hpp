@@ -12,6 +12,7 @@
 
 #include "asrdec/asrdec.hpp"
 #include "batch_input.hpp"
+#include "decode_output.hpp"
 #include "progress_bar.hpp"
 
 namespace asrdec::cli {
@@ -70,6 +71,23 @@ std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths,
     progress.update(finished);
   }
   return finals;
+}
+
+/** decode_as_server() for the decoders whose decode_chunks() returns one Hypothesis per row, reported as a
+ *  whole-batch run is (`report`, in input order) and summarised as `name`, chunks of N. */
+template <class Decoder>
+void report_as_server(BatchInput& input, const NpyArray& lengths, const DecodeOptions& options, std::int64_t lanes,
+                      Stream& stream, ProgressBar& progress, DecodeReport& report, Decoder& decoder,
+                      const std::string& name, Device device) {
+  const std::vector<Hypothesis> results = decode_as_server<Hypothesis>(
+      input, lengths, options.chunk, lanes, stream, progress,
+      [&](const std::vector<ChunkRow>& rows, const TensorView& batch, const TensorView& row_lengths) {
+        return decoder.decode_chunks(rows, batch, row_lengths, stream.handle());
+      },
+      [&](std::chrono::steady_clock::duration spent, std::int64_t frames) { report.add_time(spent, frames); });
+  for (const Hypothesis& hypothesis : results) report.add(hypothesis);
+  progress.finish();
+  report.finish(name + ", chunks of " + std::to_string(options.chunk), device, decoder.graph_mode());
 }
 
 }  // namespace asrdec::cli

@@ -313,11 +313,9 @@ std::vector<Hypothesis> CtcBeamDecoder::decode_chunks(const std::vector<ChunkRow
 bool CtcBeamDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "CtcBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::cancel");
-  const std::int32_t slot = self.open->slot(utterance);
-  if (slot < 0) return false;
-  self.open->cancel(utterance);
-  self.channels[static_cast<std::size_t>(slot)] = detail::CtcBeamChannel{};
-  return true;
+  const std::int32_t slot = self.open->cancel(utterance);
+  if (slot >= 0) self.channels[static_cast<std::size_t>(slot)] = detail::CtcBeamChannel{};
+  return slot >= 0;
 }
 
 std::int64_t CtcBeamDecoder::open_utterances() const { return detail::live(impl_, "CtcBeamDecoder").open->open(); }

@@ -146,11 +146,9 @@ std::vector<Hypothesis> CtcGreedyDecoder::decode_chunks(const std::vector<ChunkR
 bool CtcGreedyDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "CtcGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::cancel");
-  const std::int32_t slot = self.open.slot(utterance);
-  if (slot < 0) return false;
-  self.open.cancel(utterance);
-  self.partial.clear(slot);
-  return true;
+  const std::int32_t slot = self.open.cancel(utterance);
+  if (slot >= 0) self.partial.clear(slot);
+  return slot >= 0;
 }
 
 std::int64_t CtcGreedyDecoder::open_utterances() const { return detail::live(impl_, "CtcGreedyDecoder").open.open(); }

@@ -164,11 +164,9 @@ std::vector<Hypothesis> TransducerGreedyDecoder::decode_chunks(const std::vector
 bool TransducerGreedyDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "TransducerGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerGreedyDecoder::cancel");
-  const std::int32_t slot = self.open.slot(utterance);
-  if (slot < 0) return false;
-  self.open.cancel(utterance);
-  self.partial.clear(slot);
-  return true;
+  const std::int32_t slot = self.open.cancel(utterance);
+  if (slot >= 0) self.partial.clear(slot);
+  return slot >= 0;
 }
 
 std::int64_t TransducerGreedyDecoder::open_utterances() const {
