@@ -48,6 +48,15 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_open_utterances=", max_open_utterances, "}");
 }
 
+// The CPU executor's parallel loops: functions of this file, not members, so that the closures they hand the thread
+// pool are not types of the exported decoder's (the shared library would export their type information).
+namespace {
+void check_rows(WfstDecoder::Impl& self, const detail::CtcInput& p);
+void advance_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& lanes);
+void decode_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<WordBoosts>& boosts,
+                 std::vector<WfstResult>& results);
+}  // namespace
+
 struct WfstDecoder::Impl {
   WfstGraph graph;
   WfstDecoderConfig config;
@@ -95,14 +104,7 @@ struct WfstDecoder::Impl {
       cuda->check_values(p, stream);
       return;
     }
-    // Rows in parallel; the exception of the lowest bad row is the one thrown, as by a plain loop.
-    pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
-      std::vector<float>& frame = frames[static_cast<std::size_t>(worker)];
-      frame.resize(static_cast<std::size_t>(p.columns));
-      for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
-        detail::read_ctc_frame(p, b, t, true, frame.data());
-      }
-    });
+    check_rows(*this, p);
   }
 
   // Frames [0, lengths[b]) of every row b through lanes[b], its channel (values already checked).
@@ -111,9 +113,7 @@ struct WfstDecoder::Impl {
       cuda->advance(p, lanes, stream);
       return;
     }
-    pool->parallel_for(static_cast<std::int64_t>(lanes.size()), [&](std::int64_t b, int worker) {
-      run(*lanes[static_cast<std::size_t>(b)], p, b, false, worker);
-    });
+    advance_rows(*this, p, lanes);
   }
 
   // Frames [0, length) of row b, through the channel, on thread `worker`; `check`: reject NaN and +inf (unless
@@ -129,6 +129,42 @@ struct WfstDecoder::Impl {
     }
   }
 };
+
+namespace {
+
+// Rejects NaN and +inf in the frames that are read, rows in parallel; the exception of the lowest bad row is the one
+// thrown, as by a plain loop.
+void check_rows(WfstDecoder::Impl& self, const detail::CtcInput& p) {
+  self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+    std::vector<float>& frame = self.frames[static_cast<std::size_t>(worker)];
+    frame.resize(static_cast<std::size_t>(p.columns));
+    for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
+      detail::read_ctc_frame(p, b, t, true, frame.data());
+    }
+  });
+}
+
+void advance_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& lanes) {
+  self.pool->parallel_for(static_cast<std::int64_t>(lanes.size()), [&](std::int64_t b, int worker) {
+    self.run(*lanes[static_cast<std::size_t>(b)], p, b, false, worker);
+  });
+}
+
+// Whole utterances, each through a channel of its own on one of the pool's threads (checking values as it reads
+// them); a bad row throws what a plain loop over the rows would have thrown first.
+void decode_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<WordBoosts>& boosts,
+                 std::vector<WfstResult>& results) {
+  const WordBoosts none;
+  self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+    detail::WfstSearcher& searcher = self.searcher_of(worker);
+    detail::WfstChannel channel;
+    searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
+    self.run(channel, p, b, self.config.check_values, worker);
+    results[static_cast<std::size_t>(b)] = searcher.result(channel, true, p.blank + 1);
+  });
+}
+
+}  // namespace
 
 WfstDecoder::WfstDecoder(WfstGraph graph, WfstDecoderConfig config, Device device) {
   config.validate();
@@ -168,16 +204,8 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
     }
     return results;
   }
-  // The CPU decodes each utterance through a channel of its own on one of the pool's threads (checking values as it
-  // reads them); a bad row throws what a plain loop over the rows would have thrown first.
   results.resize(static_cast<std::size_t>(p.batch));
-  self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
-    detail::WfstSearcher& searcher = self.searcher_of(worker);
-    detail::WfstChannel channel;
-    searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
-    self.run(channel, p, b, self.config.check_values, worker);
-    results[static_cast<std::size_t>(b)] = searcher.result(channel, true, p.blank + 1);
-  });
+  decode_rows(self, p, boosts, results);
   return results;
 }
 

@@ -188,8 +188,9 @@ class ASRDEC_API WfstDecoder {
    *  capture). */
   GraphMode graph_mode() const;
 
- private:
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -67,6 +67,11 @@ CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengt
 
 }  // namespace detail
 
+namespace {
+void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const BeamHypsRef& h,
+                   const detail::CtcBeamStates& states);
+}  // namespace
+
 struct CtcBeamDecoder::Impl {
   Device device;
   CtcBeamConfig config;
@@ -142,40 +147,7 @@ struct CtcBeamDecoder::Impl {
 
   // Frames [0, lengths[b]) of every row through its beam (started or loaded).
   void run_frames(const detail::CtcInput& p, const BeamHypsRef& h, const detail::CtcBeamStates& states) {
-    using namespace detail;
-    const std::int32_t K = config.beam;
-    const auto C = static_cast<std::int32_t>(p.columns);
-    const std::int64_t V = p.columns - 1;
-    const FusionRef& fusion = states.fusion;
-    const CtcBeamRule rule{p.blank, config.beam_beta};
-    // Utterances in parallel, each on one thread with that thread's frame buffer (a slot's state and queries are its
-    // own); a bad value throws what a plain loop over the utterances would have thrown first.
-    pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
-      std::vector<float>& frame = frames[static_cast<std::size_t>(worker)];
-      frame.resize(static_cast<std::size_t>(C));
-      const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
-      for (std::int32_t t = 0; t < length; ++t) {
-        read_ctc_frame(p, b, t, config.check_values, frame.data());
-        float best[kMaxBeam];
-        std::int32_t ids[kMaxBeam];
-        std::int32_t kept = 0;
-        for (std::int32_t k = 0; k < K; ++k) {
-          const std::int64_t s = beam_slot(h, b, k);
-          if (h.scores[s] == kNegInf) continue;
-          if (config.lm != nullptr)
-            advance_row(config.lm->ref(), lm_state[s], lm_scores.data() + s * V, lm_next.data() + s * V);
-          if (config.boost != nullptr) {
-            advance_row(config.boost->ref(), boost_state[s], boost_scores.data() + s * V, boost_next.data() + s * V);
-          }
-          for (std::int32_t v = 0; v < C; ++v) {
-            const float extension =
-                ctc_beam_extension(rule, fusion, s, h.last_label[s], v, frame[static_cast<std::size_t>(v)]);
-            topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
-          }
-        }
-        ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
-      }
-    });
+    search_frames(*this, p, h, states);
   }
 
   // The end of utterance b: each live hypothesis adds α·ln p_LM(</s> | its LM state).
@@ -225,6 +197,53 @@ struct CtcBeamDecoder::Impl {
     }
   }
 };
+
+namespace {
+
+// Frames [0, lengths[b]) of every row of `self`'s batch through its beam. A function of this file, not a member: the
+// closure it hands the thread pool must not be a type of the exported decoder's (the shared library would export
+// its type information).
+void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const BeamHypsRef& h,
+                   const detail::CtcBeamStates& states) {
+  using namespace detail;
+  const CtcBeamConfig& config = self.config;
+  const std::int32_t K = config.beam;
+  const auto C = static_cast<std::int32_t>(p.columns);
+  const std::int64_t V = p.columns - 1;
+  const FusionRef& fusion = states.fusion;
+  const CtcBeamRule rule{p.blank, config.beam_beta};
+  // Utterances in parallel, each on one thread with that thread's frame buffer (a slot's state and queries are its
+  // own); a bad value throws what a plain loop over the utterances would have thrown first.
+  self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
+    std::vector<float>& frame = self.frames[static_cast<std::size_t>(worker)];
+    frame.resize(static_cast<std::size_t>(C));
+    const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+    for (std::int32_t t = 0; t < length; ++t) {
+      read_ctc_frame(p, b, t, config.check_values, frame.data());
+      float best[kMaxBeam];
+      std::int32_t ids[kMaxBeam];
+      std::int32_t kept = 0;
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        if (h.scores[s] == kNegInf) continue;
+        if (config.lm != nullptr)
+          advance_row(config.lm->ref(), self.lm_state[s], self.lm_scores.data() + s * V, self.lm_next.data() + s * V);
+        if (config.boost != nullptr) {
+          advance_row(config.boost->ref(), self.boost_state[s], self.boost_scores.data() + s * V,
+                      self.boost_next.data() + s * V);
+        }
+        for (std::int32_t v = 0; v < C; ++v) {
+          const float extension =
+              ctc_beam_extension(rule, fusion, s, h.last_label[s], v, frame[static_cast<std::size_t>(v)]);
+          topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
+        }
+      }
+      ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
+    }
+  });
+}
+
+}  // namespace
 
 CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits limits)
     : impl_(std::make_unique<Impl>()) {
