@@ -1,3 +1,4 @@
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -187,14 +188,14 @@ class CountingPredictor final : public TransducerPredictor {
     struct Session final : PredictorSession {
       std::unique_ptr<PredictorSession> inner;
       std::int64_t max_batch;
-      std::int64_t* steps;
+      std::atomic<std::int64_t>* steps;
       void initial_state(float* state, std::int64_t batch, StreamHandle stream) override {
         inner->initial_state(state, batch, stream);
       }
       void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
                 StreamHandle stream) override {
         EXPECT_LE(batch, max_batch);
-        for (std::int64_t b = 0; b < batch; ++b) *steps += mask[b] ? 1 : 0;
+        for (std::int64_t b = 0; b < batch; ++b) *steps += mask[b] ? 1 : 0;  // sessions step on several threads
         inner->step(labels, mask, state, output, batch, stream);
       }
     };
@@ -204,7 +205,7 @@ class CountingPredictor final : public TransducerPredictor {
     session->steps = &steps_;
     return session;
   }
-  mutable std::int64_t steps_ = 0;
+  mutable std::atomic<std::int64_t> steps_{0};
 
  private:
   std::shared_ptr<TransducerPredictor> inner_;
@@ -231,7 +232,7 @@ TEST(TransducerModel, EnginePredictorsPlugIn) {
   std::int64_t labels = 0;
   for (const auto& h : want) labels += static_cast<std::int64_t>(h.tokens.size());
   // Every utterance starts from the same state, the predictor after the start symbol: one step per decoder.
-  EXPECT_EQ(counting->steps_, labels + 1) << "one step per label plus the start symbol once";
+  EXPECT_EQ(counting->steps_.load(), labels + 1) << "one step per label plus the start symbol once";
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
  * can implement it to plug in its own network (e.g. a TensorRT engine).
  *
  * Split in two so that a model can be shared across threads: TransducerPredictor is the immutable network;
- * PredictorSession holds the scratch memory of one decoder and runs the steps.
+ * PredictorSession holds the scratch memory of one decoder and runs the steps. A CPU decoder with several threads
+ * (TransducerGreedyConfig::threads) starts a session per thread and steps them at the same time, so sessions of one
+ * predictor must not share mutable state.
  */
 
 #include <cstdint>
