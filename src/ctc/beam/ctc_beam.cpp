@@ -13,9 +13,9 @@
 #include "core/thread_pool.hpp"
 #include "core/utterance_channels.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
-#include "ctc/beam/ctc_beam_channel.hpp"
 #include "ctc/beam/ctc_beam_step.hpp"
 #include "ctc/ctc_step.hpp"
+#include "hyps/beam_channel.hpp"
 #include "hyps/beam_search_step.hpp"
 #include "hyps/ranked_beams.hpp"
 #include "lm/fusion_checks.hpp"
@@ -85,7 +85,7 @@ struct CtcBeamDecoder::Impl {
   std::vector<std::vector<float>> frames;    // per thread: one frame as floats
   std::int64_t max_slots = 0;
   std::unique_ptr<detail::UtteranceChannels> open;  // streaming
-  std::vector<detail::CtcBeamChannel> channels;     // by slot of `open`, grown as slots are first used
+  std::vector<detail::BeamChannel> channels;        // by slot of `open`, grown as slots are first used
   detail::OwnerSlot owner;
 
   void reserve(std::int64_t slots, std::int64_t vocab) {
@@ -129,9 +129,9 @@ struct CtcBeamDecoder::Impl {
     return states;
   }
 
-  detail::CtcBeamFusedSlots fused_slots() {
-    return detail::CtcBeamFusedSlots{config.lm != nullptr ? lm_state.data() : nullptr, lm_total.data(),
-                                     config.boost != nullptr ? boost_state.data() : nullptr, boost_total.data()};
+  detail::BeamFusedSlots fused_slots() {
+    return detail::BeamFusedSlots{config.lm != nullptr ? lm_state.data() : nullptr, lm_total.data(),
+                                  config.boost != nullptr ? boost_state.data() : nullptr, boost_total.data()};
   }
 
   // Utterance b starts: slot 0 empty, the LM at <s>, boosting at `boost_root`.
@@ -177,7 +177,7 @@ struct CtcBeamDecoder::Impl {
 
   // Streaming: row b continues channels[plan.slot[b]] (or starts it); the channels change after every frame read.
   void decode_chunks(const detail::CtcInput& p, const detail::ChunkPlan& plan, const std::vector<ChunkRow>& rows,
-                     const std::vector<std::int32_t>& boost_roots, std::vector<detail::CtcBeamChannel*>& lanes) {
+                     const std::vector<std::int32_t>& boost_roots, std::vector<detail::BeamChannel*>& lanes) {
     const detail::CtcBeamStates states = prepare(p);
     const BeamHypsRef h = hyps.ref();
     for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -185,15 +185,15 @@ struct CtcBeamDecoder::Impl {
       if (plan.fresh[row]) {
         start(h, b, boost_roots[row]);
       } else {
-        detail::ctc_beam_load(*lanes[row], h, b, fused_slots());
+        detail::beam_channel_load(*lanes[row], h, b, plan.offset[row], fused_slots());
       }
     }
     run_frames(p, h, states);  // throws for a bad value before any channel changes
     for (std::int64_t b = 0; b < p.batch; ++b) {
       const auto row = static_cast<std::size_t>(b);
       if (rows[row].last) end_of_sentence(h, b);
-      if (plan.fresh[row]) detail::ctc_beam_start(*lanes[row], config.beam, 0);
-      detail::ctc_beam_save(*lanes[row], h, b, plan.offset[row], fused_slots());
+      if (plan.fresh[row]) detail::beam_channel_start(*lanes[row], config.beam, 0);
+      detail::beam_channel_save(*lanes[row], h, b, plan.offset[row], fused_slots());
     }
   }
 };
@@ -310,7 +310,7 @@ std::vector<Hypothesis> CtcBeamDecoder::decode_chunks(const std::vector<ChunkRow
     if (static_cast<std::size_t>(slot) >= self.channels.size())
       self.channels.resize(static_cast<std::size_t>(slot) + 1);
   }
-  std::vector<detail::CtcBeamChannel*> lanes;  // into `channels`, which no longer grows in this call
+  std::vector<detail::BeamChannel*> lanes;  // into `channels`, which no longer grows in this call
   for (const std::int32_t slot : plan.slot) lanes.push_back(&self.channels[static_cast<std::size_t>(slot)]);
   if (self.cuda) {
     self.cuda->decode_chunks(problem, plan, rows, roots, lanes, stream);
@@ -320,11 +320,11 @@ std::vector<Hypothesis> CtcBeamDecoder::decode_chunks(const std::vector<ChunkRow
   self.open->commit(rows, plan, problem.host_lengths);
   std::vector<Hypothesis> out(rows.size());
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    std::vector<Hypothesis> beam =
-        detail::ctc_beam_hypotheses(*lanes[b], self.config.lm != nullptr, self.config.boost != nullptr);
+    std::vector<Hypothesis> beam = detail::beam_channel_hypotheses(
+        *lanes[b], /*length_normalized=*/false, self.config.lm != nullptr, self.config.boost != nullptr);
     if (!beam.empty()) out[b] = std::move(beam.front());
     out[b].is_final = rows[b].last;
-    if (rows[b].last) *lanes[b] = detail::CtcBeamChannel{};  // its memory goes back now, not on reuse
+    if (rows[b].last) *lanes[b] = detail::BeamChannel{};  // its memory goes back now, not on reuse
   }
   return out;
 }
@@ -333,7 +333,7 @@ bool CtcBeamDecoder::cancel(std::int64_t utterance) {
   Impl& self = detail::live(impl_, "CtcBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcBeamDecoder::cancel");
   const std::int32_t slot = self.open->cancel(utterance);
-  if (slot >= 0) self.channels[static_cast<std::size_t>(slot)] = detail::CtcBeamChannel{};
+  if (slot >= 0) self.channels[static_cast<std::size_t>(slot)] = detail::BeamChannel{};
   return slot >= 0;
 }
 

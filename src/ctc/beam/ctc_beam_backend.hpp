@@ -7,8 +7,8 @@
 #include "asrdec/config.hpp"
 #include "asrdec/ctc/ctc_beam.hpp"
 #include "core/utterance_channels.hpp"
-#include "ctc/beam/ctc_beam_channel.hpp"
 #include "ctc/ctc_input.hpp"
+#include "hyps/beam_channel.hpp"
 
 namespace asrdec::detail {
 
@@ -25,7 +25,7 @@ class CtcBeamBackend {
   /** Streaming: row b continues channel lanes[b] (or starts it: plan.fresh[b], at boosting root boost_roots[b]);
    *  last rows add the end-of-sentence term. The channels take the rows' new states only when the call succeeds. */
   virtual void decode_chunks(const CtcInput& problem, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
-                             const std::vector<std::int32_t>& boost_roots, std::vector<CtcBeamChannel*>& lanes,
+                             const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                              StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */

@@ -2,7 +2,7 @@
 // some utterance has frame t { fused queries; one frame; t += 1 }" — run by a GraphExecutor (one graph launch with
 // conditional graphs). Buffers are sized for the limits' batch × beam × frames; a larger call grows them first and
 // the graphs are captured again. The LM's end-of-sentence term is added on the host, from device queries, after
-// the loop. Streaming keeps each utterance's slots on the host (ctc_beam_channel.hpp); a call seeds its lanes from
+// the loop. Streaming keeps each utterance's slots on the host (hyps/beam_channel.hpp); a call seeds its lanes from
 // them, decodes the chunk, and takes the beams back.
 
 #include <algorithm>
@@ -67,7 +67,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
   }
 
   void decode_chunks(const CtcInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
-                     const std::vector<std::int32_t>& boost_roots, std::vector<CtcBeamChannel*>& lanes,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle user_stream) override {
     DeviceGuard guard(device_);
     if (p.batch == 0) return;
@@ -91,7 +91,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
           boost_state[s] = boost_roots[row];
           continue;
         }
-        const CtcBeamChannel& c = *lanes[row];
+        const BeamChannel& c = *lanes[row];
         score[s] = c.score[i];
         tokens[s] = c.tokens[i];
         last[s] = c.last_label[i];
@@ -115,14 +115,13 @@ class CtcBeamCuda final : public CtcBeamBackend {
     upload_fused(lm_state.data(), lm_total.data(), boost_state.data(), boost_total.data(), stream);
     run(p, true, stream);
     const BeamHypsRef h = fetch(p.batch, stream);  // throws for a bad value before any channel changes
-    const CtcBeamFusedSlots fused{config_.lm != nullptr ? host_lm_state_.data() : nullptr, host_lm_total_.data(),
-                                  config_.boost != nullptr ? host_boost_state_.data() : nullptr,
-                                  host_boost_total_.data()};
+    const BeamFusedSlots fused{config_.lm != nullptr ? host_lm_state_.data() : nullptr, host_lm_total_.data(),
+                               config_.boost != nullptr ? host_boost_state_.data() : nullptr, host_boost_total_.data()};
     for (std::int64_t b = 0; b < p.batch; ++b) {
       const auto row = static_cast<std::size_t>(b);
       if (rows[row].last) end_of_sentence(h, b);
-      if (plan.fresh[row]) ctc_beam_start(*lanes[row], K, 0);
-      ctc_beam_save(*lanes[row], h, b, plan.offset[row], fused);
+      if (plan.fresh[row]) beam_channel_start(*lanes[row], K, 0);
+      beam_channel_save(*lanes[row], h, b, plan.offset[row], fused);
     }
   }
 

@@ -1,4 +1,4 @@
-#include "ctc/beam/ctc_beam_channel.hpp"
+#include "hyps/beam_channel.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -13,7 +13,7 @@ constexpr float kDead = -std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-void ctc_beam_start(CtcBeamChannel& c, std::int32_t beam, std::int32_t boost_root) {
+void beam_channel_start(BeamChannel& c, std::int32_t beam, std::int32_t boost_root) {
   const auto K = static_cast<std::size_t>(beam);
   c.score.assign(K, kDead);
   c.score[0] = 0.0f;
@@ -25,13 +25,19 @@ void ctc_beam_start(CtcBeamChannel& c, std::int32_t beam, std::int32_t boost_roo
   c.boost_state.assign(K, boost_root);
   c.hash.assign(K, 0);
   c.prefix_hash.assign(K, 0);
+  c.on_frame.assign(K, 0);
+  c.next_time.assign(K, 0);
   c.tip.assign(K, -1);
+  c.predictor.clear();
+  c.tail.clear();
+  c.duration.clear();
   c.token.clear();
   c.frame.clear();
   c.parent.clear();
 }
 
-void ctc_beam_load(const CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b, const CtcBeamFusedSlots& fused) {
+void beam_channel_load(const BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
+                       const BeamFusedSlots& fused) {
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
     const auto i = static_cast<std::size_t>(k);
@@ -41,8 +47,8 @@ void ctc_beam_load(const CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b
     h.last_label[s] = c.last_label[i];
     h.hash[s] = c.hash[i];
     h.prefix_hash[s] = c.prefix_hash[i];
-    h.next_time[s] = 0;
-    h.on_frame[s] = 0;
+    h.next_time[s] = h.kind == BeamKind::ctc ? 0 : static_cast<std::int32_t>(c.next_time[i] - offset);
+    h.on_frame[s] = c.on_frame[i];
     if (fused.lm_state != nullptr) {
       fused.lm_state[s] = c.lm_state[i];
       fused.lm_total[s] = c.lm_total[i];
@@ -55,12 +61,12 @@ void ctc_beam_load(const CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b
   h.overflow[b] = 0;
 }
 
-void ctc_beam_save(CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
-                   const CtcBeamFusedSlots& fused) {
+void beam_channel_save(BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
+                       const BeamFusedSlots& fused) {
   ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
   const auto K = static_cast<std::size_t>(h.beam);
   std::vector<std::int64_t> tip(K);
-  std::vector<std::int32_t> path;
+  std::vector<std::int64_t> path;
   for (std::int32_t k = 0; k < h.beam; ++k) {
     // The slot's entries of this chunk, last to first, and the slot it started the chunk in.
     const std::int32_t steps = h.steps[beam_slot(h, b, k)];
@@ -68,19 +74,20 @@ void ctc_beam_save(CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b, std:
     std::int32_t slot = k;
     for (std::int32_t i = steps - 1; i >= 0; --i) {
       const std::int64_t at = beam_slot(h, b, slot) * h.capacity + i;
-      path[static_cast<std::size_t>(i)] = h.labels[at];
+      path[static_cast<std::size_t>(i)] = at;
       slot = h.parents[at];
     }
-    // Its tokens, folded as the whole search folds them: a label emits when it is not blank and differs from the
-    // last label (blank included), which at the chunk's start is the slot's carried one.
+    // Its tokens, folded as the whole search folds them (beam_emits; CTC: a label that differs from the last label,
+    // blank included, which at the chunk's start is the slot's carried one).
     std::int32_t previous = c.last_label[static_cast<std::size_t>(slot)];
     std::int64_t last = c.tip[static_cast<std::size_t>(slot)];
-    for (std::int32_t i = 0; i < steps; ++i) {
-      const std::int32_t label = path[static_cast<std::size_t>(i)];
+    for (const std::int64_t at : path) {
+      const std::int32_t label = h.labels[at];
       if (label < 0) continue;
-      if (label != h.blank && label != previous) {
+      if (beam_emits(h, label, previous)) {
         c.token.push_back(label);
-        c.frame.push_back(static_cast<std::int32_t>(offset + i));
+        c.frame.push_back(static_cast<std::int32_t>(offset + h.timestamps[at]));
+        if (h.kind == BeamKind::tdt) c.duration.push_back(h.durations[at]);
         c.parent.push_back(last);
         last = static_cast<std::int64_t>(c.token.size()) - 1;
       }
@@ -97,6 +104,8 @@ void ctc_beam_save(CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b, std:
     c.last_label[i] = h.last_label[s];
     c.hash[i] = h.hash[s];
     c.prefix_hash[i] = h.prefix_hash[s];
+    c.next_time[i] = offset + h.next_time[s];
+    c.on_frame[i] = h.on_frame[s];
     if (fused.lm_state != nullptr) {
       c.lm_state[i] = fused.lm_state[s];
       c.lm_total[i] = fused.lm_total[s];
@@ -108,14 +117,16 @@ void ctc_beam_save(CtcBeamChannel& c, const BeamHypsRef& h, std::int64_t b, std:
   }
 }
 
-std::vector<Hypothesis> ctc_beam_hypotheses(const CtcBeamChannel& c, bool lm, bool boost) {
+std::vector<Hypothesis> beam_channel_hypotheses(const BeamChannel& c, bool length_normalized, bool lm, bool boost) {
+  const auto key = [&](std::int32_t k) {  // beam_ranking_score
+    const auto i = static_cast<std::size_t>(k);
+    return length_normalized ? c.score[i] / static_cast<float>(c.tokens[i] + 1) : c.score[i];
+  };
   std::vector<std::int32_t> order;
   for (std::size_t k = 0; k < c.score.size(); ++k) {
     if (c.score[k] != kDead) order.push_back(static_cast<std::int32_t>(k));
   }
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) {
-    return c.score[static_cast<std::size_t>(x)] > c.score[static_cast<std::size_t>(y)];
-  });
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) { return key(x) > key(y); });
   std::vector<Hypothesis> out;
   for (const std::int32_t k : order) {
     const auto i = static_cast<std::size_t>(k);
@@ -123,11 +134,13 @@ std::vector<Hypothesis> ctc_beam_hypotheses(const CtcBeamChannel& c, bool lm, bo
     for (std::int64_t at = c.tip[i]; at >= 0; at = c.parent[static_cast<std::size_t>(at)]) {
       hyp.tokens.push_back(c.token[static_cast<std::size_t>(at)]);
       hyp.timestamps.push_back(c.frame[static_cast<std::size_t>(at)]);
+      if (!c.duration.empty()) hyp.durations.push_back(c.duration[static_cast<std::size_t>(at)]);
     }
     std::reverse(hyp.tokens.begin(), hyp.tokens.end());
     std::reverse(hyp.timestamps.begin(), hyp.timestamps.end());
+    std::reverse(hyp.durations.begin(), hyp.durations.end());
     hyp.score = c.score[i];
-    hyp.ranking_score = hyp.score;
+    hyp.ranking_score = key(k);
     hyp.lm_score = lm ? c.lm_total[i] : 0.0f;
     hyp.boost_score = boost ? c.boost_total[i] : 0.0f;
     hyp.am_score = hyp.score - hyp.lm_score - hyp.boost_score;
