@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -15,6 +16,7 @@
 #include "asrdec/asrdec.hpp"
 #include "oracles/transducer_beam_reference.hpp"
 #include "oracles/transducer_greedy_reference.hpp"
+#include "support/streaming_schedule.hpp"
 #include "support/test_support.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam_test_support.hpp"
@@ -306,6 +308,135 @@ TEST_P(TransducerBeamSearch, BeamOneIsGreedy) {
     utterances += e.batch;
   }
   std::printf("%lld utterances\n", static_cast<long long>(utterances));
+}
+
+// Streaming (decode_chunks) under random server traffic — arrivals, chunk sizes (0 included), row order,
+// cancellations, ids reused — gives every finished AES++ and ALSD++ (RNN-T and TDT) utterance exactly decode()'s
+// result for the whole utterance (tokens, timestamps, durations, scores bit for bit), with and without fusion. WIND
+// beam search refuses to stream, and so does CUDA for now.
+TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  if (wind() || GetParam().cuda) {
+    const testing::RandomTransducerSpec spec = this->spec(rng);
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    TransducerBeamDecoder decoder(random.build(device()), config(rng, 4));
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 2, 6);
+    const Placed placed = place(e);
+    const std::vector<ChunkRow> rows = {ChunkRow{0, true, true, 0}, ChunkRow{1, true, true, 0}};
+    ASRDEC_EXPECT_THROW_MSG(
+        decoder.decode_chunks(std::vector<ChunkRow>(rows.begin(), rows.begin() + e.batch), placed.view, e.lens()),
+        Unsupported, wind() ? "does not stream" : "CPU only");
+    EXPECT_EQ(decoder.open_utterances(), 0);
+    return;
+  }
+  std::int64_t finished = 0, fused = 0, tdt = 0;
+  for (int i = 0; i < 40; ++i) {
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    if (i % 2 == 1) spec.blank = -1;  // fusion needs blank = V
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel model = random.build(device());
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
+    TransducerBeamConfig config = this->config(rng, 6);
+    testing::FusionKeep keep;
+    if (i % 2 == 1) {
+      ++fused;
+      const auto plain = transducer_beam_reference(random.build(Device::cpu()), e.enc(), e.lens(), config);
+      testing::add_random_fusion(rng, spec, i / 2, plain, config, keep, device());
+    }
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    const testing::StreamingSchedule schedule = testing::random_streaming_schedule(
+        rng, e.lengths, 1 + static_cast<int>(rng() % 6), 1 + static_cast<int>(rng() % 6), 0.2);
+    // Small limits, so that buffers grow while utterances are open.
+    BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
+    limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
+    TransducerBeamDecoder reference(model, config);
+    const Placed whole_enc = place(e);
+    const std::vector<Hypothesis> whole = reference.decode(whole_enc.view, e.lens());
+    TransducerBeamDecoder decoder(model, config, limits);
+    const std::int64_t lists = config.boost != nullptr ? config.boost->num_lists() : 1;
+    for (const testing::StreamingCall& base : schedule.calls) {
+      for (std::int64_t id : base.cancel) EXPECT_TRUE(decoder.cancel(id));
+      if (base.rows.empty()) continue;
+      testing::StreamingCall call = base;
+      for (std::size_t r = 0; r < call.rows.size(); ++r) call.rows[r].phrase_list = lists == 1 ? 0 : call.utterance[r];
+      std::int64_t T = 0;
+      const std::vector<std::byte> chunk = testing::gather_chunks(e.values.data(), e.frames, e.hidden, 4, call, T);
+      testing::RandomEncoded piece;
+      piece.batch = static_cast<std::int64_t>(call.rows.size()), piece.frames = T, piece.hidden = e.hidden;
+      piece.values.resize(chunk.size() / 4);
+      if (!chunk.empty()) std::memcpy(piece.values.data(), chunk.data(), chunk.size());
+      piece.lengths = call.length;
+      const Placed enc = place(piece);
+      const std::vector<Hypothesis> got = decoder.decode_chunks(call.rows, enc.view, piece.lens());
+      ASSERT_EQ(got.size(), call.rows.size());
+      for (std::size_t r = 0; r < call.rows.size(); ++r) {
+        const auto u = static_cast<std::size_t>(call.utterance[r]);
+        SCOPED_TRACE("utterance " + std::to_string(u) + ", frames " + std::to_string(call.start[r]) + " + " +
+                     std::to_string(call.length[r]) + " of " + std::to_string(e.lengths[u]));
+        EXPECT_EQ(got[r].is_final, call.rows[r].last);
+        if (call.rows[r].last) {
+          testing::expect_streamed_equals_whole(got[r], whole[u]);
+          ++finished;
+          tdt += spec.tdt ? 1 : 0;
+        }
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+    EXPECT_EQ(decoder.open_utterances(), 0);
+  }
+  std::printf("%lld utterances finished streamed (%lld TDT), %lld decoders with fusion\n",
+              static_cast<long long>(finished), static_cast<long long>(tdt), static_cast<long long>(fused));
+  EXPECT_GT(finished, 50);
+}
+
+// A streaming call that meets a bad value or rows that do not fit the open utterances throws and changes nothing:
+// the same utterance, continued with clean frames, still ends with the whole utterance's result.
+TEST_P(TransducerBeamSearch, StreamingRejectsBadChunksAndChangesNothing) {
+  // (WIND beam search and the CUDA executors refuse to stream: ChunkedDecodingEqualsWholeUtterances checks that.)
+  if (wind() || GetParam().cuda) return;
+  std::mt19937_64 rng(13);
+  testing::RandomTransducerSpec spec = beam_spec(rng);
+  spec.tdt = false;
+  const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+  const TransducerModel model = random.build(device());
+  TransducerBeamConfig config = this->config(rng, 4);
+  config.beam = 3;
+  testing::RandomEncoded e = testing::random_encoded(rng, spec, 1, 1);
+  e.frames = 9;
+  e.lengths = {9};
+  e.values.resize(static_cast<std::size_t>(e.frames * e.hidden));
+  for (float& v : e.values) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+  TransducerBeamDecoder reference(model, config);
+  const Hypothesis whole = reference.decode(e.enc(), e.lens()).front();
+
+  TransducerBeamDecoder decoder(model, config);
+  const auto chunk = [&](std::int32_t first, std::int32_t count) {
+    testing::RandomEncoded piece = e;
+    piece.frames = count;
+    piece.lengths = {count};
+    piece.values.assign(e.values.begin() + first * e.hidden, e.values.begin() + (first + count) * e.hidden);
+    return piece;
+  };
+  const testing::RandomEncoded a = chunk(0, 4);
+  decoder.decode_chunks({ChunkRow{7, true, false, 0}}, a.enc(), a.lens());
+  testing::RandomEncoded bad = chunk(4, 5);
+  bad.values[static_cast<std::size_t>(1 * e.hidden + 2)] = std::nanf("");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{7, false, true, 0}}, bad.enc(), bad.lens()), InvalidArgument,
+                          "enc_proj[0, 1, 2] is NaN");
+  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{8, false, true, 0}}, bad.enc(), bad.lens()), InvalidArgument,
+                          "not open");
+  ASRDEC_EXPECT_THROW_MSG(
+      decoder.decode_chunks({ChunkRow{7, false, true, 0}, ChunkRow{9, true, true, 0}}, bad.enc(), bad.lens()),
+      InvalidArgument, "2 rows for a batch of 1");
+  EXPECT_EQ(decoder.open_utterances(), 1);
+  const testing::RandomEncoded rest = chunk(4, 5);
+  const std::vector<Hypothesis> got = decoder.decode_chunks({ChunkRow{7, false, true, 0}}, rest.enc(), rest.lens());
+  ASSERT_EQ(got.size(), 1u);
+  testing::expect_streamed_equals_whole(got[0], whole);
+  EXPECT_EQ(decoder.open_utterances(), 0);
+  EXPECT_FALSE(decoder.cancel(7));
 }
 
 TEST_P(TransducerBeamSearch, BadInputIsRejected) {

@@ -39,11 +39,16 @@ void run_beam(const TransducerOptions& options) {
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
                    " model; decode it with `asrdec decode ", to_string(model.type()), "`");
-  ASRDEC_EXPECTS(options.common.chunk == 0, Unsupported,
-                 "--chunk: beam search does not stream yet; it decodes whole utterances (drop --chunk and --lanes)");
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
-  BatchInput input(options.enc, "encoder projections [N, T, J]", device, options.common.batch_size);
+  const std::int64_t chunk = options.common.chunk;
+  ASRDEC_EXPECTS(chunk == 0 || options.algorithm != "wind-beam", Unsupported,
+                 "--chunk: wind-beam search does not stream (a window reaches past the chunk's end); stream with aes++ "
+                 "or alsd++, or drop --chunk and --lanes");
+  ASRDEC_EXPECTS(chunk == 0 || options.nbest == 0, Unsupported,
+                 "--nbest with --chunk: streaming returns each utterance's best hypothesis; drop one of them");
+  const std::int64_t lanes = lanes_of(options.common);
+  BatchInput input(options.enc, "encoder projections [N, T, J]", device, std::max(options.common.batch_size, lanes));
   const std::int64_t utterances = input.utterances();
   const NpyArray lengths = load_lengths(options.lengths, utterances, input.frames());
   const std::int64_t batch_size =
@@ -65,11 +70,20 @@ void run_beam(const TransducerOptions& options) {
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
-  TransducerBeamDecoder decoder(model, config, BatchLimits{batch_size, std::max<std::int64_t>(input.frames(), 1)});
+  BatchLimits limits{std::max(batch_size, lanes),
+                     std::max<std::int64_t>(chunk > 0 ? std::min(chunk, input.frames()) : input.frames(), 1)};
+  limits.max_open_utterances = lanes;
+  TransducerBeamDecoder decoder(model, config, limits);
   DecodeReport report(options.common, utterances, model.vocab_size(), options.model);
   Stream stream(device);
+  const std::string name =
+      std::string(to_string(model.type())) + "-" + to_string(config.algorithm) + " beam " + std::to_string(config.beam);
 
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
+  if (chunk > 0) {
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device);
+    return;
+  }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
     const TensorView batch = input.batch(first, count, stream.handle());
@@ -81,9 +95,7 @@ void run_beam(const TransducerOptions& options) {
     progress.update(first + count);
   }
   progress.finish();
-  report.finish(
-      std::string(to_string(model.type())) + "-" + to_string(config.algorithm) + " beam " + std::to_string(config.beam),
-      device, decoder.graph_mode());
+  report.finish(name, device, decoder.graph_mode());
 }
 
 void run(const TransducerOptions& options) {

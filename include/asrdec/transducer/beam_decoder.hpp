@@ -79,6 +79,7 @@
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/export.hpp"
 #include "asrdec/core/graph.hpp"
+#include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -166,6 +167,24 @@ class ASRDEC_API TransducerBeamDecoder {
   /** The final beam of each utterance, best first (at most K hypotheses; dead slots left out). */
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& enc_proj, const TensorView& lengths,
                                                     StreamHandle stream = nullptr);
+
+  /** Streaming (asrdec/core/streaming.hpp, docs/streaming.md), AES++ and ALSD++ on the CPU: row b of `enc_proj`
+   *  (lengths[b] frames, possibly 0) continues utterance rows[b].utterance from where its last chunk left it — its K
+   *  hypotheses with their predictor, LM and boosting states. Returns each row's best hypothesis so far (timestamps
+   *  absolute, is_final = rows[b].last); a last chunk returns the final best, equal to decode()'s for the whole
+   *  utterance. AES++ is frame-synchronous. ALSD++ hypotheses stand on different frames, so an utterance's beam
+   *  stops before the first step that needs a frame the chunks have not brought yet, keeps the frames its
+   *  hypotheses have not passed, and goes on with the next chunk: its best so far may stand behind the chunk's end.
+   *  ALSD++ checks every frame of a chunk for NaN and infinities as it arrives (check_values). WIND beam search, and
+   *  the CUDA executors for now, refuse with Unsupported. Throws as decode() for bad input, InvalidArgument for rows
+   *  that do not fit the open utterances and OutOfMemory beyond BatchLimits::max_open_utterances; a call that throws
+   *  changes no utterance. */
+  std::vector<Hypothesis> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& enc_proj,
+                                        const TensorView& lengths, StreamHandle stream = nullptr);
+  /** Forgets an open utterance without a last chunk; false when it is not open. */
+  bool cancel(std::int64_t utterance);
+  /** Utterances started and not yet ended or cancelled. */
+  std::int64_t open_utterances() const;
 
   const TransducerModel& model() const;
   const TransducerBeamConfig& config() const;

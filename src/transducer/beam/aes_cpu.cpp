@@ -1,7 +1,9 @@
 // The CPU executor of AES++ (beam_decoder.hpp): frame by frame, the batch's B·K hypothesis slots run prefix search
 // and then up to num_steps expansion steps through the shared step functions (transducer/beam/aes_step.hpp,
 // detail/beam_hyps_step.hpp). Joint evaluations and LM queries are made only for hypotheses that still expand on
-// the frame; utterances with nothing left to expand skip the step.
+// the frame; utterances with nothing left to expand skip the step. Streaming loads each row's slots from its
+// channel (hyps/beam_channel.hpp) and saves them back: the search is frame-synchronous, so a chunk continues exactly
+// where the previous one stopped.
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +11,7 @@
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "hyps/beam_channel.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/beam_backend.hpp"
 #include "transducer/beam/beam_slot_states.hpp"
@@ -30,19 +33,57 @@ class AesCpu final : public TransducerBeamBackend {
   }
 
   std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+    const BeamHypsRef h = begin(p);
+    states_.start(p.batch, config_.beam);
+    for (std::int64_t b = 0; b < p.batch; ++b) beam_clear(h, b);
+    return states_.ranked_beams(search(p), p.batch);
+  }
+
+  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& /*rows*/,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
+                     StreamHandle /*stream*/) override {
+    const std::int32_t K = config_.beam;
+    const BeamHypsRef h = begin(p);
+    states_.start(p.batch, K, boost_roots);
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      if (plan.fresh[row]) {
+        beam_clear(h, b);
+        continue;
+      }
+      beam_channel_load(*lanes[row], h, b, plan.offset[row], states_.fused_slots());
+      for (std::int32_t k = 0; k < K; ++k) states_.load(beam_slot(h, b, k), *lanes[row], k);
+    }
+    const BeamHypsRef done = search(p);  // throws for a bad value before any channel changes
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      const auto row = static_cast<std::size_t>(b);
+      BeamChannel& channel = *lanes[row];
+      if (plan.fresh[row]) beam_channel_start(channel, K, boost_roots[row]);
+      beam_channel_save(channel, done, b, plan.offset[row], states_.fused_slots());
+      channel.predictor.resize(static_cast<std::size_t>(K * states_.predictor_width()));
+      for (std::int32_t k = 0; k < K; ++k) states_.save(beam_slot(done, b, k), channel, k);
+    }
+  }
+
+ private:
+  // Sizes the buffers and the hypotheses for the request; the slots are set up by the caller.
+  BeamHypsRef begin(const TransducerInput& p) {
+    reserve(p.batch);
+    hyps_.reserve(p.batch, config_.beam, beam_history_start(p.frames, beam_worst_history(config_, p.frames)),
+                  BeamKind::rnnt, model_.blank_id(), Device::cpu());
+    return hyps_.ref();
+  }
+
+  // Frames [0, lengths[b]) of every row through its beam, from the slots' current states; returns the hypotheses'
+  // final view (the history may have been widened on the way).
+  BeamHypsRef search(const TransducerInput& p) {
     const std::int64_t B = p.batch;
     const std::int32_t K = config_.beam;
     const std::int32_t C = K + config_.aes_expansion_beta;  // proposals per hypothesis
-    reserve(B);
-    const std::int32_t blank = model_.blank_id();
     const std::int32_t worst = beam_worst_history(config_, p.frames);
-    hyps_.reserve(B, K, beam_history_start(p.frames, worst), BeamKind::rnnt, blank, Device::cpu());
     BeamHypsRef h = hyps_.ref();
     const std::int64_t V1 = model_.vocab_size() + 1;
-
-    states_.start(B, K);
-    for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
-    const AesFrame frame{logp_.data(), static_cast<std::int32_t>(V1), blank, &states_.fusion()};
+    const AesFrame frame{logp_.data(), static_cast<std::int32_t>(V1), model_.blank_id(), &states_.fusion()};
 
     for (std::int32_t t = 0; t < p.frames; ++t) {
       bool any_active = false;
@@ -86,11 +127,9 @@ class AesCpu final : public TransducerBeamBackend {
         if (active_[b]) aes_end_frame(rule_, h, b, expanding_.data(), frame);
       }
     }
-
-    return states_.ranked_beams(h, B);
+    return h;
   }
 
- private:
   // Log-probabilities on frame t (and, with `query`, LM/boosting queries) of every expanding slot of [0, slots).
   // Returns whether any slot is expanding.
   bool evaluate(const TransducerInput& p, std::int32_t t, std::int64_t slots, bool query) {

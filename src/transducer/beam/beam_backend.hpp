@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "asrdec/config.hpp"
+#include "asrdec/core/error.hpp"
 #include "asrdec/transducer/beam_decoder.hpp"
+#include "core/utterance_channels.hpp"
+#include "hyps/beam_channel.hpp"
 #include "hyps/beam_search_step.hpp"
 #include "transducer/transducer_input.hpp"
 
@@ -17,6 +20,14 @@ class TransducerBeamBackend {
   /** The final beam of each utterance of a validated request, best first. CUDA executors work on `stream`
    *  (nullptr: the legacy default stream) and return after synchronising it. */
   virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem, StreamHandle stream) = 0;
+  /** Streaming (AES++ and ALSD++ on the CPU; the decoder refuses the others): row b continues channel lanes[b], or
+   *  starts it (plan.fresh[b]) with boosting at boost_roots[b]; rows[b].last ends it. The channels take the rows'
+   *  new states only when the call succeeds. An executor without streaming says so. */
+  virtual void decode_chunks(const TransducerInput& /*problem*/, const ChunkPlan& /*plan*/,
+                             const std::vector<ChunkRow>& /*rows*/, const std::vector<std::int32_t>& /*boost_roots*/,
+                             std::vector<BeamChannel*>& /*lanes*/, StreamHandle /*stream*/) {
+    throw Unsupported("TransducerBeamDecoder::decode_chunks: this executor does not stream");
+  }
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
   virtual std::int64_t device_bytes() const noexcept { return 0; }

@@ -7,6 +7,8 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/utterance_channels.hpp"
+#include "hyps/beam_channel.hpp"
 #include "lm/fusion_checks.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/beam_backend.hpp"
@@ -134,17 +136,20 @@ void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& 
 }  // namespace detail
 
 struct TransducerBeamDecoder::Impl {
-  Impl(const TransducerModel& m, const TransducerBeamConfig& c) : model(m), config(c) {}
+  Impl(const TransducerModel& m, const TransducerBeamConfig& c, const BatchLimits& limits)
+      : model(m), config(c), open(limits.max_open_utterances, "TransducerBeamDecoder") {}
 
   TransducerModel model;
   TransducerBeamConfig config;
   std::unique_ptr<detail::TransducerBeamBackend> backend;
+  detail::UtteranceChannels open;             // streaming
+  std::vector<detail::BeamChannel> channels;  // by slot of `open`, grown as slots are first used
   detail::OwnerSlot owner;
 };
 
 TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config,
                                              BatchLimits limits)
-    : impl_(std::make_unique<Impl>(model, config)) {
+    : impl_(std::make_unique<Impl>(model, config, limits)) {
   config.validate();
   limits.validate();
   detail::check_beam_model(model, config);
@@ -192,6 +197,53 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode(const TensorView& enc_proj
   out.reserve(beams.size());
   for (auto& beam : beams) out.push_back(beam.empty() ? Hypothesis{} : std::move(beam.front()));
   return out;
+}
+
+std::vector<Hypothesis> TransducerBeamDecoder::decode_chunks(const std::vector<ChunkRow>& rows,
+                                                             const TensorView& enc_proj, const TensorView& lengths,
+                                                             StreamHandle stream) {
+  Impl& self = detail::live(impl_, "TransducerBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_chunks");
+  ASRDEC_EXPECTS(self.config.algorithm != TransducerBeamAlgorithm::wind, Unsupported,
+                 "TransducerBeamDecoder::decode_chunks: wind-beam search does not stream (a window reaches past the "
+                 "chunk's end); stream with aes++ or alsd++, or decode whole utterances");
+  ASRDEC_EXPECTS(!self.model.device().is_cuda(), Unsupported,
+                 "TransducerBeamDecoder::decode_chunks: streaming beam search runs on the CPU only in this release");
+  const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
+                   "TransducerBeamDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);
+  const detail::ChunkPlan plan = self.open.plan(rows, problem.lengths);
+  const std::vector<std::int32_t> roots =
+      detail::boost_roots_of(rows, self.config.boost.get(), "TransducerBeamDecoder");
+  for (const std::int32_t slot : plan.slot) {
+    if (static_cast<std::size_t>(slot) >= self.channels.size())
+      self.channels.resize(static_cast<std::size_t>(slot) + 1);
+  }
+  std::vector<detail::BeamChannel*> lanes;  // into `channels`, which no longer grows in this call
+  for (const std::int32_t slot : plan.slot) lanes.push_back(&self.channels[static_cast<std::size_t>(slot)]);
+  self.backend->decode_chunks(problem, plan, rows, roots, lanes, stream);
+  self.open.commit(rows, plan, problem.lengths);
+  std::vector<Hypothesis> out(rows.size());
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    std::vector<Hypothesis> beam = detail::beam_channel_hypotheses(
+        *lanes[b], self.config.length_normalized, self.config.lm != nullptr, self.config.boost != nullptr);
+    if (!beam.empty()) out[b] = std::move(beam.front());
+    out[b].is_final = rows[b].last;
+    if (rows[b].last) *lanes[b] = detail::BeamChannel{};  // its memory goes back now, not on reuse
+  }
+  return out;
+}
+
+bool TransducerBeamDecoder::cancel(std::int64_t utterance) {
+  Impl& self = detail::live(impl_, "TransducerBeamDecoder");
+  const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::cancel");
+  const std::int32_t slot = self.open.cancel(utterance);
+  if (slot >= 0) self.channels[static_cast<std::size_t>(slot)] = detail::BeamChannel{};
+  return slot >= 0;
+}
+
+std::int64_t TransducerBeamDecoder::open_utterances() const {
+  return detail::live(impl_, "TransducerBeamDecoder").open.open();
 }
 
 const TransducerModel& TransducerBeamDecoder::model() const {

@@ -45,6 +45,14 @@ void BeamSlotStates::reserve(std::int64_t slots) {
 }
 
 void BeamSlotStates::start(std::int64_t batch, std::int32_t beam) {
+  std::vector<std::int32_t> roots(static_cast<std::size_t>(batch), 0);
+  if (config_.boost != nullptr) {
+    for (std::int64_t b = 0; b < batch; ++b) roots[static_cast<std::size_t>(b)] = config_.boost->root_for(b, batch);
+  }
+  start(batch, beam, roots);
+}
+
+void BeamSlotStates::start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots) {
   const std::int64_t slots = batch * beam;
   reserve(slots);
   std::fill(mask_.data(), mask_.data() + slots, 1);
@@ -55,11 +63,31 @@ void BeamSlotStates::start(std::int64_t batch, std::int32_t beam) {
     for (std::int32_t k = 0; k < beam; ++k) {
       const std::int64_t s = b * beam + k;
       lm_state_[s] = NgramLm::bos_state();
-      boost_state_[s] = config_.boost != nullptr ? config_.boost->root_for(b, batch) : 0;
+      boost_state_[s] = boost_roots[static_cast<std::size_t>(b)];
       lm_total_[s] = 0.0f;
       boost_total_[s] = 0.0f;
     }
   }
+}
+
+void BeamSlotStates::load(std::int64_t s, const BeamChannel& c, std::int32_t k) {
+  const float* from = c.predictor.data() + k * predictor_width();
+  std::copy_n(from, state_size_, state_.data() + s * state_size_);
+  std::copy_n(from + state_size_, hidden_, dec_.data() + s * hidden_);
+}
+
+void BeamSlotStates::save(std::int64_t s, BeamChannel& c, std::int32_t k) const {
+  const std::int64_t width = predictor_width();
+  if (c.predictor.size() < static_cast<std::size_t>((k + 1) * width))
+    c.predictor.resize(static_cast<std::size_t>((k + 1) * width));
+  float* to = c.predictor.data() + k * width;
+  std::copy_n(state_.data() + s * state_size_, state_size_, to);
+  std::copy_n(dec_.data() + s * hidden_, hidden_, to + state_size_);
+}
+
+BeamFusedSlots BeamSlotStates::fused_slots() {
+  return BeamFusedSlots{config_.lm != nullptr ? lm_state_.data() : nullptr, lm_total_.data(),
+                        config_.boost != nullptr ? boost_state_.data() : nullptr, boost_total_.data()};
 }
 
 void BeamSlotStates::query(std::int64_t s) {

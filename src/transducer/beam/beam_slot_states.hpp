@@ -10,6 +10,7 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "asrdec/transducer/beam_decoder.hpp"
+#include "hyps/beam_channel.hpp"
 #include "lm/fusion_step.hpp"
 
 namespace asrdec::detail {
@@ -23,6 +24,17 @@ class BeamSlotStates {
   /** Every slot of `batch` utterances × `beam` starts after the start symbol; LM at <s>, boosting at the root of
    *  its utterance's list, totals 0. */
   void start(std::int64_t batch, std::int32_t beam);
+  /** start(), with utterance b's boosting at the root boost_roots[b] (streaming: ChunkRow::phrase_list). */
+  void start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots);
+
+  /** Streaming (BeamChannel): slot s takes slot k of a channel — predictor state and output, fused states and
+   *  totals — or gives its own to it. The channel's predictor entry is [K, predictor_width()]. */
+  void load(std::int64_t s, const BeamChannel& c, std::int32_t k);
+  void save(std::int64_t s, BeamChannel& c, std::int32_t k) const;
+  std::int64_t predictor_width() const { return state_size_ + hidden_; }
+  /** The current fused states and totals of the slots (null for a model that is not fused), as BeamChannel's
+   *  load and save read and write them. */
+  BeamFusedSlots fused_slots();
 
   /** The predictor output (joint hidden size) of slot s. */
   const float* dec(std::int64_t s) const { return dec_.data() + s * hidden_; }
