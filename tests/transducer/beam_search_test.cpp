@@ -311,14 +311,14 @@ TEST_P(TransducerBeamSearch, BeamOneIsGreedy) {
 }
 
 // Streaming (decode_chunks) under random server traffic — arrivals, chunk sizes (0 included), row order,
-// cancellations, ids reused — gives every finished AES++ and ALSD++ (RNN-T and TDT) utterance exactly decode()'s
-// result for the whole utterance (tokens, timestamps, durations, scores bit for bit), with and without fusion. WIND
-// beam search refuses to stream, and so does CUDA for now.
+// cancellations, ids reused — gives every finished utterance exactly decode()'s result for the whole utterance
+// (tokens, timestamps, durations, scores bit for bit), for AES++, ALSD++ (RNN-T and TDT) and WIND beam search, with
+// and without fusion. The CUDA executors refuse to stream for now.
 TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  if (wind() || GetParam().cuda) {
+  if (GetParam().cuda) {
     const testing::RandomTransducerSpec spec = this->spec(rng);
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     TransducerBeamDecoder decoder(random.build(device()), config(rng, 4));
@@ -327,7 +327,7 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     const std::vector<ChunkRow> rows = {ChunkRow{0, true, true, 0}, ChunkRow{1, true, true, 0}};
     ASRDEC_EXPECT_THROW_MSG(
         decoder.decode_chunks(std::vector<ChunkRow>(rows.begin(), rows.begin() + e.batch), placed.view, e.lens()),
-        Unsupported, wind() ? "does not stream" : "CPU only");
+        Unsupported, "CPU only");
     EXPECT_EQ(decoder.open_utterances(), 0);
     return;
   }
@@ -394,8 +394,8 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
 // A streaming call that meets a bad value or rows that do not fit the open utterances throws and changes nothing:
 // the same utterance, continued with clean frames, still ends with the whole utterance's result.
 TEST_P(TransducerBeamSearch, StreamingRejectsBadChunksAndChangesNothing) {
-  // (WIND beam search and the CUDA executors refuse to stream: ChunkedDecodingEqualsWholeUtterances checks that.)
-  if (wind() || GetParam().cuda) return;
+  // (The CUDA executors refuse to stream: ChunkedDecodingEqualsWholeUtterances checks that.)
+  if (GetParam().cuda) return;
   std::mt19937_64 rng(13);
   testing::RandomTransducerSpec spec = beam_spec(rng);
   spec.tdt = false;

@@ -42,9 +42,6 @@ void run_beam(const TransducerOptions& options) {
   ASRDEC_CHECK_ARG(options.nbest >= 0 && options.nbest <= options.beam,
                    "--nbest must be in [0, --beam = ", options.beam, "], got ", options.nbest);
   const std::int64_t chunk = options.common.chunk;
-  ASRDEC_EXPECTS(chunk == 0 || options.algorithm != "wind-beam", Unsupported,
-                 "--chunk: wind-beam search does not stream (a window reaches past the chunk's end); stream with aes++ "
-                 "or alsd++, or drop --chunk and --lanes");
   ASRDEC_EXPECTS(chunk == 0 || options.nbest == 0, Unsupported,
                  "--nbest with --chunk: streaming returns each utterance's best hypothesis; drop one of them");
   const std::int64_t lanes = lanes_of(options.common);

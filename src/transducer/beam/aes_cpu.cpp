@@ -11,9 +11,9 @@
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
-#include "hyps/beam_channel.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/beam_backend.hpp"
+#include "transducer/beam/beam_lanes.hpp"
 #include "transducer/beam/beam_slot_states.hpp"
 
 namespace asrdec::detail {
@@ -39,30 +39,15 @@ class AesCpu final : public TransducerBeamBackend {
     return states_.ranked_beams(search(p), p.batch);
   }
 
-  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& /*rows*/,
+  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle /*stream*/) override {
-    const std::int32_t K = config_.beam;
-    const BeamHypsRef h = begin(p);
-    states_.start(p.batch, K, boost_roots);
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      if (plan.fresh[row]) {
-        beam_clear(h, b);
-        continue;
-      }
-      beam_channel_load(*lanes[row], h, b, plan.offset[row], states_.fused_slots());
-      for (std::int32_t k = 0; k < K; ++k) states_.load(beam_slot(h, b, k), *lanes[row], k);
-    }
-    const BeamHypsRef done = search(p);  // throws for a bad value before any channel changes
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      BeamChannel& channel = *lanes[row];
-      if (plan.fresh[row]) beam_channel_start(channel, K, boost_roots[row]);
-      beam_channel_save(channel, done, b, plan.offset[row], states_.fused_slots());
-      channel.predictor.resize(static_cast<std::size_t>(K * states_.predictor_width()));
-      for (std::int32_t k = 0; k < K; ++k) states_.save(beam_slot(done, b, k), channel, k);
-    }
+    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/false, config_.check_values);
+    const BeamHypsRef h = begin(call.input());
+    states_.start(p.batch, config_.beam, boost_roots);
+    call.load(h, states_);
+    const BeamHypsRef done = search(call.input());  // throws for a bad value before any channel changes
+    call.save(done, states_, rows, boost_roots);
   }
 
  private:

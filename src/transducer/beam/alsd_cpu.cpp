@@ -9,13 +9,11 @@
 #include <limits>
 
 #include "asrdec/core/error.hpp"
-#include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
-#include "hyps/beam_channel.hpp"
 #include "transducer/beam/alsd_step.hpp"
 #include "transducer/beam/beam_backend.hpp"
+#include "transducer/beam/beam_lanes.hpp"
 #include "transducer/beam/beam_slot_states.hpp"
-#include "transducer/model/bad_enc_value.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -44,64 +42,16 @@ class AlsdCpu final : public TransducerBeamBackend {
   // Streaming. Hypotheses of one beam stand on different frames, so the whole search's step may need a frame past
   // the chunk for one hypothesis while another is still behind: each utterance that is not ending stops before the
   // first step in which some live hypothesis stands past its frames, and keeps the frames from its earliest live
-  // hypothesis on (BeamChannel::tail) for the next call. The steps it takes are the whole search's steps.
+  // hypothesis on for the next call (BeamLanes). The steps it takes are the whole search's steps.
   void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle /*stream*/) override {
-    const std::int64_t B = p.batch;
-    const std::int32_t K = config_.beam;
-    const std::int64_t J = model_.joint_hidden();
-    // Each lane holds its utterance's tail, then the chunk (float32: the joint reads every dtype as float).
-    std::vector<std::int32_t> tail(static_cast<std::size_t>(B), 0);
-    TransducerInput lane;
-    lane.batch = B;
-    lane.lengths.resize(static_cast<std::size_t>(B));
-    for (std::int64_t b = 0; b < B; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      tail[row] =
-          plan.fresh[row] ? 0 : static_cast<std::int32_t>(lanes[row]->tail.size() / static_cast<std::size_t>(J));
-      lane.lengths[row] = tail[row] + p.lengths[row];
-      lane.frames = std::max<std::int64_t>(lane.frames, lane.lengths[row]);
-    }
-    lane_enc_.assign(static_cast<std::size_t>(B * lane.frames * J), 0.0f);
-    for (std::int64_t b = 0; b < B; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      float* to = lane_enc_.data() + b * lane.frames * J;
-      if (tail[row] > 0) std::copy(lanes[row]->tail.begin(), lanes[row]->tail.end(), to);
-      // The chunk's frames are checked as they arrive: a bad value is reported in this call's coordinates.
-      copy_chunk_frames(p, b, to + tail[row] * J);
-    }
-    lane.enc = EncodedView{lane_enc_.data(), DType::f32, lane.frames * J, J, 1};
-
-    const BeamHypsRef h = begin(lane);
-    states_.start(B, K, boost_roots);
-    for (std::int64_t b = 0; b < B; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      if (plan.fresh[row]) {
-        beam_clear(h, b);
-        continue;
-      }
-      beam_channel_load(*lanes[row], h, b, plan.offset[row] - tail[row], states_.fused_slots());
-      for (std::int32_t k = 0; k < K; ++k) states_.load(beam_slot(h, b, k), *lanes[row], k);
-    }
-    const BeamHypsRef done = search(lane, &rows);  // throws for a bad value before any channel changes
-    for (std::int64_t b = 0; b < B; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      BeamChannel& channel = *lanes[row];
-      const std::int64_t offset = plan.offset[row] - tail[row];  // the utterance's frame of the lane's frame 0
-      // The frames a live hypothesis may still read: from the earliest one's frame to the lane's end.
-      std::int32_t keep_from = lane.lengths[row];
-      for (std::int32_t k = 0; k < K && !rows[row].last; ++k) {
-        const std::int64_t s = beam_slot(done, b, k);
-        if (done.scores[s] != kNegInf) keep_from = std::min(keep_from, done.next_time[s]);
-      }
-      if (plan.fresh[row]) beam_channel_start(channel, K, boost_roots[row]);
-      beam_channel_save(channel, done, b, offset, states_.fused_slots());
-      channel.predictor.resize(static_cast<std::size_t>(K * states_.predictor_width()));
-      for (std::int32_t k = 0; k < K; ++k) states_.save(beam_slot(done, b, k), channel, k);
-      const float* frames = lane_enc_.data() + b * lane.frames * J;
-      channel.tail.assign(frames + std::int64_t{keep_from} * J, frames + std::int64_t{lane.lengths[row]} * J);
-    }
+    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
+    const BeamHypsRef h = begin(call.input());
+    states_.start(p.batch, config_.beam, boost_roots);
+    call.load(h, states_);
+    const BeamHypsRef done = search(call.input(), &rows);  // throws for a bad value before any channel changes
+    call.save(done, states_, rows, boost_roots);
   }
 
  private:
@@ -207,28 +157,6 @@ class AlsdCpu final : public TransducerBeamBackend {
     return false;
   }
 
-  // Row b's chunk frames into `to` ([lengths[b], J] float32), checked for NaN and infinities with check_values.
-  void copy_chunk_frames(const TransducerInput& p, std::int64_t b, float* to) const {
-    const std::int64_t J = model_.joint_hidden();
-    const std::size_t element = dtype_size(p.enc.dtype);
-    const auto* data = static_cast<const std::byte*>(p.enc.data);
-    for (std::int32_t t = 0; t < p.lengths[static_cast<std::size_t>(b)]; ++t) {
-      for (std::int64_t j = 0; j < J; ++j) {
-        const std::byte* at = data + (b * p.enc.stride_b + t * p.enc.stride_t + j * p.enc.stride_j) * element;
-        float x = 0.0f;
-        if (p.enc.dtype == DType::f16) {
-          x = to_float(*reinterpret_cast<const half_t*>(at));
-        } else if (p.enc.dtype == DType::bf16) {
-          x = to_float(*reinterpret_cast<const bfloat16_t*>(at));
-        } else {
-          x = *reinterpret_cast<const float*>(at);
-        }
-        if (config_.check_values && !std::isfinite(x)) throw bad_enc_value_error(b, t, j, x != x);
-        to[t * J + j] = x;
-      }
-    }
-  }
-
   void reserve(std::int64_t batch) {
     const std::int64_t slots = std::max<std::int64_t>(batch, 1) * config_.beam;
     states_.reserve(slots);
@@ -253,7 +181,6 @@ class AlsdCpu final : public TransducerBeamBackend {
   std::vector<std::int64_t> row_slots_;
   std::vector<const float*> row_decs_;
   std::vector<float> logits_;
-  std::vector<float> lane_enc_;  // streaming: each row's tail and chunk, [B, frames, J]
 };
 
 }  // namespace

@@ -204,9 +204,6 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode_chunks(const std::vector<C
                                                              StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_chunks");
-  ASRDEC_EXPECTS(self.config.algorithm != TransducerBeamAlgorithm::wind, Unsupported,
-                 "TransducerBeamDecoder::decode_chunks: wind-beam search does not stream (a window reaches past the "
-                 "chunk's end); stream with aes++ or alsd++, or decode whole utterances");
   ASRDEC_EXPECTS(!self.model.device().is_cuda(), Unsupported,
                  "TransducerBeamDecoder::decode_chunks: streaming beam search runs on the CPU only in this release");
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);

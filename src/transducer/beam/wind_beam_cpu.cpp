@@ -2,7 +2,8 @@
 // frames (at most K per frame, so at most K·(W+1) hypotheses between the frame being expanded and the end of its
 // window, plus the K·K new ones of a step: the pool has K·(W+K) slots). Each step, every utterance expands the
 // hypotheses on its earliest unfinished frame through the step functions it shares with the CUDA executor
-// (transducer/beam/wind_beam_step.hpp: wind_group, wind_propose, wind_step).
+// (transducer/beam/wind_beam_step.hpp: wind_group, wind_propose, wind_step). Streaming stops an utterance before a
+// step whose window reaches past the frames brought so far (decode_chunks).
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "transducer/beam/beam_backend.hpp"
+#include "transducer/beam/beam_lanes.hpp"
 #include "transducer/beam/beam_slot_states.hpp"
 #include "transducer/beam/wind_beam_step.hpp"
 
@@ -30,18 +32,46 @@ class WindBeamCpu final : public TransducerBeamBackend {
   }
 
   std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+    const BeamHypsRef h = begin(p);
+    states_.start(p.batch, pool_);
+    for (std::int64_t b = 0; b < p.batch; ++b) beam_clear(h, b);
+    return states_.ranked_beams(search(p, nullptr), p.batch);
+  }
+
+  // Streaming. A window is W frames, fewer only at the utterance's end, so an utterance that is not ending stops
+  // before the first step whose window reaches past its frames, and keeps the frames from its earliest live
+  // hypothesis on for the next call (BeamLanes). The steps it takes are the whole search's steps.
+  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
+                     StreamHandle /*stream*/) override {
+    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
+    const BeamHypsRef h = begin(call.input());
+    states_.start(p.batch, pool_, boost_roots);
+    call.load(h, states_);
+    const BeamHypsRef done = search(call.input(), &rows);  // throws for a bad value before any channel changes
+    call.save(done, states_, rows, boost_roots);
+  }
+
+ private:
+  // Sizes the buffers and the pools for the request; the slots are set up by the caller.
+  BeamHypsRef begin(const TransducerInput& p) {
+    reserve(p.batch);
+    hyps_.reserve(p.batch, pool_, beam_history_start(p.frames, beam_worst_history(config_, p.frames)),
+                  BeamKind::windowed, model_.blank_id(), Device::cpu());
+    return hyps_.ref();
+  }
+
+  // Steps every utterance's pool from the slots' current states until every live hypothesis is past its
+  // utterance's end — or, streaming (`rows`), for a row that is not its utterance's last, until the first step
+  // whose window reaches past the row's frames. Returns the hypotheses' final view.
+  BeamHypsRef search(const TransducerInput& p, const std::vector<ChunkRow>* rows) {
     const std::int64_t B = p.batch;
     const std::int32_t K = config_.beam;
     const std::int32_t W = config_.wind_window;
     const std::int32_t P = pool_;
-    reserve(B);
-    const std::int32_t blank = model_.blank_id();
     const std::int64_t V1 = model_.vocab_size() + 1;
     const std::int32_t worst = beam_worst_history(config_, p.frames);
-    hyps_.reserve(B, P, beam_history_start(p.frames, worst), BeamKind::windowed, blank, Device::cpu());
     BeamHypsRef h = hyps_.ref();
-    states_.start(B, P);
-    for (std::int64_t b = 0; b < B; ++b) beam_clear(h, b);
 
     for (;;) {
       h = hyps_.make_room_for_step(B, worst);
@@ -56,6 +86,10 @@ class WindBeamCpu final : public TransducerBeamBackend {
                        ", more than the beam ", K);
         group_size_[b] = count;
         if (count == 0) continue;
+        if (rows != nullptr && !(*rows)[static_cast<std::size_t>(b)].last && frame_[b] + W > length) {
+          group_size_[b] = 0;  // the window would reach past the frames brought so far: wait for the next chunk
+          continue;
+        }
         any = true;
         window_[b] = std::min(W, length - frame_[b]);
         for (std::int32_t g = 0; g < count; ++g) {
@@ -103,11 +137,9 @@ class WindBeamCpu final : public TransducerBeamBackend {
       }
       states_.advance(B * P);
     }
-
-    return states_.ranked_beams(h, B);
+    return h;
   }
 
- private:
   // Utterance b's group windows in logp_ ([B, K, W, V+1]).
   WindWindows windows_of(std::int64_t b) const {
     const std::int64_t V1 = model_.vocab_size() + 1;
