@@ -6,9 +6,11 @@
 //
 // CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
 // 1..32, and AES++ and WIND beam (RNN-T) at beam 4. CPU: a small grid (a beam step evaluates the joint for B·K
-// hypotheses over V = 1025 outputs).
+// hypotheses over V = 1025 outputs), CPU thread scaling (`cpu_threads`), and streaming against whole utterances at
+// equal lanes (`streaming`).
 
 #include "common/bench_support.hpp"
+#include "common/chunk_feeder.hpp"
 #include "common/transducer_models.hpp"
 
 namespace asrdec::bench {
@@ -77,6 +79,50 @@ void run(benchmark::State& state, Case c) {
       labels > 0 ? static_cast<double>(batch * frames) / static_cast<double>(labels) : 0;
 }
 
+// CPU scaling: ALSD++ beam 4 on `threads` threads (argument 2); compare with threads = 1 of the same run.
+void run_threads(benchmark::State& state, std::string kind) {
+  const std::int64_t batch = state.range(0), frames = state.range(1);
+  if (skip_if(state, missing_models_reason(kind))) return;
+  const TransducerModel& m = model(kind, Device::cpu());
+  const std::vector<float> host = tiled_input(source(kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  const TensorView enc(host.data(), DType::f32, {batch, frames, m.joint_hidden()});
+  const TensorView lens(lengths.data(), DType::i32, {batch});
+  TransducerBeamConfig config;
+  config.threads = static_cast<std::int32_t>(state.range(2));
+  TransducerBeamDecoder decoder(m, config, BatchLimits{batch, frames});
+  for (auto _ : state) benchmark::DoNotOptimize(decoder.decode_nbest(enc, lens));
+  set_rtfx(state, batch * frames);
+}
+
+// Streaming against whole utterances at equal lanes (docs/streaming.md), CPU: B utterances in flight, each call
+// carrying the next `chunk` frames (argument 2) of every one of them; chunk 0 is the baseline, whole utterances
+// through decode(). Beam 4, one thread (the comparison is of the streaming path, not of threads).
+void run_streaming(benchmark::State& state, Case c) {
+  const std::int64_t batch = state.range(0), frames = state.range(1), chunk = state.range(2);
+  if (skip_if(state, missing_models_reason(c.kind))) return;
+  const TransducerModel& m = model(c.kind, Device::cpu());
+  const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
+  const std::vector<std::int32_t> lengths(static_cast<std::size_t>(batch), static_cast<std::int32_t>(frames));
+  TransducerBeamConfig config;
+  config.algorithm = c.algorithm;
+  config.beam = c.beam;
+  config.threads = 1;
+  BatchLimits limits{batch, chunk > 0 ? chunk : frames};
+  limits.max_open_utterances = batch;
+  TransducerBeamDecoder decoder(m, config, limits);
+  Stream stream(Device::cpu());
+  if (chunk == 0) {
+    const TensorView enc(host.data(), DType::f32, {batch, frames, m.joint_hidden()});
+    const TensorView lens(lengths.data(), DType::i32, {batch});
+    for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(enc, lens));
+    set_rtfx(state, batch * frames);
+    return;
+  }
+  ChunkFeeder feeder(host.data(), batch, frames, m.joint_hidden(), 4, lengths, batch, chunk, DType::f32, Device::cpu());
+  time_streaming(state, feeder, decoder, stream);
+}
+
 std::string name_of(const Case& c) {
   const std::string algo =
       c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
@@ -107,6 +153,26 @@ void register_all() {
         for (const auto& shape : c.cuda ? gpu_shapes : cpu_shapes) b->Args(shape);
         if (c.cuda) b->UseManualTime();
       }
+    }
+    const std::vector<std::int64_t> threads = cpu_thread_counts();
+    benchmark::RegisterBenchmark(("transducer_beam/cpu_threads/" + kind + "/alsd++-beam4").c_str(), run_threads, kind)
+        ->ArgNames({"B", "T", "threads"})
+        ->ArgsProduct({{4 * threads.back()}, {50}, threads})
+        ->Unit(benchmark::kMillisecond)
+        ->Repetitions(3)
+        ->ReportAggregatesOnly(true)
+        ->UseRealTime();
+    std::vector<Case> streamed = {Case{kind, 4, false, TransducerBeamAlgorithm::alsd}};
+    if (kind == "rnnt") streamed.push_back(Case{kind, 4, false, TransducerBeamAlgorithm::aes});
+    for (const Case& c : streamed) {
+      benchmark::RegisterBenchmark(
+          ("transducer_beam/streaming/cpu/" + kind + "/" + to_string(c.algorithm) + "-beam4").c_str(), run_streaming, c)
+          ->ArgNames({"B", "T", "chunk"})
+          ->ArgsProduct({{4}, {100}, {0, 16}})
+          ->Unit(benchmark::kMillisecond)
+          ->Repetitions(3)
+          ->ReportAggregatesOnly(true)
+          ->UseRealTime();
     }
   }
 }

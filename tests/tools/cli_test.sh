@@ -17,6 +17,14 @@ for threads in 1 3; do
     --json --threads "$threads" >"$work/threads_$threads.jsonl" 2>/dev/null || fail "ctc-greedy --threads $threads"
 done
 cmp -s "$work/threads_1.jsonl" "$work/threads_3.jsonl" || fail "ctc-greedy --threads 3 differs from --threads 1"
+for algo in alsd++ aes++ wind-beam; do
+  for threads in 1 3; do
+    "$asrdec" decode rnnt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" \
+      --lengths "$data/rnnt/lengths.npy" --device cpu --algo "$algo" --beam 3 --nbest 3 --json --threads "$threads" \
+      >"$work/threads_$threads.jsonl" 2>/dev/null || fail "rnnt $algo --threads $threads"
+  done
+  cmp -s "$work/threads_1.jsonl" "$work/threads_3.jsonl" || fail "rnnt $algo --threads 3 differs from --threads 1"
+done
 
 # JSON: one object per reference line, in order, with tokens/timestamps/score/text; WER on stderr.
 "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy" \

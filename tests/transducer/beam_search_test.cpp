@@ -90,6 +90,7 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
       config.aes_expansion_gamma = std::uniform_real_distribution<float>(0.5f, 6.0f)(rng);
     }
     if (wind()) config.wind_window = std::uniform_int_distribution<std::int32_t>(1, 6)(rng);
+    config.threads = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);  // CPU: results never depend on it
     return config;
   }
 
@@ -351,7 +352,10 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     // Small limits, so that buffers grow while utterances are open.
     BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
     limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
-    TransducerBeamDecoder reference(model, config);
+    // The reference decodes whole utterances on one thread: the streamed results on several must equal it.
+    TransducerBeamConfig one_thread = config;
+    one_thread.threads = 1;
+    TransducerBeamDecoder reference(model, one_thread);
     const Placed whole_enc = place(e);
     const std::vector<Hypothesis> whole = reference.decode(whole_enc.view, e.lens());
     TransducerBeamDecoder decoder(model, config, limits);
@@ -389,6 +393,41 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
   std::printf("%lld utterances finished streamed (%lld TDT), %lld decoders with fusion\n",
               static_cast<long long>(finished), static_cast<long long>(tdt), static_cast<long long>(fused));
   EXPECT_GT(finished, 50);
+}
+
+// CPU threads: every N-best list is the one-thread list, field by field and bit for bit.
+TEST_P(TransducerBeamSearch, ThreadsGiveTheOneThreadResults) {
+  if (GetParam().cuda) return;  // threads is a CPU setting
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0;
+  for (int i = 0; i < 30; ++i) {
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    if (i % 2 == 1) spec.blank = -1;
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel model = random.build(device());
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 12, 16);
+    TransducerBeamConfig config = this->config(rng, 5);
+    testing::FusionKeep keep;
+    if (i % 2 == 1) {
+      const auto plain = transducer_beam_reference(model, e.enc(), e.lens(), config);
+      testing::add_random_fusion(rng, spec, i / 2, plain, config, keep);
+    }
+    config.threads = 1;
+    const auto want = TransducerBeamDecoder(model, config).decode_nbest(e.enc(), e.lens());
+    config.threads = 2 + static_cast<std::int32_t>(rng() % 4);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    const auto got = TransducerBeamDecoder(model, config, BatchLimits{2, 4}).decode_nbest(e.enc(), e.lens());
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t b = 0; b < want.size(); ++b) {
+      ASSERT_EQ(got[b].size(), want[b].size()) << "utterance " << b;
+      for (std::size_t n = 0; n < want[b].size(); ++n) testing::expect_streamed_equals_whole(got[b][n], want[b][n]);
+    }
+    if (::testing::Test::HasFailure()) return;
+    utterances += e.batch;
+  }
+  std::printf("%lld utterances\n", static_cast<long long>(utterances));
 }
 
 // A streaming call that meets a bad value or rows that do not fit the open utterances throws and changes nothing:

@@ -63,6 +63,7 @@ void run_beam(const TransducerOptions& options) {
   config.pruning = parse_fusion_pruning(options.pruning);
   config.blank_scoring = parse_blank_lm_scoring(options.blank_scoring);
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
+  config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
@@ -189,8 +190,7 @@ void add_command(CLI::App& decode, TransducerType type) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command
-      ->add_option("--threads", options->threads,
-                   "Greedy on the CPU: threads the utterances are spread over (0: every core)")
+      ->add_option("--threads", options->threads, "On the CPU: threads the utterances are spread over (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_option("--beam", options->beam, "Beam search: hypotheses kept per utterance (1-64)")

@@ -67,6 +67,9 @@
  * (buffers sized for the limits' batch × slots × frames, grown outside the loop when a call exceeds them). A CUDA
  * decode returns after synchronising its stream.
  *
+ * CPU threads (TransducerBeamConfig::threads): a call's rows are cut into contiguous slices, one per thread, each
+ * searched by its own executor (with its own predictor session); results are the same for every thread count.
+ *
  * Thread safety: a decoder has one owner at a time; the model, LM and tree may be shared.
  */
 
@@ -145,9 +148,13 @@ struct ASRDEC_API TransducerBeamConfig {
   std::int64_t max_device_bytes = 0;
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
+  /** CPU only: threads the rows of a call are spread over (in contiguous slices, each searched by one thread), the
+   *  caller's included; 0 (default) means every core the process may use. Results do not depend on it; when
+   *  several rows hold bad values, which one the error names may. */
+  std::int32_t threads = 0;
 
   /** Throws InvalidArgument for a beam outside [1, 64], max_symbols_per_frame outside [1, 100], AES++ or WIND
-   *  parameters out of range (wind_window: [1, 64]), or non-finite weights. */
+   *  parameters out of range (wind_window: [1, 64]), non-finite weights, or threads outside [0, 1024]. */
   void validate() const;
   std::string to_string() const;
 };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
@@ -32,22 +33,27 @@ class AesCpu final : public TransducerBeamBackend {
     reserve(limits.max_batch);
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots,
+                                              StreamHandle /*stream*/) override {
     const BeamHypsRef h = begin(p);
-    states_.start(p.batch, config_.beam);
+    states_.start(p.batch, config_.beam, boost_roots);
     for (std::int64_t b = 0; b < p.batch; ++b) beam_clear(h, b);
     return states_.ranked_beams(search(p), p.batch);
   }
 
-  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+  void search_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle /*stream*/) override {
-    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/false, config_.check_values);
-    const BeamHypsRef h = begin(call.input());
+    chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/false, config_.check_values);
+    const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, config_.beam, boost_roots);
-    call.load(h, states_);
-    const BeamHypsRef done = search(call.input());  // throws for a bad value before any channel changes
-    call.save(done, states_, rows, boost_roots);
+    chunks_->load(h, states_);
+    searched_ = search(chunks_->input());
+  }
+
+  void save_chunks() override {
+    chunks_->save(searched_, states_);
+    chunks_.reset();
   }
 
  private:
@@ -159,6 +165,8 @@ class AesCpu final : public TransducerBeamBackend {
   BeamFusionRule rule_;
   JointCpu joint_;
   BeamSlotStates states_;
+  std::optional<BeamLanes> chunks_;  // streaming: the call between search_chunks() and save_chunks()
+  BeamHypsRef searched_{};
   BatchedBeamHyps<MemoryKind::host> hyps_;
   HostBuffer<std::int32_t> active_, expanding_;
   HostBuffer<float> logp_;  // [slots, V+1] log-softmax of each slot on the current frame

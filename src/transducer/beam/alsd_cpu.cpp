@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
@@ -31,10 +32,11 @@ class AlsdCpu final : public TransducerBeamBackend {
     reserve(limits.max_batch);
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots,
+                                              StreamHandle /*stream*/) override {
     const BeamHypsRef h = begin(p);
     // Every slot starts after the start symbol; slot 0 of each utterance is its one live hypothesis.
-    states_.start(p.batch, config_.beam);
+    states_.start(p.batch, config_.beam, boost_roots);
     for (std::int64_t b = 0; b < p.batch; ++b) beam_clear(h, b);
     return states_.ranked_beams(search(p, nullptr), p.batch);
   }
@@ -43,15 +45,19 @@ class AlsdCpu final : public TransducerBeamBackend {
   // the chunk for one hypothesis while another is still behind: each utterance that is not ending stops before the
   // first step in which some live hypothesis stands past its frames, and keeps the frames from its earliest live
   // hypothesis on for the next call (BeamLanes). The steps it takes are the whole search's steps.
-  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+  void search_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle /*stream*/) override {
-    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
-    const BeamHypsRef h = begin(call.input());
+    chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
+    const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, config_.beam, boost_roots);
-    call.load(h, states_);
-    const BeamHypsRef done = search(call.input(), &rows);  // throws for a bad value before any channel changes
-    call.save(done, states_, rows, boost_roots);
+    chunks_->load(h, states_);
+    searched_ = search(chunks_->input(), &rows);
+  }
+
+  void save_chunks() override {
+    chunks_->save(searched_, states_);
+    chunks_.reset();
   }
 
  private:
@@ -172,6 +178,8 @@ class AlsdCpu final : public TransducerBeamBackend {
   BeamFusionRule rule_;
   JointCpu joint_;
   BeamSlotStates states_;
+  std::optional<BeamLanes> chunks_;  // streaming: the call between search_chunks() and save_chunks()
+  BeamHypsRef searched_{};
   BatchedBeamHyps<MemoryKind::host> hyps_;
   HostBuffer<std::int32_t> running_;
   std::vector<AlsdProposals> proposals_;

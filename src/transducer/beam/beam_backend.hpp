@@ -17,17 +17,23 @@ namespace asrdec::detail {
 class TransducerBeamBackend {
  public:
   virtual ~TransducerBeamBackend() = default;
-  /** The final beam of each utterance of a validated request, best first. CUDA executors work on `stream`
-   *  (nullptr: the legacy default stream) and return after synchronising it. */
-  virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem, StreamHandle stream) = 0;
-  /** Streaming (AES++ and ALSD++ on the CPU; the decoder refuses the others): row b continues channel lanes[b], or
-   *  starts it (plan.fresh[b]) with boosting at boost_roots[b]; rows[b].last ends it. The channels take the rows'
-   *  new states only when the call succeeds. An executor without streaming says so. */
-  virtual void decode_chunks(const TransducerInput& /*problem*/, const ChunkPlan& /*plan*/,
+  /** The final beam of each utterance of a validated request, best first; utterance b's boosting starts at
+   *  boost_roots[b]. CUDA executors work on `stream` (nullptr: the legacy default stream) and return after
+   *  synchronising it. */
+  virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem,
+                                                      const std::vector<std::int32_t>& boost_roots,
+                                                      StreamHandle stream) = 0;
+  /** Streaming (the CPU executors), phase 1: row b continues channel lanes[b], or starts it (plan.fresh[b]) with
+   *  boosting at boost_roots[b]; rows[b].last ends it. Searches the rows' frames without changing any channel
+   *  (a bad value throws here); the arguments must live until save_chunks(). An executor without streaming says
+   *  so. */
+  virtual void search_chunks(const TransducerInput& /*problem*/, const ChunkPlan& /*plan*/,
                              const std::vector<ChunkRow>& /*rows*/, const std::vector<std::int32_t>& /*boost_roots*/,
                              std::vector<BeamChannel*>& /*lanes*/, StreamHandle /*stream*/) {
     throw Unsupported("TransducerBeamDecoder::decode_chunks: this executor does not stream");
   }
+  /** Streaming, phase 2: the channels of the last search_chunks() take their rows' new states. */
+  virtual void save_chunks() {}
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
   virtual std::int64_t device_bytes() const noexcept { return 0; }

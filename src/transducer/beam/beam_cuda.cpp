@@ -54,7 +54,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     lifecycle_.grow(capacity_, capacity_, [this] { allocate(); });
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle user_stream) override {
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots,
+                                              StreamHandle user_stream) override {
     DeviceGuard guard(device_);
     if (p.batch == 0) return {};
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
@@ -68,7 +69,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     // History starts at beam_history_start entries a slot; a decode that fills it is run again with twice as many
     // (the loop cannot grow buffers it has captured), up to the algorithm's bound, so results stay exact.
     for (;;) {
-      start(p, stream);
+      start(p, boost_roots, stream);
       lifecycle_.run(executor(p.enc_proj.dtype()), stream);
       std::optional<std::vector<std::vector<Hypothesis>>> beams = collect(p.batch, stream);
       if (beams) return *std::move(beams);
@@ -85,7 +86,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     std::int32_t history;  // entries of each slot's history
   };
 
-  void start(const TransducerInput& p, cudaStream_t stream) {
+  void start(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots, cudaStream_t stream) {
     // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
     // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
     const std::int64_t slots = capacity_.limits.max_batch * pool_;
@@ -109,7 +110,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     if (config_.boost != nullptr) {
       for (std::int64_t s = 0; s < slots; ++s) {
         const std::int64_t b = s / pool_;
-        boost_roots_[static_cast<std::size_t>(s)] = config_.boost->root_for(b < p.batch ? b : 0, p.batch);
+        boost_roots_[static_cast<std::size_t>(s)] = boost_roots[static_cast<std::size_t>(b < p.batch ? b : 0)];
       }
       copy_bytes_async(boost_state_.data(), device_, boost_roots_.data(), Device::cpu(), n * 4, stream);
       fill_bytes_async(boost_total_.data(), device_, 0, n * 4, stream);

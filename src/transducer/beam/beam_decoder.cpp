@@ -7,6 +7,7 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/exclusive_use.hpp"
+#include "core/thread_pool.hpp"
 #include "core/utterance_channels.hpp"
 #include "hyps/beam_channel.hpp"
 #include "lm/fusion_checks.hpp"
@@ -74,6 +75,8 @@ void TransducerBeamConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(boost_weight), "TransducerBeamConfig.boost_weight must be finite, got ", boost_weight);
   ASRDEC_CHECK_ARG(max_device_bytes >= 0, "TransducerBeamConfig.max_device_bytes must be 0 (no cap) or positive, got ",
                    max_device_bytes);
+  ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
+                   "TransducerBeamConfig.threads must be in [0, 1024] (0: every core), got ", threads);
 }
 
 std::string TransducerBeamConfig::to_string() const {
@@ -93,7 +96,8 @@ std::string TransducerBeamConfig::to_string() const {
                              ", blank_scoring=", asrdec::to_string(blank_scoring))
             : "",
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
-      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "", "}");
+      max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "",
+      threads > 0 ? detail::concat(", threads=", threads) : "", "}");
 }
 
 namespace detail {
@@ -141,11 +145,114 @@ struct TransducerBeamDecoder::Impl {
 
   TransducerModel model;
   TransducerBeamConfig config;
-  std::unique_ptr<detail::TransducerBeamBackend> backend;
+  // CUDA: one executor. CPU: one per thread of `pool`; a call's rows are cut into at most that many contiguous
+  // slices, slice i decoded by executor i.
+  std::vector<std::unique_ptr<detail::TransducerBeamBackend>> backends;
+  std::unique_ptr<detail::ThreadPool> pool;
   detail::UtteranceChannels open;             // streaming
   std::vector<detail::BeamChannel> channels;  // by slot of `open`, grown as slots are first used
   detail::OwnerSlot owner;
 };
+
+namespace {
+
+using namespace detail;
+
+std::unique_ptr<TransducerBeamBackend> make_cpu_backend(const TransducerModel& model,
+                                                        const TransducerBeamConfig& config, BatchLimits limits) {
+  switch (config.algorithm) {
+    case TransducerBeamAlgorithm::aes:
+      return make_aes_cpu(model, config, limits);
+    case TransducerBeamAlgorithm::wind:
+      return make_wind_beam_cpu(model, config, limits);
+    case TransducerBeamAlgorithm::alsd:
+      break;
+  }
+  return make_alsd_cpu(model, config, limits);
+}
+
+// The slices of a call of `batch` rows: [first(i), first(i + 1)) for i < count.
+struct Slices {
+  std::int64_t batch, count;
+  std::int64_t first(std::int64_t i) const { return i * batch / count; }
+  std::int64_t size(std::int64_t i) const { return first(i + 1) - first(i); }
+};
+
+Slices slices_of(const TransducerBeamDecoder::Impl& self, std::int64_t batch) {
+  return Slices{
+      batch, std::max<std::int64_t>(1, std::min<std::int64_t>(batch, static_cast<std::int64_t>(self.backends.size())))};
+}
+
+// Rows [first, first + count) of a validated CPU request, as a request of their own (errors name the caller's rows).
+TransducerInput rows_of(const TransducerInput& p, std::int64_t first, std::int64_t count) {
+  TransducerInput out;
+  out.enc_proj = p.enc_proj;
+  out.enc = p.enc.rows_from(first);
+  out.batch = count;
+  out.frames = p.frames;
+  out.lengths.assign(p.lengths.begin() + first, p.lengths.begin() + first + count);
+  return out;
+}
+
+template <class T>
+std::vector<T> part(const std::vector<T>& whole, std::int64_t first, std::int64_t count) {
+  return std::vector<T>(whole.begin() + first, whole.begin() + first + count);
+}
+
+// Whole utterances. CPU slices are decoded in parallel, each by its own executor; functions of this file rather than
+// lambdas in the decoder's members, whose types the shared library would export.
+std::vector<std::vector<Hypothesis>> decode_beams(TransducerBeamDecoder::Impl& self, const TransducerInput& p,
+                                                  const std::vector<std::int32_t>& roots, StreamHandle stream) {
+  const Slices slices = slices_of(self, p.batch);
+  if (slices.count == 1) return self.backends[0]->decode(p, roots, stream);
+  std::vector<std::vector<Hypothesis>> beams(static_cast<std::size_t>(p.batch));
+  self.pool->parallel_for(slices.count, [&](std::int64_t i, int /*worker*/) {
+    const std::int64_t first = slices.first(i), count = slices.size(i);
+    std::vector<std::vector<Hypothesis>> part_beams =
+        self.backends[static_cast<std::size_t>(i)]->decode(rows_of(p, first, count), part(roots, first, count), stream);
+    std::move(part_beams.begin(), part_beams.end(), beams.begin() + first);
+  });
+  return beams;
+}
+
+// A streaming call: every slice is searched (in parallel) before any channel takes a new state, so a bad value in
+// any row changes no utterance.
+void decode_chunk_slices(TransducerBeamDecoder::Impl& self, const TransducerInput& p, const ChunkPlan& plan,
+                         const std::vector<ChunkRow>& rows, const std::vector<std::int32_t>& roots,
+                         std::vector<BeamChannel*>& lanes, StreamHandle stream) {
+  const Slices slices = slices_of(self, p.batch);
+  if (slices.count == 1) {
+    self.backends[0]->search_chunks(p, plan, rows, roots, lanes, stream);
+    self.backends[0]->save_chunks();
+    return;
+  }
+  // The slices' arguments, alive until every slice has saved.
+  struct Slice {
+    TransducerInput input;
+    ChunkPlan plan;
+    std::vector<ChunkRow> rows;
+    std::vector<std::int32_t> roots;
+    std::vector<BeamChannel*> lanes;
+  };
+  std::vector<Slice> parts(static_cast<std::size_t>(slices.count));
+  for (std::int64_t i = 0; i < slices.count; ++i) {
+    const std::int64_t first = slices.first(i), count = slices.size(i);
+    Slice& s = parts[static_cast<std::size_t>(i)];
+    s.input = rows_of(p, first, count);
+    s.plan = ChunkPlan{part(plan.slot, first, count), part(plan.fresh, first, count), part(plan.offset, first, count)};
+    s.rows = part(rows, first, count);
+    s.roots = part(roots, first, count);
+    s.lanes = part(lanes, first, count);
+  }
+  self.pool->parallel_for(slices.count, [&](std::int64_t i, int /*worker*/) {
+    Slice& s = parts[static_cast<std::size_t>(i)];
+    self.backends[static_cast<std::size_t>(i)]->search_chunks(s.input, s.plan, s.rows, s.roots, s.lanes, stream);
+  });
+  self.pool->parallel_for(
+      slices.count, [&](std::int64_t i, int /*worker*/) { self.backends[static_cast<std::size_t>(i)]->save_chunks(); });
+}
+
+}  // namespace
 
 TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, TransducerBeamConfig config,
                                              BatchLimits limits)
@@ -155,21 +262,16 @@ TransducerBeamDecoder::TransducerBeamDecoder(const TransducerModel& model, Trans
   detail::check_beam_model(model, config);
 #if ASRDEC_WITH_CUDA
   if (model.device().is_cuda()) {
-    impl_->backend = detail::make_transducer_beam_cuda(model, config, limits);
+    impl_->backends.push_back(detail::make_transducer_beam_cuda(model, config, limits));
     return;
   }
 #endif
-  switch (config.algorithm) {
-    case TransducerBeamAlgorithm::alsd:
-      impl_->backend = detail::make_alsd_cpu(model, config, limits);
-      break;
-    case TransducerBeamAlgorithm::aes:
-      impl_->backend = detail::make_aes_cpu(model, config, limits);
-      break;
-    case TransducerBeamAlgorithm::wind:
-      impl_->backend = detail::make_wind_beam_cpu(model, config, limits);
-      break;
-  }
+  const int threads = detail::resolve_threads(config.threads);
+  impl_->pool = std::make_unique<detail::ThreadPool>(threads);
+  // Each executor takes a slice of a call's rows: its buffers start at a share of max_batch and grow when needed.
+  BatchLimits share = limits;
+  share.max_batch = (limits.max_batch + threads - 1) / threads;
+  for (int i = 0; i < threads; ++i) impl_->backends.push_back(make_cpu_backend(model, config, share));
 }
 
 TransducerBeamDecoder::~TransducerBeamDecoder() = default;
@@ -183,7 +285,12 @@ std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const T
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_nbest");
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
-  std::vector<std::vector<Hypothesis>> beams = self.backend->decode(problem, stream);
+  std::vector<std::int32_t> roots(static_cast<std::size_t>(problem.batch), 0);
+  if (self.config.boost != nullptr) {
+    for (std::int64_t b = 0; b < problem.batch; ++b)
+      roots[static_cast<std::size_t>(b)] = self.config.boost->root_for(b, problem.batch);
+  }
+  std::vector<std::vector<Hypothesis>> beams = decode_beams(self, problem, roots, stream);
   if (self.config.unique_transcripts) {
     for (auto& beam : beams) drop_repeated_transcripts(beam);
   }
@@ -218,7 +325,7 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode_chunks(const std::vector<C
   }
   std::vector<detail::BeamChannel*> lanes;  // into `channels`, which no longer grows in this call
   for (const std::int32_t slot : plan.slot) lanes.push_back(&self.channels[static_cast<std::size_t>(slot)]);
-  self.backend->decode_chunks(problem, plan, rows, roots, lanes, stream);
+  decode_chunk_slices(self, problem, plan, rows, roots, lanes, stream);
   self.open.commit(rows, plan, problem.lengths);
   std::vector<Hypothesis> out(rows.size());
   for (std::size_t b = 0; b < rows.size(); ++b) {
@@ -250,11 +357,11 @@ const TransducerBeamConfig& TransducerBeamDecoder::config() const {
   return detail::live(impl_, "TransducerBeamDecoder").config;
 }
 GraphMode TransducerBeamDecoder::graph_mode() const {
-  return detail::live(impl_, "TransducerBeamDecoder").backend->graph_mode();
+  return detail::live(impl_, "TransducerBeamDecoder").backends.front()->graph_mode();
 }
 
 std::int64_t TransducerBeamDecoder::device_bytes() const {
-  return detail::live(impl_, "TransducerBeamDecoder").backend->device_bytes();
+  return detail::live(impl_, "TransducerBeamDecoder").backends.front()->device_bytes();
 }
 
 }  // namespace asrdec

@@ -27,10 +27,13 @@ float read_enc(const EncodedView& enc, std::int64_t b, std::int64_t t, std::int6
 
 }  // namespace
 
-BeamLanes::BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, std::vector<BeamChannel*>& channels,
+BeamLanes::BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& channels,
                      std::int64_t hidden, bool waits, bool check_values)
     : problem_(problem),
       plan_(plan),
+      rows_(rows),
+      boost_roots_(boost_roots),
       channels_(channels),
       hidden_(hidden),
       waits_(waits),
@@ -76,13 +79,12 @@ void BeamLanes::load(const BeamHypsRef& h, BeamSlotStates& states) const {
   }
 }
 
-void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states, const std::vector<ChunkRow>& rows,
-                     const std::vector<std::int32_t>& boost_roots) const {
+void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states) const {
   const TransducerInput& in = input();
   for (std::int64_t b = 0; b < problem_.batch; ++b) {
     const auto row = static_cast<std::size_t>(b);
     BeamChannel& channel = *channels_[row];
-    if (plan_.fresh[row]) beam_channel_start(channel, h.beam, boost_roots[row]);
+    if (plan_.fresh[row]) beam_channel_start(channel, h.beam, boost_roots_[row]);
     beam_channel_save(channel, h, b, offset(b), states.fused_slots());
     channel.predictor.resize(static_cast<std::size_t>(h.beam * states.predictor_width()));
     for (std::int32_t k = 0; k < h.beam; ++k) states.save(beam_slot(h, b, k), channel, k);
@@ -90,7 +92,7 @@ void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states, const std::ve
     // The frames a live hypothesis may still read: from the earliest one's frame to the lane's end.
     const std::int32_t length = in.lengths[row];
     std::int32_t keep_from = length;
-    for (std::int32_t k = 0; k < h.beam && !rows[row].last; ++k) {
+    for (std::int32_t k = 0; k < h.beam && !rows_[row].last; ++k) {
       const std::int64_t s = beam_slot(h, b, k);
       if (h.scores[s] != kDead) keep_from = std::min(keep_from, h.next_time[s]);
     }

@@ -19,12 +19,14 @@ namespace asrdec::detail {
 
 class BeamLanes {
  public:
-  /** The lanes of a call whose rows continue `channels` (ChunkPlan: which rows start). `waits`: the search may stop
+  /** The lanes of a call whose rows continue `channels` (ChunkPlan: which rows start; `boost_roots`: where a starting
+   *  row's boosting starts; arguments referenced until save()). `waits`: the search may stop
    *  inside a lane (ALSD++, WIND beam); then the lanes are built as float32 [B, frames, hidden] (the joint reads
    *  every dtype as float), every frame of the chunks checked for NaN and infinities with `check_values`, reported
    *  in this call's coordinates (enc_proj[b, t, j]). */
-  BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, std::vector<BeamChannel*>& channels,
-            std::int64_t hidden, bool waits, bool check_values);
+  BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+            const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& channels, std::int64_t hidden,
+            bool waits, bool check_values);
 
   /** The frames to search: `problem` itself, or the lanes built from tails and chunks. */
   const TransducerInput& input() const { return waits_ ? lanes_ : problem_; }
@@ -36,8 +38,7 @@ class BeamLanes {
   /** After the search (the final view `h`): every channel takes its row's slots and the tokens of their paths; a
    *  waiting search's channel also keeps the frames from its earliest live hypothesis on, unless its row is the
    *  utterance's last. */
-  void save(const BeamHypsRef& h, BeamSlotStates& states, const std::vector<ChunkRow>& rows,
-            const std::vector<std::int32_t>& boost_roots) const;
+  void save(const BeamHypsRef& h, BeamSlotStates& states) const;
 
  private:
   // The utterance's frame of lane b's frame 0.
@@ -47,6 +48,8 @@ class BeamLanes {
 
   const TransducerInput& problem_;
   const ChunkPlan& plan_;
+  const std::vector<ChunkRow>& rows_;
+  const std::vector<std::int32_t>& boost_roots_;
   std::vector<BeamChannel*>& channels_;
   std::int64_t hidden_;
   bool waits_;

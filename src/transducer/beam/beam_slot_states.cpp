@@ -44,14 +44,6 @@ void BeamSlotStates::reserve(std::int64_t slots) {
   }
 }
 
-void BeamSlotStates::start(std::int64_t batch, std::int32_t beam) {
-  std::vector<std::int32_t> roots(static_cast<std::size_t>(batch), 0);
-  if (config_.boost != nullptr) {
-    for (std::int64_t b = 0; b < batch; ++b) roots[static_cast<std::size_t>(b)] = config_.boost->root_for(b, batch);
-  }
-  start(batch, beam, roots);
-}
-
 void BeamSlotStates::start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots) {
   const std::int64_t slots = batch * beam;
   reserve(slots);

@@ -21,10 +21,8 @@ class BeamSlotStates {
 
   /** Makes room for `slots` hypothesis slots (grows only). */
   void reserve(std::int64_t slots);
-  /** Every slot of `batch` utterances × `beam` starts after the start symbol; LM at <s>, boosting at the root of
-   *  its utterance's list, totals 0. */
-  void start(std::int64_t batch, std::int32_t beam);
-  /** start(), with utterance b's boosting at the root boost_roots[b] (streaming: ChunkRow::phrase_list). */
+  /** Every slot of `batch` utterances × `beam` starts after the start symbol; LM at <s>, boosting at its
+   *  utterance's root boost_roots[b], totals 0. */
   void start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots);
 
   /** Streaming (BeamChannel): slot s takes slot k of a channel — predictor state and output, fused states and

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
@@ -31,9 +32,10 @@ class WindBeamCpu final : public TransducerBeamBackend {
     reserve(limits.max_batch);
   }
 
-  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, StreamHandle /*stream*/) override {
+  std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots,
+                                              StreamHandle /*stream*/) override {
     const BeamHypsRef h = begin(p);
-    states_.start(p.batch, pool_);
+    states_.start(p.batch, pool_, boost_roots);
     for (std::int64_t b = 0; b < p.batch; ++b) beam_clear(h, b);
     return states_.ranked_beams(search(p, nullptr), p.batch);
   }
@@ -41,15 +43,19 @@ class WindBeamCpu final : public TransducerBeamBackend {
   // Streaming. A window is W frames, fewer only at the utterance's end, so an utterance that is not ending stops
   // before the first step whose window reaches past its frames, and keeps the frames from its earliest live
   // hypothesis on for the next call (BeamLanes). The steps it takes are the whole search's steps.
-  void decode_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+  void search_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
                      StreamHandle /*stream*/) override {
-    const BeamLanes call(p, plan, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
-    const BeamHypsRef h = begin(call.input());
+    chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
+    const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, pool_, boost_roots);
-    call.load(h, states_);
-    const BeamHypsRef done = search(call.input(), &rows);  // throws for a bad value before any channel changes
-    call.save(done, states_, rows, boost_roots);
+    chunks_->load(h, states_);
+    searched_ = search(chunks_->input(), &rows);
+  }
+
+  void save_chunks() override {
+    chunks_->save(searched_, states_);
+    chunks_.reset();
   }
 
  private:
@@ -171,6 +177,8 @@ class WindBeamCpu final : public TransducerBeamBackend {
   std::int32_t pool_;  // slots per utterance
   JointCpu joint_;
   BeamSlotStates states_;
+  std::optional<BeamLanes> chunks_;  // streaming: the call between search_chunks() and save_chunks()
+  BeamHypsRef searched_{};
   BatchedBeamHyps<MemoryKind::host> hyps_;
   std::int64_t reserved_ = 0;
   HostBuffer<std::int32_t> frame_, window_, group_size_, group_;  // per utterance; group_: [B, K] pool slots
