@@ -20,7 +20,7 @@ cmp -s "$work/threads_1.jsonl" "$work/threads_3.jsonl" || fail "ctc-greedy --thr
 for algo in alsd++ aes++ wind-beam; do
   for threads in 1 3; do
     "$asrdec" decode rnnt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" \
-      --lengths "$data/rnnt/lengths.npy" --device cpu --algo "$algo" --beam 3 --nbest 3 --json --threads "$threads" \
+      --lengths "$data/rnnt/lengths.npy" --device cpu --algo "$algo" --beam 3 --window 2 --nbest 3 --json --threads "$threads" \
       >"$work/threads_$threads.jsonl" 2>/dev/null || fail "rnnt $algo --threads $threads"
   done
   cmp -s "$work/threads_1.jsonl" "$work/threads_3.jsonl" || fail "rnnt $algo --threads 3 differs from --threads 1"
@@ -157,7 +157,7 @@ streamed "rnnt aes++" rnnt "${rnnt_input[@]}" --algo aes++ --beam 4 --aes-steps 
 streamed "rnnt aes++ + LM + boosting" rnnt "${rnnt_input[@]}" --algo aes++ --beam 3 "${lm[@]}" "${boosted[@]}"
 streamed "rnnt alsd++" rnnt "${rnnt_input[@]}" --algo alsd++ --beam 4
 streamed "tdt alsd++ + LM + boosting" tdt "${tdt_input[@]}" --algo alsd++ --beam 3 "${lm[@]}" "${boosted[@]}"
-streamed "rnnt wind-beam + LM" rnnt "${rnnt_input[@]}" --algo wind-beam --beam 3 --window 4 "${lm[@]}"
+streamed "rnnt wind-beam + LM" rnnt "${rnnt_input[@]}" --algo wind-beam --beam 3 --window 2 "${lm[@]}"
 streamed "ctc-beam + LM + boosting" ctc-beam "${ctc_input[@]}" --beam 4 --beam-beta 1 "${lm[@]}" "${boosted[@]}"
 if "$asrdec" decode ctc-beam "${ctc_input[@]}" --device cpu --chunk 4 --nbest 2 >/dev/null 2>"$work/err12.txt"; then
   fail "ctc-beam with --chunk and --nbest accepted"
