@@ -61,31 +61,66 @@ void beam_channel_load(const BeamChannel& c, const BeamHypsRef& h, std::int64_t 
   h.overflow[b] = 0;
 }
 
-void beam_channel_save(BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
-                       const BeamFusedSlots& fused) {
-  ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
-  const auto K = static_cast<std::size_t>(h.beam);
-  std::vector<std::int64_t> tip(K);
-  std::vector<std::int64_t> path;
+void BeamChannelSave::prepare(const BeamHypsRef& h, std::int64_t rows, const std::vector<BeamChannel*>& channels,
+                              const std::vector<std::uint8_t>& fresh, const std::vector<std::int32_t>& boost_roots,
+                              std::int64_t predictor_width) {
+  channels_.assign(channels.begin(), channels.begin() + rows);
+  fresh_.assign(fresh.begin(), fresh.begin() + rows);
+  started_.resize(static_cast<std::size_t>(rows));
+  std::int32_t most_steps = 0;
+  for (std::int64_t b = 0; b < rows; ++b) {
+    ASRDEC_EXPECTS(!h.overflow[b], Error, "internal error: beam hypothesis capacity exceeded for utterance ", b);
+    const auto row = static_cast<std::size_t>(b);
+    BeamChannel* c = channels_[row];
+    if (fresh_[row]) {
+      c = &started_[row];
+      beam_channel_start(*c, h.beam, boost_roots[row]);
+    }
+    // Room for every entry of the lane (an upper bound on the tokens it adds), grown geometrically.
+    std::int64_t entries = 0;
+    for (std::int32_t k = 0; k < h.beam; ++k) {
+      const std::int32_t steps = h.steps[beam_slot(h, b, k)];
+      entries += steps;
+      most_steps = std::max(most_steps, steps);
+    }
+    const auto wanted = static_cast<std::size_t>(static_cast<std::int64_t>(c->token.size()) + entries);
+    if (wanted > c->token.capacity()) {
+      const std::size_t room = std::max(wanted, 2 * c->token.capacity());
+      c->token.reserve(room);
+      c->frame.reserve(room);
+      c->parent.reserve(room);
+      if (h.kind == BeamKind::tdt) c->duration.reserve(room);
+    }
+    if (predictor_width > 0) c->predictor.resize(static_cast<std::size_t>(h.beam * predictor_width));
+  }
+  tip_.resize(static_cast<std::size_t>(h.beam));
+  path_.resize(static_cast<std::size_t>(most_steps));
+}
+
+BeamChannel& BeamChannelSave::commit(const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
+                                     const BeamFusedSlots& fused) {
+  const auto row = static_cast<std::size_t>(b);
+  if (fresh_[row]) *channels_[row] = std::move(started_[row]);
+  BeamChannel& c = *channels_[row];
   for (std::int32_t k = 0; k < h.beam; ++k) {
     // The slot's entries of this chunk, last to first, and the slot it started the chunk in.
     const std::int32_t steps = h.steps[beam_slot(h, b, k)];
-    path.assign(static_cast<std::size_t>(steps), -1);
     std::int32_t slot = k;
     for (std::int32_t i = steps - 1; i >= 0; --i) {
       const std::int64_t at = beam_slot(h, b, slot) * h.capacity + i;
-      path[static_cast<std::size_t>(i)] = at;
+      path_[static_cast<std::size_t>(i)] = at;
       slot = h.parents[at];
     }
     // Its tokens, folded as the whole search folds them (beam_emits; CTC: a label that differs from the last label,
     // blank included, which at the chunk's start is the slot's carried one).
     std::int32_t previous = c.last_label[static_cast<std::size_t>(slot)];
     std::int64_t last = c.tip[static_cast<std::size_t>(slot)];
-    for (const std::int64_t at : path) {
+    for (std::int32_t i = 0; i < steps; ++i) {
+      const std::int64_t at = path_[static_cast<std::size_t>(i)];
       const std::int32_t label = h.labels[at];
       if (label < 0) continue;
       if (beam_emits(h, label, previous)) {
-        c.token.push_back(label);
+        c.token.push_back(label);  // within the room prepare() took
         c.frame.push_back(static_cast<std::int32_t>(offset + h.timestamps[at]));
         if (h.kind == BeamKind::tdt) c.duration.push_back(h.durations[at]);
         c.parent.push_back(last);
@@ -93,9 +128,9 @@ void beam_channel_save(BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std
       }
       previous = label;
     }
-    tip[static_cast<std::size_t>(k)] = last;
+    tip_[static_cast<std::size_t>(k)] = last;
   }
-  c.tip = std::move(tip);
+  std::copy(tip_.begin(), tip_.end(), c.tip.begin());
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
     const auto i = static_cast<std::size_t>(k);
@@ -115,6 +150,7 @@ void beam_channel_save(BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std
       c.boost_total[i] = fused.boost_total[s];
     }
   }
+  return c;
 }
 
 std::vector<Hypothesis> beam_channel_hypotheses(const BeamChannel& c, bool length_normalized, bool lm, bool boost) {

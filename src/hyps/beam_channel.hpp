@@ -50,11 +50,29 @@ void beam_channel_start(BeamChannel& c, std::int32_t beam, std::int32_t boost_ro
 void beam_channel_load(const BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
                        const BeamFusedSlots& fused);
 
-/** After a chunk decoded in lane b of `h` (host memory), whose frame 0 is the utterance's frame `offset`: the
- *  channel takes the lane's slots, and each slot's path through the chunk — its tokens, at frames offset + their
- *  lane timestamps — continues the path of the slot it came from. */
-void beam_channel_save(BeamChannel& c, const BeamHypsRef& h, std::int64_t b, std::int64_t offset,
-                       const BeamFusedSlots& fused);
+/** Saves the lanes of a call into their channels in two phases, so that a call changes every channel or none:
+ *  prepare() makes every check and takes every allocation, leaving the channels' contents as they are; commit()
+ *  only writes. After a chunk decoded in lane b of `h` (host memory), the channel takes the lane's slots, and each
+ *  slot's path through the chunk — its tokens, at frames offset + their lane timestamps — continues the path of the
+ *  slot it came from. */
+class BeamChannelSave {
+ public:
+  /** Lanes [0, rows) of `h` go to *channels[b]; a starting lane (fresh[b]) replaces its channel by a started one
+   *  (beam_channel_start, boosting at boost_roots[b]) with room for `predictor_width` floats a slot. Throws Error
+   *  when a lane ran out of history entries, std::bad_alloc when memory does. */
+  void prepare(const BeamHypsRef& h, std::int64_t rows, const std::vector<BeamChannel*>& channels,
+               const std::vector<std::uint8_t>& fresh, const std::vector<std::int32_t>& boost_roots,
+               std::int64_t predictor_width = 0);
+  /** Saves lane b, whose frame 0 is the utterance's frame `offset`; `fused` holds the batch's per-slot fused
+   *  states. Returns the channel (the executor then writes its predictor entries). Does not allocate. */
+  BeamChannel& commit(const BeamHypsRef& h, std::int64_t b, std::int64_t offset, const BeamFusedSlots& fused);
+
+ private:
+  std::vector<BeamChannel*> channels_;
+  std::vector<std::uint8_t> fresh_;
+  std::vector<BeamChannel> started_;  // per lane: the started channel of a starting lane
+  std::vector<std::int64_t> tip_, path_;
+};
 
 /** The channel's live hypotheses, ranked as the whole-utterance search ranks them (beam_ranking: by score, or
  *  score / (tokens + 1) with `length_normalized`; ties go to the lower slot), with their LM and boosting parts

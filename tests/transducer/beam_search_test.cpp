@@ -332,7 +332,7 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     EXPECT_EQ(decoder.open_utterances(), 0);
     return;
   }
-  std::int64_t finished = 0, fused = 0, tdt = 0;
+  std::int64_t finished = 0, fused = 0, tdt = 0, rejected = 0;
   for (int i = 0; i < 40; ++i) {
     testing::RandomTransducerSpec spec = this->spec(rng);
     if (i % 2 == 1) spec.blank = -1;  // fusion needs blank = V
@@ -372,6 +372,21 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
       piece.values.resize(chunk.size() / 4);
       if (!chunk.empty()) std::memcpy(piece.values.data(), chunk.data(), chunk.size());
       piece.lengths = call.length;
+      // Now and then a call with a NaN in a frame every algorithm reads (the last of a row's chunk) comes first:
+      // it must change nothing.
+      int poisoned = -1;
+      for (std::size_t r = 0; r < call.rows.size() && rng() % 8 == 0; ++r) {
+        if (call.length[r] > 0) poisoned = static_cast<int>(r);
+      }
+      if (poisoned >= 0) {
+        testing::RandomEncoded bad = piece;
+        const auto r = static_cast<std::size_t>(poisoned);
+        bad.values[(r * static_cast<std::size_t>(T) + static_cast<std::size_t>(call.length[r] - 1)) *
+                   static_cast<std::size_t>(e.hidden)] = std::nanf("");
+        const Placed bad_enc = place(bad);
+        ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(call.rows, bad_enc.view, bad.lens()), InvalidArgument, "is NaN");
+        ++rejected;
+      }
       const Placed enc = place(piece);
       const std::vector<Hypothesis> got = decoder.decode_chunks(call.rows, enc.view, piece.lens());
       ASSERT_EQ(got.size(), call.rows.size());
@@ -390,8 +405,10 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     }
     EXPECT_EQ(decoder.open_utterances(), 0);
   }
-  std::printf("%lld utterances finished streamed (%lld TDT), %lld decoders with fusion\n",
-              static_cast<long long>(finished), static_cast<long long>(tdt), static_cast<long long>(fused));
+  std::printf("%lld utterances finished streamed (%lld TDT), %lld decoders with fusion, %lld rejected calls\n",
+              static_cast<long long>(finished), static_cast<long long>(tdt), static_cast<long long>(fused),
+              static_cast<long long>(rejected));
+  EXPECT_GT(rejected, 5);
   EXPECT_GT(finished, 50);
 }
 
@@ -430,8 +447,9 @@ TEST_P(TransducerBeamSearch, ThreadsGiveTheOneThreadResults) {
   std::printf("%lld utterances\n", static_cast<long long>(utterances));
 }
 
-// A streaming call that meets a bad value or rows that do not fit the open utterances throws and changes nothing:
-// the same utterance, continued with clean frames, still ends with the whole utterance's result.
+// A streaming call that meets a bad value or rows that do not fit the open utterances throws and changes nothing —
+// with several threads too, where the bad row is in the last slice and the others have been searched: the same
+// utterances, continued with clean frames, still end with the whole utterances' results.
 TEST_P(TransducerBeamSearch, StreamingRejectsBadChunksAndChangesNothing) {
   // (The CUDA executors refuse to stream: ChunkedDecodingEqualsWholeUtterances checks that.)
   if (GetParam().cuda) return;
@@ -443,39 +461,51 @@ TEST_P(TransducerBeamSearch, StreamingRejectsBadChunksAndChangesNothing) {
   TransducerBeamConfig config = this->config(rng, 4);
   config.beam = 3;
   testing::RandomEncoded e = testing::random_encoded(rng, spec, 1, 1);
+  e.batch = 3;
   e.frames = 9;
-  e.lengths = {9};
-  e.values.resize(static_cast<std::size_t>(e.frames * e.hidden));
+  e.lengths = {9, 9, 9};
+  e.values.resize(static_cast<std::size_t>(e.batch * e.frames * e.hidden));
   for (float& v : e.values) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
-  TransducerBeamDecoder reference(model, config);
-  const Hypothesis whole = reference.decode(e.enc(), e.lens()).front();
+  config.threads = 1;
+  const std::vector<Hypothesis> whole = TransducerBeamDecoder(model, config).decode(e.enc(), e.lens());
 
-  TransducerBeamDecoder decoder(model, config);
-  const auto chunk = [&](std::int32_t first, std::int32_t count) {
-    testing::RandomEncoded piece = e;
-    piece.frames = count;
-    piece.lengths = {count};
-    piece.values.assign(e.values.begin() + first * e.hidden, e.values.begin() + (first + count) * e.hidden);
-    return piece;
-  };
-  const testing::RandomEncoded a = chunk(0, 4);
-  decoder.decode_chunks({ChunkRow{7, true, false, 0}}, a.enc(), a.lens());
-  testing::RandomEncoded bad = chunk(4, 5);
-  bad.values[static_cast<std::size_t>(1 * e.hidden + 2)] = std::nanf("");
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{7, false, true, 0}}, bad.enc(), bad.lens()), InvalidArgument,
-                          "enc_proj[0, 1, 2] is NaN");
-  ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({ChunkRow{8, false, true, 0}}, bad.enc(), bad.lens()), InvalidArgument,
-                          "not open");
-  ASRDEC_EXPECT_THROW_MSG(
-      decoder.decode_chunks({ChunkRow{7, false, true, 0}, ChunkRow{9, true, true, 0}}, bad.enc(), bad.lens()),
-      InvalidArgument, "2 rows for a batch of 1");
-  EXPECT_EQ(decoder.open_utterances(), 1);
-  const testing::RandomEncoded rest = chunk(4, 5);
-  const std::vector<Hypothesis> got = decoder.decode_chunks({ChunkRow{7, false, true, 0}}, rest.enc(), rest.lens());
-  ASSERT_EQ(got.size(), 1u);
-  testing::expect_streamed_equals_whole(got[0], whole);
-  EXPECT_EQ(decoder.open_utterances(), 0);
-  EXPECT_FALSE(decoder.cancel(7));
+  for (const std::int32_t threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    config.threads = threads;
+    TransducerBeamDecoder decoder(model, config);
+    // Frames [first, first + count) of every utterance.
+    const auto chunk = [&](std::int32_t first, std::int32_t count) {
+      testing::RandomEncoded piece = e;
+      piece.frames = count;
+      piece.lengths.assign(3, count);
+      piece.values.clear();
+      for (std::int64_t b = 0; b < e.batch; ++b) {
+        const auto from = e.values.begin() + (b * e.frames + first) * e.hidden;
+        piece.values.insert(piece.values.end(), from, from + count * e.hidden);
+      }
+      return piece;
+    };
+    const std::vector<ChunkRow> firsts = {{7, true, false, 0}, {8, true, false, 0}, {9, true, false, 0}};
+    const std::vector<ChunkRow> lasts = {{7, false, true, 0}, {8, false, true, 0}, {9, false, true, 0}};
+    const testing::RandomEncoded a = chunk(0, 4);
+    decoder.decode_chunks(firsts, a.enc(), a.lens());
+    testing::RandomEncoded bad = chunk(4, 5);
+    bad.values[static_cast<std::size_t>((2 * 5 + 1) * e.hidden + 2)] = std::nanf("");
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(lasts, bad.enc(), bad.lens()), InvalidArgument,
+                            "enc_proj[2, 1, 2] is NaN");
+    std::vector<ChunkRow> unknown = lasts;
+    unknown[1].utterance = 10;
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(unknown, bad.enc(), bad.lens()), InvalidArgument, "not open");
+    ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks({lasts[0], lasts[1]}, bad.enc(), bad.lens()), InvalidArgument,
+                            "2 rows for a batch of 3");
+    EXPECT_EQ(decoder.open_utterances(), 3);
+    const testing::RandomEncoded rest = chunk(4, 5);
+    const std::vector<Hypothesis> got = decoder.decode_chunks(lasts, rest.enc(), rest.lens());
+    ASSERT_EQ(got.size(), 3u);
+    for (std::size_t b = 0; b < 3; ++b) testing::expect_streamed_equals_whole(got[b], whole[b]);
+    EXPECT_EQ(decoder.open_utterances(), 0);
+    EXPECT_FALSE(decoder.cancel(7));
+  }
 }
 
 TEST_P(TransducerBeamSearch, BadInputIsRejected) {

@@ -190,11 +190,12 @@ struct CtcBeamDecoder::Impl {
     }
     run_frames(p, h, states);  // throws for a bad value before any channel changes
     for (std::int64_t b = 0; b < p.batch; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      if (rows[row].last) end_of_sentence(h, b);
-      if (plan.fresh[row]) detail::beam_channel_start(*lanes[row], config.beam, 0);
-      detail::beam_channel_save(*lanes[row], h, b, plan.offset[row], fused_slots());
+      if (rows[static_cast<std::size_t>(b)].last) end_of_sentence(h, b);
     }
+    detail::BeamChannelSave save;
+    save.prepare(h, p.batch, lanes, plan.fresh, boost_roots);  // may throw; changes no channel
+    for (std::int64_t b = 0; b < p.batch; ++b)
+      save.commit(h, b, plan.offset[static_cast<std::size_t>(b)], fused_slots());
   }
 };
 

@@ -118,11 +118,11 @@ class CtcBeamCuda final : public CtcBeamBackend {
     const BeamFusedSlots fused{config_.lm != nullptr ? host_lm_state_.data() : nullptr, host_lm_total_.data(),
                                config_.boost != nullptr ? host_boost_state_.data() : nullptr, host_boost_total_.data()};
     for (std::int64_t b = 0; b < p.batch; ++b) {
-      const auto row = static_cast<std::size_t>(b);
-      if (rows[row].last) end_of_sentence(h, b);
-      if (plan.fresh[row]) beam_channel_start(*lanes[row], K, 0);
-      beam_channel_save(*lanes[row], h, b, plan.offset[row], fused);
+      if (rows[static_cast<std::size_t>(b)].last) end_of_sentence(h, b);
     }
+    BeamChannelSave save;
+    save.prepare(h, p.batch, lanes, plan.fresh, boost_roots);  // may throw; changes no channel
+    for (std::int64_t b = 0; b < p.batch; ++b) save.commit(h, b, plan.offset[static_cast<std::size_t>(b)], fused);
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }

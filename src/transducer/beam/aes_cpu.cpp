@@ -48,11 +48,12 @@ class AesCpu final : public TransducerBeamBackend {
     const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, config_.beam, boost_roots);
     chunks_->load(h, states_);
-    searched_ = search(chunks_->input());
+    searched_ = search(chunks_->input());  // throws for a bad value before any channel changes
+    chunks_->prepare_save(searched_, states_);
   }
 
   void save_chunks() override {
-    chunks_->save(searched_, states_);
+    chunks_->save(searched_, states_);  // does not allocate
     chunks_.reset();
   }
 

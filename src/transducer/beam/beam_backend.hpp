@@ -24,15 +24,16 @@ class TransducerBeamBackend {
                                                       const std::vector<std::int32_t>& boost_roots,
                                                       StreamHandle stream) = 0;
   /** Streaming (the CPU executors), phase 1: row b continues channel lanes[b], or starts it (plan.fresh[b]) with
-   *  boosting at boost_roots[b]; rows[b].last ends it. Searches the rows' frames without changing any channel
-   *  (a bad value throws here); the arguments must live until save_chunks(). An executor without streaming says
-   *  so. */
+   *  boosting at boost_roots[b]; rows[b].last ends it. Searches the rows' frames and takes every allocation the
+   *  save needs without changing any channel (a bad value or a lack of memory throws here); the arguments must
+   *  live until save_chunks(). An executor without streaming says so. */
   virtual void search_chunks(const TransducerInput& /*problem*/, const ChunkPlan& /*plan*/,
                              const std::vector<ChunkRow>& /*rows*/, const std::vector<std::int32_t>& /*boost_roots*/,
                              std::vector<BeamChannel*>& /*lanes*/, StreamHandle /*stream*/) {
     throw Unsupported("TransducerBeamDecoder::decode_chunks: this executor does not stream");
   }
-  /** Streaming, phase 2: the channels of the last search_chunks() take their rows' new states. */
+  /** Streaming, phase 2: the channels of the last search_chunks() take their rows' new states (no allocation, so
+   *  it does not fail halfway). */
   virtual void save_chunks() {}
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */

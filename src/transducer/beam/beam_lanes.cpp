@@ -65,6 +65,7 @@ BeamLanes::BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, cons
     }
   }
   lanes_.enc = EncodedView{frames_.data(), DType::f32, lanes_.frames * J, J, 1};
+  lanes_.enc.first_row = problem.enc.first_row;  // errors name the caller's rows (frames count from the lane's tail)
 }
 
 void BeamLanes::load(const BeamHypsRef& h, BeamSlotStates& states) const {
@@ -79,16 +80,13 @@ void BeamLanes::load(const BeamHypsRef& h, BeamSlotStates& states) const {
   }
 }
 
-void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states) const {
+void BeamLanes::prepare_save(const BeamHypsRef& h, const BeamSlotStates& states) {
+  saver_.prepare(h, problem_.batch, channels_, plan_.fresh, boost_roots_, states.predictor_width());
+  if (!waits_) return;
   const TransducerInput& in = input();
+  tails_.resize(static_cast<std::size_t>(problem_.batch));
   for (std::int64_t b = 0; b < problem_.batch; ++b) {
     const auto row = static_cast<std::size_t>(b);
-    BeamChannel& channel = *channels_[row];
-    if (plan_.fresh[row]) beam_channel_start(channel, h.beam, boost_roots_[row]);
-    beam_channel_save(channel, h, b, offset(b), states.fused_slots());
-    channel.predictor.resize(static_cast<std::size_t>(h.beam * states.predictor_width()));
-    for (std::int32_t k = 0; k < h.beam; ++k) states.save(beam_slot(h, b, k), channel, k);
-    if (!waits_) continue;
     // The frames a live hypothesis may still read: from the earliest one's frame to the lane's end.
     const std::int32_t length = in.lengths[row];
     std::int32_t keep_from = length;
@@ -97,7 +95,15 @@ void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states) const {
       if (h.scores[s] != kDead) keep_from = std::min(keep_from, h.next_time[s]);
     }
     const float* frames = frames_.data() + b * in.frames * hidden_;
-    channel.tail.assign(frames + std::int64_t{keep_from} * hidden_, frames + std::int64_t{length} * hidden_);
+    tails_[row].assign(frames + std::int64_t{keep_from} * hidden_, frames + std::int64_t{length} * hidden_);
+  }
+}
+
+void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states) {
+  for (std::int64_t b = 0; b < problem_.batch; ++b) {
+    BeamChannel& channel = saver_.commit(h, b, offset(b), states.fused_slots());
+    for (std::int32_t k = 0; k < h.beam; ++k) states.save(beam_slot(h, b, k), channel, k);
+    if (waits_) channel.tail.swap(tails_[static_cast<std::size_t>(b)]);
   }
 }
 

@@ -35,10 +35,13 @@ class BeamLanes {
    *  channel's state; a starting row's slots start over (beam_clear). */
   void load(const BeamHypsRef& h, BeamSlotStates& states) const;
 
-  /** After the search (the final view `h`): every channel takes its row's slots and the tokens of their paths; a
-   *  waiting search's channel also keeps the frames from its earliest live hypothesis on, unless its row is the
+  /** After the search (the final view `h`), in two phases so that a call changes every channel or none (with
+   *  several threads, every slice prepares before any saves). prepare_save() makes every check and allocation;
+   *  save() then writes without allocating: every channel takes its row's slots and the tokens of their paths, and
+   *  a waiting search's channel keeps the frames from its earliest live hypothesis on, unless its row is the
    *  utterance's last. */
-  void save(const BeamHypsRef& h, BeamSlotStates& states) const;
+  void prepare_save(const BeamHypsRef& h, const BeamSlotStates& states);
+  void save(const BeamHypsRef& h, BeamSlotStates& states);
 
  private:
   // The utterance's frame of lane b's frame 0.
@@ -56,6 +59,8 @@ class BeamLanes {
   std::vector<std::int32_t> tail_;  // per row: frames of its lane that came from its channel
   std::vector<float> frames_;       // waiting: [B, frames, hidden]
   TransducerInput lanes_;
+  BeamChannelSave saver_;
+  std::vector<std::vector<float>> tails_;  // waiting: each row's next tail, swapped in by save()
 };
 
 }  // namespace asrdec::detail

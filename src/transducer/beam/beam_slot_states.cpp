@@ -69,10 +69,7 @@ void BeamSlotStates::load(std::int64_t s, const BeamChannel& c, std::int32_t k) 
 }
 
 void BeamSlotStates::save(std::int64_t s, BeamChannel& c, std::int32_t k) const {
-  const std::int64_t width = predictor_width();
-  if (c.predictor.size() < static_cast<std::size_t>((k + 1) * width))
-    c.predictor.resize(static_cast<std::size_t>((k + 1) * width));
-  float* to = c.predictor.data() + k * width;
+  float* to = c.predictor.data() + k * predictor_width();  // sized by BeamChannelSave::prepare
   std::copy_n(state_.data() + s * state_size_, state_size_, to);
   std::copy_n(dec_.data() + s * hidden_, hidden_, to + state_size_);
 }

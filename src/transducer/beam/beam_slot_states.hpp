@@ -26,7 +26,8 @@ class BeamSlotStates {
   void start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots);
 
   /** Streaming (BeamChannel): slot s takes slot k of a channel — predictor state and output, fused states and
-   *  totals — or gives its own to it. The channel's predictor entry is [K, predictor_width()]. */
+   *  totals — or gives its own to it. The channel's predictor entry is [K, predictor_width()] (save() writes into
+   *  it without resizing it). */
   void load(std::int64_t s, const BeamChannel& c, std::int32_t k);
   void save(std::int64_t s, BeamChannel& c, std::int32_t k) const;
   std::int64_t predictor_width() const { return state_size_ + hidden_; }
