@@ -1,12 +1,12 @@
 #pragma once
 // Internal: what one utterance carries from chunk to chunk in a streaming beam search (CTC beam search, AES++,
-// ALSD++; docs/streaming.md), shared by the CPU and CUDA executors: the state of its K slots — exactly what
+// ALSD++, WIND beam; docs/streaming.md), shared by the CPU and CUDA executors: the state of its K slots — exactly what
 // BatchedBeamHyps, the fused models and (transducers) the predictor hold between two steps — and the tokens of the
 // slots' paths, kept as a forest of emitted tokens (each entry points at the token before it), so that a chunk
 // appends only its own tokens and a transcript is rebuilt by walking back. A lane loaded from a channel makes
 // exactly the choices the whole utterance's search makes: in a frame-synchronous search every live hypothesis
-// stands on the chunk's end between two chunks; ALSD++ stops the whole beam before the first step that would need a
-// frame the chunk does not have, and keeps the frames its hypotheses have not passed yet (the tail).
+// stands on the chunk's end between two chunks; ALSD++ and WIND beam search stop the whole beam before the first step
+// that would need a frame the chunk does not have, and keep the frames its hypotheses have not passed yet (the tail).
 
 #include <cstdint>
 #include <vector>
@@ -34,7 +34,7 @@ struct BeamChannel {
   std::vector<std::int64_t> tip;        ///< the last token of each slot's path in the forest, -1 for none
   /** Transducers: each slot's predictor state and output, [K, width]; the executor fills and reads it. */
   std::vector<float> predictor;
-  /** ALSD++: the encoder frames from the earliest frame a live slot stands on to the end of the utterance's frames
+  /** ALSD++ and WIND beam: the encoder frames from the earliest frame a live slot stands on to the end of the utterance's frames
    *  so far, [frames, J] as float32; the executor fills and reads it. */
   std::vector<float> tail;
   // The forest of the paths' tokens (TDT: with their durations).

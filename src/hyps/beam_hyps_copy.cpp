@@ -16,6 +16,10 @@ void copy_beams_to_host(const BeamHypsRef& device, const BeamHypsRef& host, std:
   copy_back(host.scores, device.scores, n);
   copy_back(host.tokens, device.tokens, n);
   copy_back(host.last_label, device.last_label, n);
+  copy_back(host.hash, device.hash, n);
+  copy_back(host.prefix_hash, device.prefix_hash, n);
+  copy_back(host.next_time, device.next_time, n);
+  copy_back(host.on_frame, device.on_frame, n);
   copy_back(host.overflow, device.overflow, static_cast<std::size_t>(batch));
   ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
   // Every slot of an utterance has the same number of entries; copy the columns up to the longest.
@@ -31,6 +35,23 @@ void copy_beams_to_host(const BeamHypsRef& device, const BeamHypsRef& host, std:
   copy_cells(host.timestamps, device.timestamps);
   if (device.kind == BeamKind::tdt) copy_cells(host.durations, device.durations);
   ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void copy_beam_slots_to_device(const BeamHypsRef& host, const BeamHypsRef& device, std::int64_t batch,
+                               cudaStream_t stream) {
+  const auto n = static_cast<std::size_t>(batch * device.beam);
+  const auto up = [&](auto* target, const auto* source, std::size_t count) {
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyHostToDevice, stream));
+  };
+  up(device.steps, host.steps, n);
+  up(device.scores, host.scores, n);
+  up(device.tokens, host.tokens, n);
+  up(device.last_label, host.last_label, n);
+  up(device.hash, host.hash, n);
+  up(device.prefix_hash, host.prefix_hash, n);
+  up(device.next_time, host.next_time, n);
+  up(device.on_frame, host.on_frame, n);
+  up(device.overflow, host.overflow, static_cast<std::size_t>(batch));
 }
 
 }  // namespace asrdec::detail

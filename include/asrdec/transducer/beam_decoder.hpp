@@ -175,15 +175,16 @@ class ASRDEC_API TransducerBeamDecoder {
   std::vector<std::vector<Hypothesis>> decode_nbest(const TensorView& enc_proj, const TensorView& lengths,
                                                     StreamHandle stream = nullptr);
 
-  /** Streaming (asrdec/core/streaming.hpp, docs/streaming.md), on the CPU: row b of `enc_proj` (lengths[b] frames,
-   *  possibly 0) continues utterance rows[b].utterance from where its last chunk left it — its hypotheses with their
-   *  predictor, LM and boosting states. Returns each row's best hypothesis so far (timestamps absolute, is_final =
+  /** Streaming (asrdec/core/streaming.hpp, docs/streaming.md), on the CPU and CUDA: row b of `enc_proj` (lengths[b]
+   * frames, possibly 0) continues utterance rows[b].utterance from where its last chunk left it — its hypotheses with
+   * their predictor, LM and boosting states. Returns each row's best hypothesis so far (timestamps absolute, is_final =
    *  rows[b].last); a last chunk returns the final best, equal to decode()'s for the whole utterance. AES++ is
    *  frame-synchronous. ALSD++ and WIND beam hypotheses stand on different frames, so an utterance's beam stops
    *  before the first step that needs a frame the chunks have not brought yet (a hypothesis past them; a window
    *  reaching past them), keeps the frames its hypotheses have not passed, and goes on with the next chunk: its best
    *  so far may stand behind the chunk's end. These two check every frame of a chunk for NaN and infinities as it
-   *  arrives (check_values). The CUDA executors refuse with Unsupported for now. Throws as decode() for bad input,
+   *  arrives (check_values; on CUDA the chunk is copied to the host for that and for building the lanes, see
+   *  docs/beam-search.md). Throws as decode() for bad input,
    *  InvalidArgument for rows that do not fit the open utterances and OutOfMemory beyond
    *  BatchLimits::max_open_utterances; a call that throws changes no utterance. */
   std::vector<Hypothesis> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& enc_proj,

@@ -47,13 +47,13 @@ class AesCpu final : public TransducerBeamBackend {
     chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/false, config_.check_values);
     const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, config_.beam, boost_roots);
-    chunks_->load(h, states_);
+    chunks_->load(h, states_.arrays());
     searched_ = search(chunks_->input());  // throws for a bad value before any channel changes
-    chunks_->prepare_save(searched_, states_);
+    chunks_->prepare_save(searched_, states_.arrays());
   }
 
   void save_chunks() override {
-    chunks_->save(searched_, states_);  // does not allocate
+    chunks_->save(searched_, states_.arrays());  // does not allocate
     chunks_.reset();
   }
 

@@ -19,8 +19,6 @@
 namespace asrdec::detail {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 class AlsdCpu final : public TransducerBeamBackend {
  public:
   AlsdCpu(const TransducerModel& model, const TransducerBeamConfig& config, BatchLimits limits)
@@ -51,13 +49,13 @@ class AlsdCpu final : public TransducerBeamBackend {
     chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
     const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, config_.beam, boost_roots);
-    chunks_->load(h, states_);
+    chunks_->load(h, states_.arrays());
     searched_ = search(chunks_->input(), &rows);  // throws for a bad value before any channel changes
-    chunks_->prepare_save(searched_, states_);
+    chunks_->prepare_save(searched_, states_.arrays());
   }
 
   void save_chunks() override {
-    chunks_->save(searched_, states_);  // does not allocate
+    chunks_->save(searched_, states_.arrays());  // does not allocate
     chunks_.reset();
   }
 
@@ -93,7 +91,8 @@ class AlsdCpu final : public TransducerBeamBackend {
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int32_t length = p.lengths[static_cast<std::size_t>(b)];
         running_[b] = 0;
-        if (rows != nullptr && !(*rows)[static_cast<std::size_t>(b)].last && waits_for_frames(h, b, length)) continue;
+        if (rows != nullptr && !(*rows)[static_cast<std::size_t>(b)].last && alsd_waits_for_frames(h, b, length))
+          continue;
         for (std::int32_t k = 0; k < K; ++k) {
           const std::int64_t s = beam_slot(h, b, k);
           if (alsd_row_active(h, s, length)) {
@@ -153,15 +152,6 @@ class AlsdCpu final : public TransducerBeamBackend {
       states_.advance(B * K);
     }
     return h;
-  }
-
-  // Whether some live hypothesis of utterance b stands on or past frame `length`.
-  static bool waits_for_frames(const BeamHypsRef& h, std::int64_t b, std::int32_t length) {
-    for (std::int32_t k = 0; k < h.beam; ++k) {
-      const std::int64_t s = beam_slot(h, b, k);
-      if (h.scores[s] != kNegInf && h.next_time[s] >= length) return true;
-    }
-    return false;
   }
 
   void reserve(std::int64_t batch) {

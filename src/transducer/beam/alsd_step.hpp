@@ -132,6 +132,16 @@ ASRDEC_HD_INLINE bool alsd_row_active(const BeamHypsRef& h, std::int64_t s, std:
   return h.scores[s] != -__builtin_huge_valf() && h.next_time[s] < length;
 }
 
+/** Streaming: whether utterance b's beam must wait for more frames before its next step — some live hypothesis stands
+ *  on or past frame `length`, the end of the frames brought so far (a row that ends its utterance never waits). */
+ASRDEC_HD_INLINE bool alsd_waits_for_frames(const BeamHypsRef& h, std::int64_t b, std::int32_t length) {
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    if (h.scores[s] != -__builtin_huge_valf() && h.next_time[s] >= length) return true;
+  }
+  return false;
+}
+
 /** The proposals of a slot that is not evaluated this step. A live hypothesis past the end of a still running
  *  utterance competes with its own score (one -1 entry that adds nothing); a dead slot proposes nothing. */
 ASRDEC_HD_INLINE void alsd_idle_proposals(bool utterance_running, float score, AlsdProposals& out) {

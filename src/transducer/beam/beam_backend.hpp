@@ -23,7 +23,7 @@ class TransducerBeamBackend {
   virtual std::vector<std::vector<Hypothesis>> decode(const TransducerInput& problem,
                                                       const std::vector<std::int32_t>& boost_roots,
                                                       StreamHandle stream) = 0;
-  /** Streaming (the CPU executors), phase 1: row b continues channel lanes[b], or starts it (plan.fresh[b]) with
+  /** Streaming, phase 1: row b continues channel lanes[b], or starts it (plan.fresh[b]) with
    *  boosting at boost_roots[b]; rows[b].last ends it. Searches the rows' frames and takes every allocation the
    *  save needs without changing any channel (a bad value or a lack of memory throws here); the arguments must
    *  live until save_chunks(). An executor without streaming says so. */

@@ -7,6 +7,14 @@
 // Every buffer is sized for the limits' largest batch × pool × frames (the pool is the beam, or WIND's K·(W+K)
 // slots), so the loop allocates nothing; a larger call grows them first and captures the graphs again. The step
 // kernels (beam_kernels.cu) apply the same shared rules as the CPU executors.
+//
+// Streaming (search_chunks) runs the same programs on lanes seeded from the utterances' channels (host memory,
+// hyps/beam_channel.hpp, shared with the CPU executors through BeamLanes): the executor loads each lane's slots on the
+// host, copies them to the device, and the begin kernels keep them; the per-row `last` flags let ALSD++ and WIND beam
+// search stop a row before a step that needs frames not brought yet, as on the CPU. Their lanes — the frames kept from
+// earlier chunks, then the chunk — are built on the host (the chunk is copied there, checked and converted to float32)
+// and copied to the device; AES++ is frame-synchronous and reads the chunk where it is. After the run the slots, their
+// predictor and fused states come back to the host, where the channels take them in two phases.
 
 #include <algorithm>
 #include <array>
@@ -26,6 +34,7 @@
 #include "lm/ngram_lm_impl.hpp"
 #include "transducer/beam/beam_backend.hpp"
 #include "transducer/beam/beam_kernels.hpp"
+#include "transducer/beam/beam_lanes.hpp"
 #include "transducer/model/bad_enc_value.hpp"
 #include "transducer/model/device_durations.hpp"
 #include "transducer/model/joint_impl.hpp"
@@ -43,7 +52,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         device_(model.device()),
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
-        flags_(5, device_),
+        flags_(6, device_),
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
     preload_beam_kernels();
@@ -69,12 +78,58 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     // History starts at beam_history_start entries a slot; a decode that fills it is run again with twice as many
     // (the loop cannot grow buffers it has captured), up to the algorithm's bound, so results stay exact.
     for (;;) {
-      start(p, boost_roots, stream);
+      start(p, boost_roots, /*seeded=*/false, stream);
+      copy_bytes_async(row_last_.data(), device_, ones_.data(), device_, row_last_.bytes(), stream);  // all end
       lifecycle_.run(executor(p.enc_proj.dtype()), stream);
       std::optional<std::vector<std::vector<Hypothesis>>> beams = collect(p.batch, stream);
       if (beams) return *std::move(beams);
       widen_history(beam_worst_history(config_, p.frames));
     }
+  }
+
+  // Streaming, phase 1: the lanes' search, and every check and allocation of the save (a bad value, a lack of memory
+  // or a full history throws here and changes no channel).
+  void search_chunks(const TransducerInput& p, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
+                     const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& lanes,
+                     StreamHandle user_stream) override {
+    DeviceGuard guard(device_);
+    chunks_.reset();
+    if (p.batch == 0) return;  // nothing to search or save
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    for (std::int64_t extent : {p.batch, p.frames, model_.joint_hidden()}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "enc_proj: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.enc_proj.shape_string());
+    }
+    if (p.enc_proj.numel() > 0) check_device_readable(p.enc_proj.data(), device_, "enc_proj");
+    const bool waits = !aes();
+    if (waits) bring_chunk_to_host(p, stream);
+    const TransducerInput& chunk = waits ? static_cast<const TransducerInput&>(host_chunk_) : p;
+    chunks_.emplace(chunk, plan, rows, boost_roots, lanes, model_.joint_hidden(), waits, config_.check_values);
+    const TransducerInput& lanes_in = chunks_->input();  // host frames when waiting, else the chunk on the device
+    ASRDEC_CHECK_ARG(lanes_in.frames < kBadValueFieldLimit, "decode_chunks: a lane of ", lanes_in.frames,
+                     " frames (the frames kept from earlier chunks and the chunk) is above the CUDA limit of ",
+                     kBadValueFieldLimit - 1);
+    grow(lanes_in.batch, lanes_in.frames, /*streamed=*/true, waits ? lanes_in.batch * lanes_in.frames : 0);
+    last_.assign(static_cast<std::size_t>(capacity_.limits.max_batch), 1);
+    for (std::size_t b = 0; b < rows.size(); ++b) last_[b] = rows[b].last ? 1 : 0;
+    for (;;) {
+      const TransducerInput device_in = waits ? lanes_on_device(lanes_in, stream) : p;
+      start(device_in, boost_roots, /*seeded=*/true, stream);
+      seed(device_in.batch, boost_roots, stream);
+      lifecycle_.run(executor(device_in.enc_proj.dtype()), stream);
+      if (collect_slots(device_in.batch, stream)) break;
+      widen_history(beam_worst_history(config_, device_in.frames));
+    }
+    searched_ = host_hyps_.ref();
+    searched_.batch = p.batch;
+    chunks_->prepare_save(searched_, host_slots());
+  }
+
+  void save_chunks() override {
+    if (!chunks_) return;                    // a call of no rows
+    chunks_->save(searched_, host_slots());  // does not allocate
+    chunks_.reset();
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
@@ -83,10 +138,134 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
  private:
   struct Capacity {
     BatchLimits limits;
-    std::int32_t history;  // entries of each slot's history
+    std::int32_t history;          // entries of each slot's history
+    bool streamed = false;         // a call has streamed: host staging of the slots' states
+    std::int64_t lane_frames = 0;  // ALSD++ / WIND streaming: device room for the lanes' frames (rows × frames)
   };
 
-  void start(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots, cudaStream_t stream) {
+  // The chunk, copied to host memory (the span its strides cover) and seen there by host_chunk_.
+  void bring_chunk_to_host(const TransducerInput& p, cudaStream_t stream) {
+    host_chunk_ = p;
+    std::int64_t span = 0;
+    if (p.enc_proj.numel() > 0) {
+      span = (p.batch - 1) * p.enc.stride_b + (p.frames - 1) * p.enc.stride_t +
+             (model_.joint_hidden() - 1) * p.enc.stride_j + 1;
+    }
+    const auto bytes = static_cast<std::size_t>(span) * dtype_size(p.enc.dtype);
+    if (host_chunk_bytes_.bytes() < bytes) host_chunk_bytes_ = PinnedBuffer<std::byte>(bytes, Device::cpu());
+    if (bytes > 0) {  // device, managed or pinned memory (check_device_readable): the copy finds the kind
+      copy_bytes_async(host_chunk_bytes_.data(), Device::cpu(), p.enc.data, device_, bytes, stream);
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    host_chunk_.enc.data = host_chunk_bytes_.data();
+    host_chunk_.enc_proj = TensorView();  // BeamLanes reads `enc`
+  }
+
+  // The lanes' frames (float32 [B, frames, J] on the host) copied to the device, as the request the program reads.
+  TransducerInput lanes_on_device(const TransducerInput& lanes, cudaStream_t stream) {
+    const std::int64_t J = model_.joint_hidden();
+    const auto count = static_cast<std::size_t>(lanes.batch * lanes.frames * J);
+    if (count > 0) {
+      copy_bytes_async(lane_frames_.data(), device_, lanes.enc.data, Device::cpu(), count * sizeof(float), stream);
+    }
+    TransducerInput in = lanes;
+    in.enc_proj = TensorView(lane_frames_.data(), DType::f32, {lanes.batch, lanes.frames, J}, device_);
+    in.enc = EncodedView{lane_frames_.data(), DType::f32, lanes.frames * J, J, 1};
+    return in;
+  }
+
+  // The slots' predictor and fused states in host memory (the staging copies BeamLanes loads and saves).
+  BeamSlotArrays host_slots() {
+    return BeamSlotArrays{
+        host_state_.data(), host_dec_.data(), model_.predictor().state_size(), model_.joint_hidden(),
+        BeamFusedSlots{config_.lm != nullptr ? host_lm_state_.data() : nullptr, host_lm_total_.data(),
+                       config_.boost != nullptr ? host_boost_state_.data() : nullptr, host_boost_total_.data()}};
+  }
+
+  // Streaming, after start(): the lanes' slots from their channels (a starting lane's beam cleared), loaded on the
+  // host and copied over the started ones; the begin kernels then keep them.
+  void seed(std::int64_t batch, const std::vector<std::int32_t>& boost_roots, cudaStream_t stream) {
+    const std::int64_t slots = batch * pool_;
+    const auto n = static_cast<std::size_t>(slots);
+    const std::int64_t S = model_.predictor().state_size();
+    const std::int64_t J = model_.joint_hidden();
+    const BeamSlotArrays host = host_slots();
+    for (std::int64_t s = 0; s < slots; ++s) {  // what start() gives every slot; loaded lanes overwrite theirs
+      if (host.fused.lm_state != nullptr) {
+        host.fused.lm_state[s] = NgramLm::bos_state();
+        host.fused.lm_total[s] = 0.0f;
+      }
+      if (host.fused.boost_state != nullptr) {
+        host.fused.boost_state[s] = boost_roots[static_cast<std::size_t>(s / pool_)];
+        host.fused.boost_total[s] = 0.0f;
+      }
+    }
+    const BeamHypsRef h = host_hyps_.ref();
+    chunks_->load(h, host);
+    copy_beam_slots_to_device(h, hyps_.ref(), batch, stream);
+    const auto up = [&](void* to, const void* from, std::size_t bytes) {
+      if (bytes > 0) copy_bytes_async(to, device_, from, Device::cpu(), bytes, stream);
+    };
+    if (config_.lm != nullptr) {
+      up(lm_state_.data(), host_lm_state_.data(), n * 4);
+      up(lm_total_.data(), host_lm_total_.data(), n * 4);
+    }
+    if (config_.boost != nullptr) {
+      up(boost_state_.data(), host_boost_state_.data(), n * 4);
+      up(boost_total_.data(), host_boost_total_.data(), n * 4);
+    }
+    const std::vector<std::uint8_t>& fresh = chunks_->plan().fresh;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      if (fresh[static_cast<std::size_t>(b)]) continue;  // start() gave its slots the start state
+      const std::int64_t first = b * pool_;
+      up(state_.data() + first * S, host_state_.data() + first * S, static_cast<std::size_t>(pool_ * S) * 4);
+      up(dec_.data() + first * J, host_dec_.data() + first * J, static_cast<std::size_t>(pool_ * J) * 4);
+    }
+    up(row_last_.data(), last_.data(), last_.size() * 4);
+  }
+
+  // Streaming, after the run: the lanes' slots, predictor and fused states back on the host; throws for a bad value
+  // or an internal error, and returns false when a lane ran out of history entries (the caller widens it and runs
+  // the call again from the channels, which have not changed).
+  bool collect_slots(std::int64_t batch, cudaStream_t stream) {
+    const auto n = static_cast<std::size_t>(batch * pool_);
+    const auto copy_back = [&](auto* target, const auto* source, std::size_t count) {
+      if (count == 0) return;
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
+    };
+    unsigned long long bad = 0;
+    copy_back(&bad, bad_value_.data(), 1);
+    std::int32_t internal_error = 0;
+    copy_back(&internal_error, flags_.data() + 4, 1);
+    if (config_.lm != nullptr) {
+      copy_back(host_lm_state_.data(), lm_state_.data(), n);
+      copy_back(host_lm_total_.data(), lm_total_.data(), n);
+    }
+    if (config_.boost != nullptr) {
+      copy_back(host_boost_state_.data(), boost_state_.data(), n);
+      copy_back(host_boost_total_.data(), boost_total_.data(), n);
+    }
+    copy_back(host_state_.data(), state_.data(), n * static_cast<std::size_t>(model_.predictor().state_size()));
+    copy_back(host_dec_.data(), dec_.data(), n * static_cast<std::size_t>(model_.joint_hidden()));
+    copy_beams_to_host(hyps_.ref(), host_hyps_.ref(), batch, stream);  // synchronises the stream
+    lifecycle_.check_loops();
+    check_outcome(bad, internal_error);
+    const BeamHypsRef h = host_hyps_.ref();
+    return std::none_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; });
+  }
+
+  // Bad input first: a decode that read one may also have broken the search's invariants.
+  static void check_outcome(unsigned long long bad, std::int32_t internal_error) {
+    if (bad != kNoBadValue) {
+      const BadValue at = unpack_bad_value(bad);
+      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
+    }
+    ASRDEC_EXPECTS(
+        internal_error == 0, Error, "internal error: WIND beam search ",
+        (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
+  }
+
+  void start(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots, bool seeded, cudaStream_t stream) {
     // Per-call inputs and the start of every slot: predictor after the start symbol, LM at <s>, boosting at the
     // root of its utterance's list, totals 0. Outside the graph: these depend on the call, not on the loop.
     const std::int64_t slots = capacity_.limits.max_batch * pool_;
@@ -101,6 +280,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), p.lengths.size() * 4, stream);
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     fill_bytes_async(flags_.data() + 4, device_, 0, sizeof(std::int32_t), stream);
+    const std::int32_t seed_flag = seeded ? 1 : 0;  // copied from pageable memory before the call returns
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(flags_.data() + 5, &seed_flag, sizeof seed_flag, cudaMemcpyHostToDevice, stream));
     session_->initial_state(state_.data(), slots, stream);
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream);
     if (config_.lm != nullptr) {
@@ -119,17 +300,20 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
 
   // Grows the buffers (outside any loop) when a call exceeds the limits; graphs are then captured again. A failed
   // allocation restores the old size (ExecutorLifecycle::grow).
-  void grow(std::int64_t batch, std::int64_t frames) {
+  void grow(std::int64_t batch, std::int64_t frames, bool streamed = false, std::int64_t lane_frames = 0) {
     const std::int32_t history = beam_history_start(frames, beam_worst_history(config_, frames));  // throws first
     const BatchLimits& limits = capacity_.limits;
     if (lifecycle_.usable() && batch <= limits.max_batch && frames <= limits.max_frames &&
-        history <= capacity_.history) {
+        history <= capacity_.history && (!streamed || capacity_.streamed) && lane_frames <= capacity_.lane_frames) {
       return;
     }
     Capacity wanted = capacity_;
     wanted.limits.max_batch = std::max(limits.max_batch, batch);
     wanted.limits.max_frames = std::max(limits.max_frames, frames);
     wanted.history = std::max(capacity_.history, history);
+    wanted.streamed = capacity_.streamed || streamed;
+    // Lanes vary from call to call: their room at least doubles, so that few calls capture the graphs again.
+    if (lane_frames > capacity_.lane_frames) wanted.lane_frames = std::max(lane_frames, 2 * capacity_.lane_frames);
     lifecycle_.grow(capacity_, wanted, [this] { allocate(); });
   }
 
@@ -173,6 +357,9 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     session_ = model_.predictor().start_session(slots);
     gemm_ = std::make_unique<Gemm>(device_);
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
+    row_last_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
+    lane_frames_ =
+        DeviceBuffer<float>(static_cast<std::size_t>(std::max<std::int64_t>(capacity_.lane_frames, 1)) * J, device_);
     running_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
     for (auto* buffer : {&state_, &next_state_}) *buffer = DeviceBuffer<float>(n * S, device_);
     for (auto* buffer : {&dec_, &next_dec_}) *buffer = DeviceBuffer<float>(n * J, device_);
@@ -204,6 +391,11 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     boost_roots_.assign(boost_slots, 0);
     host_lm_total_ = PinnedBuffer<float>(lm_slots, Device::cpu());
     host_boost_total_ = PinnedBuffer<float>(boost_slots, Device::cpu());
+    host_lm_state_ = PinnedBuffer<std::int32_t>(lm_slots, Device::cpu());
+    host_boost_state_ = PinnedBuffer<std::int32_t>(boost_slots, Device::cpu());
+    // Streaming's staging of the slots' predictor states and outputs (pinned only once a call streams).
+    host_state_ = PinnedBuffer<float>(capacity_.streamed ? n * S : 1, Device::cpu());
+    host_dec_ = PinnedBuffer<float>(capacity_.streamed ? n * J : 1, Device::cpu());
 
     Stream stream(device_);
     const std::vector<std::int32_t> blanks(n, model_.blank_id()), ones(n, 1);
@@ -231,6 +423,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     BeamDeviceState g{};
     g.args = args_.data();
     g.lengths = lengths_.data();
+    g.seeded = flags_.data() + 5;
+    g.row_last = row_last_.data();
     g.hyps = hyps_.ref();
     g.max_batch = capacity_.limits.max_batch;
     g.slots = capacity_.limits.max_batch * pool_;
@@ -405,14 +599,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
     lifecycle_.check_loops();
-    // Bad input first: a decode that read one may also have broken the search's invariants.
-    if (bad != kNoBadValue) {
-      const BadValue at = unpack_bad_value(bad);
-      throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
-    }
-    ASRDEC_EXPECTS(
-        internal_error == 0, Error, "internal error: WIND beam search ",
-        (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
+    check_outcome(bad, internal_error);
     if (std::any_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; })) return std::nullopt;
     BeamHypsRef view = h;
     view.batch = batch;
@@ -431,9 +618,11 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
   DeviceBuffer<JointEncArgs> args_;
-  DeviceBuffer<std::int32_t> flags_;  // outer loop flag; AES++: frame, step, inner loop flag; WIND internal error
+  // Outer loop flag; AES++: frame, step, inner loop flag; WIND internal error; streaming: seeded.
+  DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> durations_, lengths_, running_;
+  DeviceBuffer<std::int32_t> row_last_;  // [max_batch] BeamDeviceState::row_last
   BatchedBeamHyps<MemoryKind::device> hyps_;
   BatchedBeamHyps<MemoryKind::pinned> host_hyps_;
   DeviceBuffer<float> state_, next_state_, dec_, next_dec_;
@@ -453,6 +642,15 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   DeviceBuffer<float> boost_total_, next_boost_total_, boost_scores_;
   std::vector<std::int32_t> boost_roots_;  // [slots] host staging of each slot's starting boosting state
   PinnedBuffer<float> host_lm_total_, host_boost_total_;
+  PinnedBuffer<std::int32_t> host_lm_state_, host_boost_state_;
+  // Streaming: the call between search_chunks() and save_chunks().
+  std::optional<BeamLanes> chunks_;
+  TransducerInput host_chunk_;  // ALSD++ / WIND: the chunk, seen in host memory
+  PinnedBuffer<std::byte> host_chunk_bytes_;
+  DeviceBuffer<float> lane_frames_;            // ALSD++ / WIND: the lanes' frames [B, frames, J]
+  PinnedBuffer<float> host_state_, host_dec_;  // staging of the slots' predictor states and outputs
+  std::vector<std::int32_t> last_;             // [max_batch] per row: ends its utterance
+  BeamHypsRef searched_{};
   std::array<std::optional<GraphExecutor>, 3> executors_;
 };
 

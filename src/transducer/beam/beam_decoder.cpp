@@ -311,8 +311,6 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode_chunks(const std::vector<C
                                                              StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_chunks");
-  ASRDEC_EXPECTS(!self.model.device().is_cuda(), Unsupported,
-                 "TransducerBeamDecoder::decode_chunks: streaming beam search runs on the CPU only in this release");
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
                    "TransducerBeamDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);

@@ -26,9 +26,10 @@ __device__ void activity(const BeamDeviceState& g) {
   int any = 0;
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
     std::int32_t running = 0;
+    const bool steps = b < batch && (g.row_last[b] != 0 || !alsd_waits_for_frames(g.hyps, b, g.lengths[b]));
     for (std::int32_t k = 0; k < K; ++k) {
       const std::int64_t s = beam_slot(g.hyps, b, k);
-      const std::int32_t active = b < batch && alsd_row_active(g.hyps, s, g.lengths[b]) ? 1 : 0;
+      const std::int32_t active = steps && alsd_row_active(g.hyps, s, g.lengths[b]) ? 1 : 0;
       g.row_active[s] = active;
       running |= active;
     }
@@ -39,8 +40,14 @@ __device__ void activity(const BeamDeviceState& g) {
   if (threadIdx.x == 0) *g.any_running = any;
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceState g) {
+// The begin kernels start every beam over, unless the executor loaded the lanes' channels (streaming).
+__device__ void clear_beams_unless_seeded(const BeamDeviceState& g) {
+  if (*g.seeded != 0) return;
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+}
+
+__global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceState g) {
+  clear_beams_unless_seeded(g);
   __syncthreads();
   activity(g);
 }
@@ -258,7 +265,7 @@ __device__ AesFrame aes_frame(const BeamDeviceState& g) {
 }
 
 __global__ void __launch_bounds__(kPhaseThreads) aes_begin_kernel(BeamDeviceState g) {
-  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  clear_beams_unless_seeded(g);
   if (threadIdx.x == 0) *g.aes.frame = 0;
   __syncthreads();
   aes_frame_masks(g, 0);
@@ -341,7 +348,8 @@ __device__ void wind_groups(const BeamDeviceState& g) {
     // The frame cap keeps a group within K slots; were it broken, the call fails as on the CPU.
     const std::int32_t found = b < batch ? wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
     if (found > K) atomicOr(g.wind.internal_error, 1);
-    const std::int32_t count = min(found, K);
+    std::int32_t count = min(found, K);
+    if (count > 0 && g.row_last[b] == 0 && wind_waits_for_frames(frame, g.wind.window, g.lengths[b])) count = 0;
     for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
     g.wind.group_size[b] = count;
     g.wind.frame[b] = frame;
@@ -354,7 +362,7 @@ __device__ void wind_groups(const BeamDeviceState& g) {
 }
 
 __global__ void __launch_bounds__(kPhaseThreads) wind_begin_kernel(BeamDeviceState g) {
-  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) beam_clear(g.hyps, b);
+  clear_beams_unless_seeded(g);
   __syncthreads();
   wind_groups(g);
 }

@@ -54,7 +54,13 @@ struct WindDeviceState {
 struct BeamDeviceState {
   const JointEncArgs* args;
   const std::int32_t* lengths;  ///< [max_batch] device copy of the lengths
-  BeamHypsRef hyps;             ///< max_batch × K slots (WIND: max_batch × pool)
+  /** Streaming (decode_chunks): 1 when the begin kernels keep the beams the executor loaded (the lanes' channels)
+   *  instead of clearing them. */
+  const std::int32_t* seeded;
+  /** [max_batch] 1 where the row ends its utterance (every row of a whole decode); a row that does not waits for
+   *  more frames (alsd_waits_for_frames, wind_waits_for_frames). AES++ is frame-synchronous and never waits. */
+  const std::int32_t* row_last;
+  BeamHypsRef hyps;  ///< max_batch × K slots (WIND: max_batch × pool)
   std::int64_t max_batch;
   std::int64_t slots;  ///< max_batch * hyps.beam
   std::int32_t beam;   ///< K (WIND: the pool holds more slots than the beam)
@@ -103,9 +109,10 @@ struct BeamDeviceState {
 // WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused
 // queries of the group slots → launch_wind_propose → launch_wind_step → take, commit, predictor step → groups }".
 
-/** Clears every beam (slot 0 on frame 0), then launch_wind_groups's work. */
+/** Clears every beam (slot 0 on frame 0; kept when seeded), then launch_wind_groups's work. */
 void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream);
-/** Each utterance's group (wind_group), window width, row_active (the group's slots), running and the loop flag. */
+/** Each utterance's group (wind_group; none while the row waits for frames), window width, row_active (the group's
+ *  slots), running and the loop flag. */
 void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per group member: log-softmax (bias added) of its window rows, then wind_propose. */
 void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
@@ -117,7 +124,7 @@ void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream);
 // next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused queries
 // of the rows in row_active.
 
-/** Clears every beam; t = 0 and the frame's masks (launch_aes_next_frame without the increment). */
+/** Clears every beam (kept when seeded); t = 0 and the frame's masks (launch_aes_next_frame without the increment). */
 void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream);
 /** Log-softmax of the token columns (bias added) of every slot in row_active, in place in `logits`. */
 void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream);
@@ -132,9 +139,10 @@ void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream);
 /** t += 1; running (the utterances that have frame t), expanding = row_active = their live slots; the outer flag. */
 void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream);
 
-/** Clears every utterance's beam, then launch_alsd_activity's work (the loop is entered with the flag set). */
+/** Clears every utterance's beam (kept when seeded), then launch_alsd_activity's work (the loop is entered with the
+ * flag set). */
 void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream);
-/** row_active, running and the loop flag from the current beams. */
+/** row_active, running and the loop flag from the current beams (a row that waits for frames does not run). */
 void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
 /** act(enc[b, frame of slot] + dec[slot]) for the active slots (WIND: for the window rows of each group member),
  *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */

@@ -27,6 +27,18 @@ float read_enc(const EncodedView& enc, std::int64_t b, std::int64_t t, std::int6
 
 }  // namespace
 
+void BeamSlotArrays::load(std::int64_t s, const BeamChannel& c, std::int32_t k) const {
+  const float* from = c.predictor.data() + k * width();
+  std::copy_n(from, state_size, state + s * state_size);
+  std::copy_n(from + state_size, hidden, dec + s * hidden);
+}
+
+void BeamSlotArrays::save(std::int64_t s, BeamChannel& c, std::int32_t k) const {
+  float* to = c.predictor.data() + k * width();
+  std::copy_n(state + s * state_size, state_size, to);
+  std::copy_n(dec + s * hidden, hidden, to + state_size);
+}
+
 BeamLanes::BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, const std::vector<ChunkRow>& rows,
                      const std::vector<std::int32_t>& boost_roots, std::vector<BeamChannel*>& channels,
                      std::int64_t hidden, bool waits, bool check_values)
@@ -68,20 +80,20 @@ BeamLanes::BeamLanes(const TransducerInput& problem, const ChunkPlan& plan, cons
   lanes_.enc.first_row = problem.enc.first_row;  // errors name the caller's rows (frames count from the lane's tail)
 }
 
-void BeamLanes::load(const BeamHypsRef& h, BeamSlotStates& states) const {
+void BeamLanes::load(const BeamHypsRef& h, const BeamSlotArrays& slots) const {
   for (std::int64_t b = 0; b < problem_.batch; ++b) {
     const auto row = static_cast<std::size_t>(b);
     if (plan_.fresh[row]) {
       beam_clear(h, b);
       continue;
     }
-    beam_channel_load(*channels_[row], h, b, offset(b), states.fused_slots());
-    for (std::int32_t k = 0; k < h.beam; ++k) states.load(beam_slot(h, b, k), *channels_[row], k);
+    beam_channel_load(*channels_[row], h, b, offset(b), slots.fused);
+    for (std::int32_t k = 0; k < h.beam; ++k) slots.load(beam_slot(h, b, k), *channels_[row], k);
   }
 }
 
-void BeamLanes::prepare_save(const BeamHypsRef& h, const BeamSlotStates& states) {
-  saver_.prepare(h, problem_.batch, channels_, plan_.fresh, boost_roots_, states.predictor_width());
+void BeamLanes::prepare_save(const BeamHypsRef& h, const BeamSlotArrays& slots) {
+  saver_.prepare(h, problem_.batch, channels_, plan_.fresh, boost_roots_, slots.width());
   if (!waits_) return;
   const TransducerInput& in = input();
   tails_.resize(static_cast<std::size_t>(problem_.batch));
@@ -99,10 +111,10 @@ void BeamLanes::prepare_save(const BeamHypsRef& h, const BeamSlotStates& states)
   }
 }
 
-void BeamLanes::save(const BeamHypsRef& h, BeamSlotStates& states) {
+void BeamLanes::save(const BeamHypsRef& h, const BeamSlotArrays& slots) {
   for (std::int64_t b = 0; b < problem_.batch; ++b) {
-    BeamChannel& channel = saver_.commit(h, b, offset(b), states.fused_slots());
-    for (std::int32_t k = 0; k < h.beam; ++k) states.save(beam_slot(h, b, k), channel, k);
+    BeamChannel& channel = saver_.commit(h, b, offset(b), slots.fused);
+    for (std::int32_t k = 0; k < h.beam; ++k) slots.save(beam_slot(h, b, k), channel, k);
     if (waits_) channel.tail.swap(tails_[static_cast<std::size_t>(b)]);
   }
 }

@@ -62,21 +62,10 @@ void BeamSlotStates::start(std::int64_t batch, std::int32_t beam, const std::vec
   }
 }
 
-void BeamSlotStates::load(std::int64_t s, const BeamChannel& c, std::int32_t k) {
-  const float* from = c.predictor.data() + k * predictor_width();
-  std::copy_n(from, state_size_, state_.data() + s * state_size_);
-  std::copy_n(from + state_size_, hidden_, dec_.data() + s * hidden_);
-}
-
-void BeamSlotStates::save(std::int64_t s, BeamChannel& c, std::int32_t k) const {
-  float* to = c.predictor.data() + k * predictor_width();  // sized by BeamChannelSave::prepare
-  std::copy_n(state_.data() + s * state_size_, state_size_, to);
-  std::copy_n(dec_.data() + s * hidden_, hidden_, to + state_size_);
-}
-
-BeamFusedSlots BeamSlotStates::fused_slots() {
-  return BeamFusedSlots{config_.lm != nullptr ? lm_state_.data() : nullptr, lm_total_.data(),
-                        config_.boost != nullptr ? boost_state_.data() : nullptr, boost_total_.data()};
+BeamSlotArrays BeamSlotStates::arrays() {
+  return BeamSlotArrays{state_.data(), dec_.data(), state_size_, hidden_,
+                        BeamFusedSlots{config_.lm != nullptr ? lm_state_.data() : nullptr, lm_total_.data(),
+                                       config_.boost != nullptr ? boost_state_.data() : nullptr, boost_total_.data()}};
 }
 
 void BeamSlotStates::query(std::int64_t s) {

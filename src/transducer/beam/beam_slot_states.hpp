@@ -12,6 +12,7 @@
 #include "asrdec/transducer/beam_decoder.hpp"
 #include "hyps/beam_channel.hpp"
 #include "lm/fusion_step.hpp"
+#include "transducer/beam/beam_lanes.hpp"
 
 namespace asrdec::detail {
 
@@ -25,15 +26,8 @@ class BeamSlotStates {
    *  utterance's root boost_roots[b], totals 0. */
   void start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots);
 
-  /** Streaming (BeamChannel): slot s takes slot k of a channel — predictor state and output, fused states and
-   *  totals — or gives its own to it. The channel's predictor entry is [K, predictor_width()] (save() writes into
-   *  it without resizing it). */
-  void load(std::int64_t s, const BeamChannel& c, std::int32_t k);
-  void save(std::int64_t s, BeamChannel& c, std::int32_t k) const;
-  std::int64_t predictor_width() const { return state_size_ + hidden_; }
-  /** The current fused states and totals of the slots (null for a model that is not fused), as BeamChannel's
-   *  load and save read and write them. */
-  BeamFusedSlots fused_slots();
+  /** Streaming (BeamLanes): the slots' current predictor and fused arrays (they move on every advance()). */
+  BeamSlotArrays arrays();
 
   /** The predictor output (joint hidden size) of slot s. */
   const float* dec(std::int64_t s) const { return dec_.data() + s * hidden_; }

@@ -49,13 +49,13 @@ class WindBeamCpu final : public TransducerBeamBackend {
     chunks_.emplace(p, plan, rows, boost_roots, lanes, model_.joint_hidden(), /*waits=*/true, config_.check_values);
     const BeamHypsRef h = begin(chunks_->input());
     states_.start(p.batch, pool_, boost_roots);
-    chunks_->load(h, states_);
+    chunks_->load(h, states_.arrays());
     searched_ = search(chunks_->input(), &rows);  // throws for a bad value before any channel changes
-    chunks_->prepare_save(searched_, states_);
+    chunks_->prepare_save(searched_, states_.arrays());
   }
 
   void save_chunks() override {
-    chunks_->save(searched_, states_);  // does not allocate
+    chunks_->save(searched_, states_.arrays());  // does not allocate
     chunks_.reset();
   }
 
@@ -93,7 +93,8 @@ class WindBeamCpu final : public TransducerBeamBackend {
                        ", more than the beam ", K);
         group_size_[b] = count;
         if (count == 0) continue;
-        if (rows != nullptr && !(*rows)[static_cast<std::size_t>(b)].last && frame_[b] + W > length) {
+        if (rows != nullptr && !(*rows)[static_cast<std::size_t>(b)].last &&
+            wind_waits_for_frames(frame_[b], W, length)) {
           group_size_[b] = 0;  // the window would reach past the frames brought so far: wait for the next chunk
           continue;
         }

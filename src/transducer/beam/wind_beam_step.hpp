@@ -125,6 +125,13 @@ ASRDEC_HD_INLINE std::int32_t wind_group(const BeamHypsRef& h, std::int64_t b, s
   return count;
 }
 
+/** Streaming: whether a group on `frame` must wait for more frames — its window of W frames would reach past the
+ *  `length` frames brought so far (a window is shorter only at the utterance's end; a row that ends its utterance
+ *  never waits). */
+ASRDEC_HD_INLINE bool wind_waits_for_frames(std::int32_t frame, std::int32_t window, std::int32_t length) {
+  return frame + window > length;
+}
+
 /** The window log-probabilities of one utterance's group: member g's position j (frame t+j) at
  *  (g·window + j)·tokens. */
 struct WindWindows {
