@@ -34,8 +34,8 @@ struct BeamChannel {
   std::vector<std::int64_t> tip;        ///< the last token of each slot's path in the forest, -1 for none
   /** Transducers: each slot's predictor state and output, [K, width]; the executor fills and reads it. */
   std::vector<float> predictor;
-  /** ALSD++ and WIND beam: the encoder frames from the earliest frame a live slot stands on to the end of the utterance's frames
-   *  so far, [frames, J] as float32; the executor fills and reads it. */
+  /** ALSD++ and WIND beam: the encoder frames from the earliest frame a live slot stands on to the end of the
+   * utterance's frames so far, [frames, J] as float32; the executor fills and reads it. */
   std::vector<float> tail;
   // The forest of the paths' tokens (TDT: with their durations).
   std::vector<std::int32_t> token, frame, duration;

@@ -1,10 +1,10 @@
 #pragma once
-// Internal: what the executors of transducer beam search (CPU and CUDA) share when they stream (decode_chunks): the lanes of
-// a call — each row's frames, and its slots loaded from and saved to its utterance's channel (hyps/beam_channel.hpp).
-// AES++ is frame-synchronous: a lane is the row's chunk. ALSD++ and WIND beam search wait: an utterance's beam stops
-// before a step that needs a frame the chunks have not brought yet (a hypothesis standing past them; a WIND window
-// reaching past them), so a lane is the frames its live hypotheses have not passed yet (the channel's tail), then
-// the chunk, and keeps the frames from its earliest live hypothesis on for the next call.
+// Internal: what the executors of transducer beam search (CPU and CUDA) share when they stream (decode_chunks): the
+// lanes of a call — each row's frames, and its slots loaded from and saved to its utterance's channel
+// (hyps/beam_channel.hpp). AES++ is frame-synchronous: a lane is the row's chunk. ALSD++ and WIND beam search wait: an
+// utterance's beam stops before a step that needs a frame the chunks have not brought yet (a hypothesis standing past
+// them; a WIND window reaching past them), so a lane is the frames its live hypotheses have not passed yet (the
+// channel's tail), then the chunk, and keeps the frames from its earliest live hypothesis on for the next call.
 
 #include <cstdint>
 #include <vector>
