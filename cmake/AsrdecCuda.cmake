@@ -23,6 +23,9 @@ macro(asrdec_configure_cuda)
   if(ASRDEC_WITH_CUDA)
     if(ASRDEC_CUDA_ARCHITECTURES)
       set(_asrdec_archs "${ASRDEC_CUDA_ARCHITECTURES}")
+    elseif(DEFINED ENV{ASRDEC_CUDA_ARCHITECTURES} AND NOT "$ENV{ASRDEC_CUDA_ARCHITECTURES}" STREQUAL "")
+      # The environment's choice, e.g. for `pip install .`, which passes no -D of its own.
+      set(_asrdec_archs "$ENV{ASRDEC_CUDA_ARCHITECTURES}")
     else()
       # 'native' needs a visible GPU at configure time; without one, a short list of data-centre and
       # workstation generations keeps the build portable.

@@ -1,0 +1,187 @@
+"""The Python surface itself: zero-copy inputs, strides and dtypes, the GIL, errors, lifetimes, streaming,
+keywords."""
+
+import gc
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import asrdec
+from asrdec import _asrdec
+from conftest import DATA, transducer_input
+
+SEED = 20261126
+
+
+def test_contiguous_float32_is_read_in_place(ctc_input):
+    x = np.ascontiguousarray(ctc_input[0], dtype=np.float32)
+    address, dtype, device, shape = _asrdec._tensor_info(x)
+    assert (address, dtype, device, shape) == (x.ctypes.data, "float32", "cpu", "[40, 87, 257]")
+    # A strided view is read in place too, with its strides.
+    view = x[:, ::2, :]
+    assert _asrdec._tensor_info(view)[0] == view.__array_interface__["data"][0]
+
+
+def test_strided_and_half_inputs_give_the_contiguous_results(ctc_input):
+    x16, n = ctc_input
+    x32 = x16.astype(np.float32)  # the sample is float16: these are the same values
+    decoder = asrdec.CtcBeamDecoder(beam=3)
+    want = decoder.decode(x32, n)
+    # Frames padded with garbage, then sliced off: a view with a larger frame stride.
+    padded = np.full((x32.shape[0], x32.shape[1], 2 * x32.shape[2]), np.nan, dtype=np.float32)
+    padded[:, :, ::2] = x32
+    strided = padded[:, :, ::2]
+    assert not strided.flags["C_CONTIGUOUS"]
+    for got in (decoder.decode(strided, n), decoder.decode(x16, n), decoder.decode(x32, n.astype(np.int32))):
+        assert [(h.tokens, h.timestamps, h.score) for h in got] == [(h.tokens, h.timestamps, h.score) for h in want]
+    # Transducer: a transposed layout [T, B, J] seen as [B, T, J].
+    enc, lengths = transducer_input("rnnt")
+    model = asrdec.TransducerModel.load(str(DATA / "rnnt" / "model.safetensors"))
+    greedy = asrdec.TransducerGreedyDecoder(model)
+    time_major = np.ascontiguousarray(enc.transpose(1, 0, 2)).transpose(1, 0, 2)
+    assert [h.tokens for h in greedy.decode(time_major, lengths)] == [h.tokens for h in greedy.decode(enc, lengths)]
+
+
+def test_lists_are_accepted_as_lengths(ctc_input):
+    x, n = ctc_input
+    decoder = asrdec.CtcGreedyDecoder()
+    assert [h.tokens for h in decoder.decode(x, [int(v) for v in n])] == [h.tokens for h in decoder.decode(x, n)]
+
+
+def test_decoding_releases_the_gil(ctc_input):
+    # While one thread is inside decode(), this thread keeps running Python; with the GIL held through the call it
+    # could run only between calls. Count this thread's loop iterations that fall inside a decode call.
+    x, n = ctc_input
+    batch = np.ascontiguousarray(np.tile(x.astype(np.float32), (8, 1, 1)))
+    lengths = np.tile(n, 8)
+    decoder = asrdec.CtcBeamDecoder(beam=8, threads=1)
+    calls, done = [], threading.Event()
+
+    def work():
+        for _ in range(3):
+            start = time.perf_counter()
+            decoder.decode(batch, lengths)
+            calls.append((start, time.perf_counter()))
+        done.set()
+
+    stamps = []
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0001)  # so that the time the threads share before and after a call is short
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+        worker.join()
+    finally:
+        sys.setswitchinterval(switch)
+    margin = 0.005  # thread switches around a call's start and end
+    inside = sum(1 for t in stamps for start, end in calls if start + margin < t < end - margin)
+    longest = max(end - start for start, end in calls)
+    assert longest > 4 * margin, f"decode calls too short to tell ({longest * 1000:.1f} ms)"
+    assert inside > 1000, f"only {inside} loop iterations ran inside {len(calls)} decode calls"
+
+
+def test_errors_are_typed_with_the_cpp_messages(ctc_input, tmp_path):
+    x, n = ctc_input
+    bad = x.astype(np.float32)
+    bad[1, 2, 3] = np.nan
+    decoder = asrdec.CtcGreedyDecoder()
+    with pytest.raises(asrdec.InvalidArgument, match=r"logprobs\[1, 2, 3\] is NaN"):
+        decoder.decode(bad, n)
+    with pytest.raises(ValueError):  # an InvalidArgument is a ValueError too
+        decoder.decode(x, n + 1000)
+    with pytest.raises(asrdec.InvalidArgument, match="lengths"):
+        decoder.decode(x, n[:3])
+    with pytest.raises(asrdec.InvalidArgument, match="logprobs"):
+        decoder.decode(x[0], n)
+    with pytest.raises(asrdec.InvalidArgument, match="logprobs"):
+        decoder.decode("not a tensor", n)
+    with pytest.raises(asrdec.InvalidArgument, match="cuda:x|device"):
+        asrdec.CtcGreedyDecoder("cuda:x")
+    with pytest.raises(asrdec.FileError, match="no_such.safetensors") as error:
+        asrdec.TransducerModel.load(str(tmp_path / "no_such.safetensors"))
+    assert isinstance(error.value, OSError) and isinstance(error.value, asrdec.Error)
+    broken = tmp_path / "broken.arpa"
+    broken.write_text("\\data\\\nngram 1=2\n\n\\1-grams:\n-1.0 a\n")
+    with pytest.raises(asrdec.Error, match="broken.arpa"):
+        asrdec.NgramLm.load(str(broken), vocab_size=10)
+    tdt = asrdec.TransducerModel.load(str(DATA / "tdt" / "model.safetensors"))
+    with pytest.raises(asrdec.Unsupported, match="RNN-T"):
+        asrdec.TransducerBeamDecoder(tdt, algorithm="aes++")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'beam_size'"):
+        asrdec.CtcBeamDecoder(beam_size=4)
+    with pytest.raises(TypeError, match="'beam'"):
+        asrdec.CtcBeamDecoder(beam="four")
+    with pytest.raises(asrdec.InvalidArgument, match="beam"):
+        asrdec.CtcBeamDecoder(beam=0)
+    with pytest.raises(asrdec.InvalidArgument, match="unknown"):
+        asrdec.TransducerGreedyDecoder(tdt, algorithm="no-such")
+
+
+def test_results_outlive_inputs_and_decoders(ctc_input):
+    x, n = ctc_input
+    copy, lengths = x.copy(), n.copy()
+    lm = asrdec.NgramLm.load(str(DATA / "lm" / "tokens_4gram.arpa.gz"), vocab_size=x.shape[2] - 1)
+    decoder = asrdec.CtcBeamDecoder(beam=2, lm=lm, lm_weight=0.3)
+    del lm  # the decoder keeps the LM
+    gc.collect()
+    hyps = decoder.decode(copy, lengths)
+    want = [(h.tokens, h.score) for h in hyps]
+    del copy, lengths, decoder
+    gc.collect()
+    assert [(h.tokens, h.score) for h in hyps] == want and all(h.lm_score != 0 for h in hyps)
+
+
+def test_streaming_equals_whole_utterances(ctc_input):
+    rng = np.random.default_rng(SEED)
+    print(f"seed {SEED}")
+    x, n = ctc_input
+    model = asrdec.TransducerModel.load(str(DATA / "rnnt" / "model.safetensors"))
+    enc, enc_lengths = transducer_input("rnnt")
+    for decoder, data, lengths in ((asrdec.CtcGreedyDecoder(), x, n), (asrdec.CtcBeamDecoder(beam=3), x, n),
+                                   (asrdec.TransducerGreedyDecoder(model), enc, enc_lengths),
+                                   (asrdec.TransducerBeamDecoder(model, beam=3), enc, enc_lengths)):
+        whole = decoder.decode(data, lengths)
+        rows = [0, 5, 17]
+        offsets = {u: 0 for u in rows}
+        final = {}
+        while offsets:
+            chunk = int(rng.integers(1, 9))
+            call = sorted(offsets)
+            piece = np.zeros((len(call), chunk, data.shape[2]), dtype=data.dtype)
+            sizes, descriptors = [], []
+            for r, u in enumerate(call):
+                size = min(chunk, int(lengths[u]) - offsets[u])
+                piece[r, :size] = data[u, offsets[u]:offsets[u] + size]
+                descriptors.append(asrdec.ChunkRow(u, bool(offsets[u] == 0), bool(offsets[u] + size == lengths[u])))
+                sizes.append(size)
+            got = decoder.decode_chunks(descriptors, piece, np.array(sizes, dtype=np.int64))
+            for r, u in enumerate(call):
+                offsets[u] += sizes[r]
+                assert got[r].is_final == descriptors[r].last
+                if descriptors[r].last:
+                    final[u] = got[r]
+                    del offsets[u]
+        assert decoder.open_utterances == 0
+        for u in rows:
+            assert (final[u].tokens, final[u].timestamps, final[u].score) == (
+                whole[u].tokens, whole[u].timestamps, whole[u].score), (repr(decoder), u)
+    # Tuples are rows too; cancel forgets an utterance.
+    decoder = asrdec.CtcGreedyDecoder()
+    decoder.decode_chunks([(7, True, False)], x[:1, :4], [4])
+    assert decoder.open_utterances == 1 and decoder.cancel(7) and not decoder.cancel(7)
+
+
+def test_devices_and_build():
+    assert asrdec.Device("cpu") == asrdec.Device.cpu() and asrdec.Device().is_cpu
+    assert asrdec.__version__ in asrdec.build_info()
+    if asrdec.cuda_available():
+        assert asrdec.Device("cuda").is_cuda and str(asrdec.Device("cuda:0")) == "cuda:0"
+    else:
+        # Without a usable GPU a CUDA device is refused with the reason.
+        with pytest.raises(asrdec.Unsupported, match="no CUDA device"):
+            asrdec.CtcGreedyDecoder("cuda")
