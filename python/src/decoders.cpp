@@ -3,11 +3,13 @@
 // parallel (each on its own decoder: one decoder serves one call at a time).
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <type_traits>
 
 #include "asrdec/ctc/ctc_beam.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
@@ -80,6 +82,88 @@ void bind_nbest(nb::class_<Decoder>& c, const char* input_name) {
       nb::arg(input_name), "lengths"_a, "stream"_a = nb::none(), "Each row's N-best list, best first.");
 }
 
+// decode_async: the inputs stay alive with the results (a CUDA decode may still read them after the call returns).
+struct AsyncInputs {
+  AsyncInputs(nb::handle input, const char* input_name, nb::handle lengths, StreamHandle stream)
+      : x(input, input_name, stream), n(lengths, "lengths", stream) {}
+  TensorArg x, n;
+};
+
+// An array of the decoder's result buffers as a DLPack tensor on the decoder's device (no copy); `owner` keeps the
+// decoder and the inputs alive while the array is.
+template <class T>
+nb::ndarray<nb::array_api> result_array(const T* data, std::initializer_list<std::size_t> shape, Device device,
+                                        nb::handle owner) {
+  return nb::ndarray<nb::array_api>(const_cast<T*>(data), shape, owner, {}, nb::dtype<T>(),
+                                    device.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value,
+                                    device.index());
+}
+
+template <class Decoder>
+nb::dict decode_async_call(nb::handle self, const char* input_name, nb::handle input, nb::handle lengths,
+                           nb::handle stream) {
+  Decoder& decoder = nb::cast<Decoder&>(self);
+  const StreamHandle s = stream_of(stream);
+  auto* inputs = new AsyncInputs(input, input_name, lengths, s);
+  const nb::capsule keep(inputs, [](void* p) noexcept { delete static_cast<AsyncInputs*>(p); });
+  const nb::tuple owner = nb::make_tuple(self, keep);
+  nb::dict out;
+  if constexpr (std::is_same_v<Decoder, CtcGreedyDecoder>) {
+    CtcGreedyBatchResult r;
+    {
+      nb::gil_scoped_release release;
+      r = decoder.decode_async(inputs->x.view(), inputs->n.view(), s);
+    }
+    const auto B = static_cast<std::size_t>(r.batch), L = static_cast<std::size_t>(r.row_stride);
+    out["tokens"] = result_array(r.tokens, {B, L}, r.device, owner);
+    out["timestamps"] = result_array(r.timestamps, {B, L}, r.device, owner);
+    out["token_scores"] = result_array(r.token_logprobs, {B, L}, r.device, owner);
+    out["lengths"] = result_array(r.lengths, {B}, r.device, owner);
+    out["am_scores"] = result_array(r.scores, {B}, r.device, owner);
+    if (r.lm_scores != nullptr) out["lm_scores"] = result_array(r.lm_scores, {B}, r.device, owner);
+    if (r.boost_scores != nullptr) out["boost_scores"] = result_array(r.boost_scores, {B}, r.device, owner);
+  } else {
+    BatchedHypsView r;
+    {
+      nb::gil_scoped_release release;
+      r = decoder.decode_async(inputs->x.view(), inputs->n.view(), s);
+    }
+    const auto B = static_cast<std::size_t>(r.batch), L = static_cast<std::size_t>(r.capacity);
+    out["tokens"] = result_array(r.tokens, {B, L}, r.device, owner);
+    out["timestamps"] = result_array(r.timestamps, {B, L}, r.device, owner);
+    out["durations"] = result_array(r.durations, {B, L}, r.device, owner);
+    out["token_scores"] = result_array(r.scores, {B, L}, r.device, owner);
+    out["token_confidences"] = result_array(r.confidences, {B, L}, r.device, owner);
+    out["lengths"] = result_array(r.lengths, {B}, r.device, owner);
+    out["am_scores"] = result_array(r.total_scores, {B}, r.device, owner);
+  }
+  return out;
+}
+
+// The methods of the greedy decoders' asynchronous path.
+template <class Decoder>
+void bind_async(nb::class_<Decoder>& c, const char* input_name) {
+  c.def(
+       "decode_async",
+       [input_name](nb::handle self, nb::handle x, nb::handle lengths, nb::handle stream) {
+         return decode_async_call<Decoder>(self, input_name, x, lengths, stream);
+       },
+       nb::arg(input_name), "lengths"_a, "stream"_a = nb::none(),
+       "Enqueues the decode on `stream` and returns the decoder's result buffers as DLPack tensors on its device, "
+       "without a copy: tokens, timestamps, token_scores [B, L] (row b holds lengths[b] entries), lengths and "
+       "am_scores [B] (and the decoder's other arrays). They stay valid until this decoder's next call; read them "
+       "after synchronize_and_check(stream), or in work ordered after it on `stream`.")
+      .def(
+          "synchronize_and_check",
+          [](Decoder& d, nb::handle stream) {
+            const StreamHandle s = stream_of(stream);
+            nb::gil_scoped_release release;
+            d.synchronize_and_check(s);
+          },
+          "stream"_a = nb::none(),
+          "Waits for `stream`; raises InvalidArgument if the last decode_async met a bad value.");
+}
+
 // The C++ side of the overhead benchmark (python/bench/call_overhead.py): `iterations` decode() calls made in C++ on
 // tensors converted once; returns the seconds they took.
 template <class Decoder>
@@ -109,6 +193,7 @@ void bind_ctc(nb::module_& m) {
       },
       "device"_a = "cpu", "kwargs"_a, "Keywords: CtcGreedyConfig's and BatchLimits' fields.");
   bind_common(greedy, "logprobs");
+  bind_async(greedy, "logprobs");
   greedy.def_prop_ro("device", &CtcGreedyDecoder::device);
 
   nb::class_<CtcBeamDecoder> beam(m, "CtcBeamDecoder", "CTC prefix beam search, with optional LM and boosting.");
@@ -174,6 +259,7 @@ void bind_transducer(nb::module_& m) {
       },
       "model"_a, "kwargs"_a, "Keywords: TransducerGreedyConfig's and BatchLimits' fields.");
   bind_common(greedy, "enc_proj");
+  bind_async(greedy, "enc_proj");
   greedy.def_prop_ro("device", &TransducerGreedyDecoder::device);
 
   nb::class_<TransducerBeamDecoder> beam(m, "TransducerBeamDecoder",

@@ -185,3 +185,31 @@ def test_devices_and_build():
         # Without a usable GPU a CUDA device is refused with the reason.
         with pytest.raises(asrdec.Unsupported, match="no CUDA device"):
             asrdec.CtcGreedyDecoder("cuda")
+
+
+def test_async_results_are_dlpack_tensors_of_the_decoders_buffers(ctc_input):
+    x, n = ctc_input
+    model = asrdec.TransducerModel.load(str(DATA / "tdt" / "model.safetensors"))
+    enc, enc_lengths = transducer_input("tdt")
+    for decoder, data, lengths in ((asrdec.CtcGreedyDecoder(), x, n),
+                                   (asrdec.TransducerGreedyDecoder(model), enc, enc_lengths)):
+        want = decoder.decode(data, lengths)
+        out = decoder.decode_async(data, lengths)
+        decoder.synchronize_and_check()
+        del decoder  # the arrays keep the decoder, whose buffers they are, alive
+        gc.collect()
+        tokens, stamps = np.from_dlpack(out["tokens"]), np.from_dlpack(out["timestamps"])
+        count, am = np.from_dlpack(out["lengths"]), np.from_dlpack(out["am_scores"])
+        assert tokens.shape[0] == len(want) and out["tokens"].__dlpack_device__()[0] == 1  # kDLCPU
+        for b, h in enumerate(want):
+            assert tokens[b, :count[b]].tolist() == h.tokens and stamps[b, :count[b]].tolist() == h.timestamps
+            assert am[b] == np.float32(h.am_score)
+        if "durations" in out:
+            durations = np.from_dlpack(out["durations"])
+            assert all(durations[b, :count[b]].tolist() == h.durations for b, h in enumerate(want))
+    bad = x.astype(np.float32)
+    bad[0, 1, 2] = np.inf
+    decoder = asrdec.CtcGreedyDecoder()
+    with pytest.raises(asrdec.InvalidArgument, match=r"logprobs\[0, 1, 2\]"):
+        decoder.decode_async(bad, n)
+        decoder.synchronize_and_check()
