@@ -36,6 +36,7 @@ from ._asrdec import (  # noqa: F401
     cuda_device_count,
     join_words,
     read_word_boosts,
+    to_device,
     version,
     word_timings,
 )

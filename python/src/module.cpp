@@ -2,6 +2,7 @@
 // and its entry point. The Python names and fields are the C++ ones (docs/python.md).
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -10,8 +11,10 @@
 
 #include <sstream>
 
+#include "asrdec/core/buffer.hpp"
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/error.hpp"
+#include "asrdec/core/stream.hpp"
 #include "asrdec/core/version.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
@@ -94,6 +97,39 @@ bool truthy(nb::handle value) {
   const int truth = PyObject_IsTrue(value.ptr());
   if (truth < 0) throw nb::python_error();
   return truth != 0;
+}
+
+// Bytes on a device (or the host), for to_device.
+class DeviceBytes {
+ public:
+  DeviceBytes(Device device, std::size_t bytes) {
+    if (device.is_cuda()) {
+      device_ = DeviceBuffer<std::byte>(bytes, device);
+    } else {
+      host_ = HostBuffer<std::byte>(bytes);
+    }
+  }
+  std::byte* data() { return device_.size() > 0 ? device_.data() : host_.data(); }
+
+ private:
+  DeviceBuffer<std::byte> device_;
+  HostBuffer<std::byte> host_;
+};
+
+// The DLPack dtype of an asrdec dtype.
+nb::dlpack::dtype dlpack_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return nb::dlpack::dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::bf16:
+      return nb::dlpack::dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    case DType::i32:
+      return nb::dtype<std::int32_t>();
+    case DType::i64:
+      return nb::dtype<std::int64_t>();
+    default:
+      return nb::dtype<float>();
+  }
 }
 
 std::string list_string(const std::vector<std::int32_t>& values) {
@@ -259,6 +295,37 @@ void bind_core(nb::module_& m) {
       .def_prop_ro("num_phrases", &BoostingTree::num_phrases)
       .def("__repr__", [](const BoostingTree& t) { return "asrdec.BoostingTree(" + t.describe() + ")"; });
 
+  m.def(
+      "to_device",
+      [](nb::handle x, nb::handle device) {
+        const Device where = device_of(device);
+        const TensorArg arg(x, "x", nullptr);
+        const TensorView& v = arg.view();
+        ASRDEC_CHECK_ARG(v.device().is_cpu(),
+                         "to_device: x must be in host memory (a CUDA tensor is on a device "
+                         "already), got one on ",
+                         v.device().to_string());
+        ASRDEC_CHECK_ARG(v.is_contiguous(), "to_device: x must be contiguous (numpy.ascontiguousarray), got ",
+                         v.shape_string());
+        const auto bytes = static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype());
+        // The copy owns its memory; the returned array frees it with its last reference.
+        auto* copy = new DeviceBytes(where, std::max<std::size_t>(bytes, 1));
+        const nb::capsule owner(copy, [](void* p) noexcept { delete static_cast<DeviceBytes*>(p); });
+        if (bytes > 0) {
+          nb::gil_scoped_release release;
+          const Stream stream(where);
+          copy_bytes_async(copy->data(), where, v.data(), Device::cpu(), bytes, stream.handle());
+          stream.synchronize();
+        }
+        std::vector<std::size_t> shape;
+        for (int d = 0; d < v.ndim(); ++d) shape.push_back(static_cast<std::size_t>(v.size(d)));
+        return nb::ndarray<nb::array_api>(
+            copy->data(), shape.size(), shape.data(), owner, nullptr, dlpack_dtype(v.dtype()),
+            where.is_cuda() ? nb::device::cuda::value : nb::device::cpu::value, where.index());
+      },
+      "x"_a, "device"_a = "cuda",
+      "A contiguous copy of a tensor on `device`, as a DLPack tensor asrdec owns (for engines without PyTorch or "
+      "CuPy: NumPy data to a CUDA decoder). The copy is complete on return.");
   m.def(
       "_tensor_info",
       [](nb::handle x) {

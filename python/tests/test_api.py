@@ -213,3 +213,13 @@ def test_async_results_are_dlpack_tensors_of_the_decoders_buffers(ctc_input):
     with pytest.raises(asrdec.InvalidArgument, match=r"logprobs\[0, 1, 2\]"):
         decoder.decode_async(bad, n)
         decoder.synchronize_and_check()
+
+
+def test_to_device_copies_host_arrays(ctc_input):
+    x, n = ctc_input
+    copy = asrdec.to_device(np.ascontiguousarray(x), "cpu")  # on a GPU machine: "cuda" (tests/test_cuda.py)
+    assert np.array_equal(np.from_dlpack(copy), x) and _asrdec._tensor_info(copy)[0] != x.ctypes.data
+    assert [h.tokens for h in asrdec.CtcGreedyDecoder().decode(copy, n)] == [
+        h.tokens for h in asrdec.CtcGreedyDecoder().decode(x, n)]
+    with pytest.raises(asrdec.InvalidArgument, match="contiguous"):
+        asrdec.to_device(x[:, ::2], "cpu")

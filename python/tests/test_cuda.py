@@ -49,3 +49,9 @@ def test_decode_async_tensors_stay_on_the_gpu(ctc_input):
     tokens, count = torch.from_dlpack(out["tokens"]), torch.from_dlpack(out["lengths"])
     assert tokens.is_cuda
     assert [tokens[b, :count[b]].tolist() for b in range(len(want))] == [h.tokens for h in want]
+
+
+def test_to_device_feeds_numpy_to_a_cuda_decoder(ctc_input):
+    x, n = ctc_input
+    got = asrdec.CtcGreedyDecoder("cuda").decode(asrdec.to_device(np.ascontiguousarray(x), "cuda"), n)
+    assert key(got) == key(asrdec.CtcGreedyDecoder("cpu").decode(x, n))
