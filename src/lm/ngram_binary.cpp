@@ -92,6 +92,14 @@ bool finite_within(float value, float bound) { return std::isfinite(value) && st
 
 }  // namespace
 
+bool is_kenlm_binary(const std::string& path) {
+  // KenLM's build_binary files start with "mmap lm http://kheafield.com/code format version N".
+  static constexpr char kKenLm[] = "mmap lm http://kheafield.com/code";
+  std::ifstream in(path, std::ios::binary);
+  char head[sizeof kKenLm - 1] = {};
+  return in.read(head, sizeof head) && std::memcmp(head, kKenLm, sizeof head) == 0;
+}
+
 bool is_binary_image(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};

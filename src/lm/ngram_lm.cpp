@@ -118,6 +118,10 @@ NgramLm NgramLm::load(const std::string& path, const NgramLmOptions& options, De
   options.validate();
   auto impl = std::make_unique<Impl>();
   impl->device = device;
+  ASRDEC_EXPECTS(!detail::is_kenlm_binary(path), Unsupported, path,
+                 " is a KenLM binary model (build_binary's format), which asrdec does not read: load the ARPA file it "
+                 "was built from (.arpa or .arpa.gz), or convert that ARPA once to asrdec's memory-mapped image with "
+                 "`asrdec lm convert --lm LM.arpa -o LM.bin`");
   if (detail::is_binary_image(path)) {
     impl->host = detail::read_binary(path);
     // arpa_words means "the file's own vocabulary", which an image records; an explicit kind must match it.

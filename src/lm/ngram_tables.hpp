@@ -42,6 +42,8 @@ std::int64_t single_code_point(const std::string& s);
 
 void write_binary(const NgramTables& tables, const std::string& path);
 bool is_binary_image(const std::string& path);
+/** Whether `path` is a KenLM binary model (build_binary's output), which asrdec does not read. */
+bool is_kenlm_binary(const std::string& path);
 NgramTables read_binary(const std::string& path);
 
 }  // namespace asrdec::detail

@@ -300,6 +300,15 @@ TEST(NgramLm, CorruptedBinaryImagesAreRejected) {
                           "vocabulary mismatch: " + image + " was built for V = 8 tokens, the decoder has 16");
 }
 
+// A KenLM binary (build_binary) is another format: refused with the way to an LM asrdec reads.
+TEST(NgramLm, KenLmBinariesAreRefusedWithTheFix) {
+  const std::string path = testing::temp_path("kenlm.binary");
+  std::ofstream(path, std::ios::binary) << std::string("mmap lm http://kheafield.com/code format version 5\n\0", 52)
+                                        << std::string(64, '\x01');
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(path, tokens(8)), Unsupported, path + " is a KenLM binary model");
+  ASRDEC_EXPECT_THROW_MSG(NgramLm::load(path, tokens(8)), Unsupported, "asrdec lm convert --lm LM.arpa -o LM.bin");
+}
+
 TEST(NgramLmCUDA, EveryStateEqualsTheCpuBitForBit) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const Device device = Device::cuda(0);
