@@ -7,20 +7,32 @@
 
 namespace asrdec::detail {
 
+namespace {
+
+// Every slot's state (not its entries) and the utterances' overflow flags of the first `batch` utterances, from one
+// view to the other, enqueued on `stream`.
+void copy_slot_states(const BeamHypsRef& to, const BeamHypsRef& from, std::int64_t batch, cudaMemcpyKind kind,
+                      cudaStream_t stream) {
+  const auto n = static_cast<std::size_t>(batch * from.beam);
+  const auto copy = [&](auto* target, const auto* source, std::size_t count) {
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), kind, stream));
+  };
+  copy(to.steps, from.steps, n);
+  copy(to.scores, from.scores, n);
+  copy(to.tokens, from.tokens, n);
+  copy(to.last_label, from.last_label, n);
+  copy(to.hash, from.hash, n);
+  copy(to.prefix_hash, from.prefix_hash, n);
+  copy(to.next_time, from.next_time, n);
+  copy(to.on_frame, from.on_frame, n);
+  copy(to.overflow, from.overflow, static_cast<std::size_t>(batch));
+}
+
+}  // namespace
+
 void copy_beams_to_host(const BeamHypsRef& device, const BeamHypsRef& host, std::int64_t batch, cudaStream_t stream) {
   const auto n = static_cast<std::size_t>(batch * device.beam);
-  const auto copy_back = [&](auto* target, const auto* source, std::size_t count) {
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyDeviceToHost, stream));
-  };
-  copy_back(host.steps, device.steps, n);
-  copy_back(host.scores, device.scores, n);
-  copy_back(host.tokens, device.tokens, n);
-  copy_back(host.last_label, device.last_label, n);
-  copy_back(host.hash, device.hash, n);
-  copy_back(host.prefix_hash, device.prefix_hash, n);
-  copy_back(host.next_time, device.next_time, n);
-  copy_back(host.on_frame, device.on_frame, n);
-  copy_back(host.overflow, device.overflow, static_cast<std::size_t>(batch));
+  copy_slot_states(host, device, batch, cudaMemcpyDeviceToHost, stream);
   ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
   // Every slot of an utterance has the same number of entries; copy the columns up to the longest.
   const std::int32_t width = n > 0 ? *std::max_element(host.steps, host.steps + n) : 0;
@@ -39,19 +51,7 @@ void copy_beams_to_host(const BeamHypsRef& device, const BeamHypsRef& host, std:
 
 void copy_beam_slots_to_device(const BeamHypsRef& host, const BeamHypsRef& device, std::int64_t batch,
                                cudaStream_t stream) {
-  const auto n = static_cast<std::size_t>(batch * device.beam);
-  const auto up = [&](auto* target, const auto* source, std::size_t count) {
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(target, source, count * sizeof(*source), cudaMemcpyHostToDevice, stream));
-  };
-  up(device.steps, host.steps, n);
-  up(device.scores, host.scores, n);
-  up(device.tokens, host.tokens, n);
-  up(device.last_label, host.last_label, n);
-  up(device.hash, host.hash, n);
-  up(device.prefix_hash, host.prefix_hash, n);
-  up(device.next_time, host.next_time, n);
-  up(device.on_frame, host.on_frame, n);
-  up(device.overflow, host.overflow, static_cast<std::size_t>(batch));
+  copy_slot_states(device, host, batch, cudaMemcpyHostToDevice, stream);
 }
 
 }  // namespace asrdec::detail
