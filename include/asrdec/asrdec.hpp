@@ -1,6 +1,9 @@
 #pragma once
 // Umbrella header: everything a C++ engine needs to decode with asrdec.
 
+#include "asrdec/aed/aed_decoder.hpp"
+#include "asrdec/aed/aed_step.hpp"
+#include "asrdec/aed/transformer_step.hpp"
 #include "asrdec/config.hpp"
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/buffer.hpp"
