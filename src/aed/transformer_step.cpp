@@ -62,6 +62,7 @@ struct TransformerDecoderStep::Weights {
   std::string path;
   std::int64_t vocab = 0, dim = 0, encoder_dim = 0, positions = 0, heads = 1, ffn = 0;
   std::optional<std::int32_t> bos, eos;
+  std::vector<std::int32_t> prompt;
   std::vector<float> tokens;     // [V, D]
   std::vector<float> position;   // [positions, D]
   std::vector<Layer> layers;
@@ -122,6 +123,33 @@ class Reader {
     }
     return value;
   }
+  /** Comma-separated token ids in [0, vocab), or empty when the key is absent. */
+  std::vector<std::int32_t> metadata_ids(const std::string& key, std::int64_t vocab) const {
+    std::vector<std::int32_t> ids;
+    const auto found = file_.metadata().find(key);
+    if (found == file_.metadata().end()) return ids;
+    std::size_t at = 0;
+    const std::string& text = found->second;
+    while (at <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', at), text.size());
+      const std::string field = text.substr(at, comma - at);
+      std::int64_t value = -1;
+      std::size_t used = 0;
+      try {
+        value = std::stoll(field, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != field.size() || value < 0 || value >= vocab || ids.size() >= 4096) {
+        throw ParseError(file_.path(), 0,
+                         detail::concat("metadata '", key, "' = '", text, "' is not a list of token ids in [0, ", vocab,
+                                        ")"));
+      }
+      ids.push_back(static_cast<std::int32_t>(value));
+      at = comma + 1;
+    }
+    return ids;
+  }
   const std::string& path() const { return file_.path(); }
 
  private:
@@ -145,6 +173,10 @@ std::shared_ptr<const Weights> read_weights(const std::string& path) {
                    " heads");
   if (auto bos = r.metadata_int("bos_id", 0, w->vocab - 1)) w->bos = static_cast<std::int32_t>(*bos);
   if (auto eos = r.metadata_int("eos_id", 0, w->vocab - 1)) w->eos = static_cast<std::int32_t>(*eos);
+  w->prompt = r.metadata_ids("prompt", w->vocab);
+  if (w->prompt.empty() && w->bos) w->prompt = {*w->bos};
+  ASRDEC_CHECK_ARG(static_cast<std::int64_t>(w->prompt.size()) < w->positions, path, ": the prompt of ",
+                   w->prompt.size(), " tokens leaves no position to generate");
   w->tokens = r.floats("embedding.tokens", {w->vocab, w->dim});
   w->position = r.floats("embedding.positions", {w->positions, w->dim});
   std::int64_t layers = 0;
@@ -387,6 +419,7 @@ std::int64_t TransformerDecoderStep::layers() const { return static_cast<std::in
 std::int64_t TransformerDecoderStep::heads() const { return weights_->heads; }
 std::optional<std::int32_t> TransformerDecoderStep::bos_id() const { return weights_->bos; }
 std::optional<std::int32_t> TransformerDecoderStep::eos_id() const { return weights_->eos; }
+std::vector<std::int32_t> TransformerDecoderStep::default_prompt() const { return weights_->prompt; }
 
 std::unique_ptr<AedStepSession> TransformerDecoderStep::start_session(std::int64_t max_rows) const {
   ASRDEC_CHECK_ARG(max_rows >= 1, "transformer step: max_rows must be at least 1, got ", max_rows);

@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from . import bpe, corpus, ctc, errors, greedy, lm, metrics, wfst, writers
+from . import aed, bpe, corpus, ctc, errors, greedy, lm, metrics, wfst, writers
 from . import transducer_model as tm
 from . import transducer_sim as ts
 
@@ -228,6 +228,12 @@ def build_sample_data(out, seed, n_utts, with_lm=False, with_wfst=False):
         lines += build_transducer(out, seed, model_type, refs, ref_tokens,
                                   piece_list, em)
         timings.append((model_type, time.time() - t))
+    t = time.time()
+    lines += aed.build_sample_aed(out, ref_tokens, refs, em, bpe.VOCAB_SIZE,
+                                  keyed_rng(seed, "aed-model"),
+                                  keyed_rng(seed, "aed-errors"),
+                                  keyed_rng(seed, "aed-frames"))
+    timings.append(("aed", time.time() - t))
     if with_lm:
         t = time.time()
         lines += lm.build_sample_lm(out, text["train"], sp)

@@ -12,14 +12,15 @@
  *                 x += W_out · relu(W_in · LayerNorm(x) + b_in) + b_out
  *   scores = log_softmax(classifier · LayerNorm(x) + bias)
  * with `heads` attention heads of D / heads dimensions each, layer-norm epsilon 1e-5. Weights are read from a
- * safetensors file (F32, F16 or BF16, used as fp32), metadata "heads" (default 1) and optionally "bos_id" and
- * "eos_id". The encoder output given to decode() must be fp32 [B, T, E] with E the cross-attention key width.
+ * safetensors file (F32, F16 or BF16, used as fp32), metadata "heads" (default 1) and optionally "bos_id",
+ * "eos_id" and "prompt" (comma-separated token ids). The encoder output given to decode() must be fp32 [B, T, E] with E the cross-attention key width.
  */
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "asrdec/aed/aed_step.hpp"
 #include "asrdec/core/export.hpp"
@@ -46,6 +47,8 @@ class ASRDEC_API TransformerDecoderStep final : public AedDecoderStep {
   /** The special tokens named in the file's metadata, if any. */
   std::optional<std::int32_t> bos_id() const;
   std::optional<std::int32_t> eos_id() const;
+  /** The prompt the file suggests (metadata "prompt", comma-separated token ids), else {bos_id}, else empty. */
+  std::vector<std::int32_t> default_prompt() const;
   std::string describe() const;
 
   struct Weights;
