@@ -360,4 +360,36 @@ if "$asrdec" decode ctc-wfst --graph "$data/tokens.txt" --words "$work/words.txt
   fail "ctc-wfst accepted a graph that is not an FST"
 fi
 grep -q "not an OpenFst binary file" "$work/err15.txt" || { cat "$work/err15.txt"; fail "ctc-wfst bad graph message"; }
+# AED: greedy equals the sample generator's network; beam + LM gives N-best lists with text; bad options exit 1.
+aed=(--model "$data/aed/model.safetensors" --encoder "$data/aed/encoder.npy" --lengths "$data/aed/lengths.npy" --device cpu)
+"$asrdec" decode aed "${aed[@]}" --json --vocab "$data/tokens.txt" >"$work/aed_greedy.jsonl" 2>/dev/null || fail "aed greedy"
+"$asrdec" decode aed "${aed[@]}" --json --vocab "$data/tokens.txt" --algo beam --beam 4 --nbest 4 --length-penalty 1 \
+  --lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.5 >"$work/aed_beam.jsonl" 2>/dev/null || fail "aed beam + LM"
+python3 - "$work/aed_greedy.jsonl" "$work/aed_beam.jsonl" "$data/aed/expected_greedy.jsonl" "$data/aed/refs.txt" <<'PY' \
+  || fail "aed JSON"
+import json, sys
+greedy = [json.loads(l) for l in open(sys.argv[1])]
+beam = [json.loads(l) for l in open(sys.argv[2])]
+expected = [json.loads(l) for l in open(sys.argv[3])]
+refs = open(sys.argv[4]).read().splitlines()
+assert len(greedy) == len(expected) == len(beam) == len(refs) == 40
+for g, e in zip(greedy, expected):
+    assert g["tokens"] == e["tokens"] and abs(g["score"] - e["score"]) < 1e-3 * max(1, abs(e["score"])), (g, e)
+def errors(lines):
+    import difflib
+    total = 0
+    for l, r in zip(lines, refs):
+        a, b = l["text"].split(), r.split()
+        m = difflib.SequenceMatcher(a=b, b=a)
+        total += max(len(a), len(b)) - sum(x.size for x in m.get_matching_blocks())
+    return total
+assert all(len(l["nbest"]) == 4 and l["nbest"][0]["tokens"] == l["tokens"] for l in beam)
+assert all(l["lm_score"] < 0 for l in beam)
+assert errors(beam) < errors(greedy), (errors(beam), errors(greedy))
+PY
+if "$asrdec" decode aed "${aed[@]}" --prompt 256,x 2>"$work/err16.txt" >/dev/null; then fail "aed accepted a bad prompt"; fi
+grep -q -- "--prompt: 'x' is not a token id" "$work/err16.txt" || { cat "$work/err16.txt"; fail "aed prompt message"; }
+if "$asrdec" decode aed --model "$data/aed/model.safetensors" --encoder "$data/ctc/logprobs.npy" --device cpu \
+  2>"$work/err17.txt" >/dev/null; then fail "aed accepted CTC log-probabilities as encoder output"; fi
+grep -q "encoder" "$work/err17.txt" || { cat "$work/err17.txt"; fail "aed encoder message"; }
 echo "cli_test: all checks passed"

@@ -14,6 +14,8 @@ void add_decode_ctc_greedy_command(CLI::App& decode);
 void add_decode_ctc_beam_command(CLI::App& decode);
 /** `asrdec decode ctc-wfst`. */
 void add_decode_ctc_wfst_command(CLI::App& decode);
+/** `asrdec decode aed`. */
+void add_decode_aed_command(CLI::App& decode);
 /** `asrdec lm score` and `asrdec lm convert`. */
 void add_lm_commands(CLI::App& app);
 /** `asrdec graph build`. */

@@ -103,6 +103,26 @@ DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances
   }
 }
 
+DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
+                           const std::string& source, const std::vector<std::string>& special_tokens)
+    : options_(options) {
+  if (!options.vocab.empty()) {
+    const Vocabulary text = Vocabulary::load(options.vocab);
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < text.size(); ++i) tokens.push_back(text.token(static_cast<std::int32_t>(i)));
+    // The special tokens' names follow the text tokens; an id past both prints as <|id|>.
+    for (std::size_t i = 0; static_cast<std::int64_t>(tokens.size()) < model_tokens; ++i) {
+      tokens.push_back(i < special_tokens.size() ? special_tokens[i] : "<|" + std::to_string(tokens.size()) + "|>");
+    }
+    vocabulary_ = Vocabulary(std::move(tokens));
+    vocabulary_->check_matches(model_tokens, source);
+  }
+  if (!options.refs.empty()) {
+    ASRDEC_CHECK_ARG(vocabulary_.has_value(), "--refs needs --vocab to turn token ids into words");
+    references_ = read_references(options.refs, utterances, source);
+  }
+}
+
 std::vector<std::string> read_references(const std::string& path, std::int64_t utterances, const std::string& source) {
   TextFileReader in(path, "the references");
   std::vector<std::string> references;

@@ -71,6 +71,10 @@ class DecodeReport {
   /** Loads --vocab and --refs and checks them against the model size and the number of utterances. */
   DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                const std::string& source);
+  /** Models whose special tokens follow the text tokens (AED): --vocab lists the text tokens, and
+   *  `special_tokens` names the ids after them, up to `model_tokens`. */
+  DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
+               const std::string& source, const std::vector<std::string>& special_tokens);
   /** Prints one utterance (they must arrive in input order). With `nbest` (beam search --nbest), the JSON object
    *  also carries "nbest": the hypotheses best first, each with tokens, timestamps, scores and text. */
   void add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest = nullptr);

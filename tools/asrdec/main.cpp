@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   asrdec::cli::add_decode_ctc_beam_command(*decode);
   asrdec::cli::add_decode_ctc_wfst_command(*decode);
   asrdec::cli::add_decode_transducer_commands(*decode);
+  asrdec::cli::add_decode_aed_command(*decode);
   asrdec::cli::add_lm_commands(app);
   asrdec::cli::add_graph_commands(app);
   try {

@@ -5,13 +5,14 @@
 namespace asrdec::cli {
 
 std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
-                                                  bool quiet) {
+                                                  bool quiet, std::int64_t text_tokens) {
+  if (text_tokens < 0) text_tokens = vocab;
   if (options.phrases.empty()) return nullptr;
   ASRDEC_CHECK_ARG(!options.bpe.empty(), "--boost needs --bpe: the SentencePiece model that tokenises the phrases");
   const std::unique_ptr<sentencepiece::SentencePieceProcessor> model = load_sentencepiece(options.bpe);
   const sentencepiece::SentencePieceProcessor& tokenizer = *model;
-  ASRDEC_CHECK_ARG(tokenizer.GetPieceSize() == vocab, "vocabulary mismatch: ", options.bpe, " has ",
-                   tokenizer.GetPieceSize(), " pieces, the model ", vocab, " tokens");
+  ASRDEC_CHECK_ARG(tokenizer.GetPieceSize() == text_tokens, "vocabulary mismatch: ", options.bpe, " has ",
+                   tokenizer.GetPieceSize(), " pieces, the model ", text_tokens, " text tokens");
   const std::vector<std::string> phrases = read_phrase_list(options.phrases);
   ASRDEC_CHECK_ARG(!phrases.empty(), options.phrases, " holds no phrases");
   PhraseList list;

@@ -18,9 +18,10 @@ struct BoostOptions {
 };
 
 /** The boosting tree of --boost on `device` for a decoder with `vocab` tokens, or nullptr without --boost.
- *  Throws InvalidArgument for --boost without --bpe, a SentencePiece model whose size is not `vocab`, or a file
- *  without phrases; Error when a file cannot be read. */
+ *  `text_tokens` (default: `vocab`) is the number of SentencePiece pieces: models with special tokens after the
+ *  text tokens (AED) have more. Throws InvalidArgument for --boost without --bpe, a SentencePiece model whose size is
+ *  not `text_tokens`, or a file without phrases; Error when a file cannot be read. */
 std::shared_ptr<const BoostingTree> load_boosting(const BoostOptions& options, std::int64_t vocab, Device device,
-                                                  bool quiet);
+                                                  bool quiet, std::int64_t text_tokens = -1);
 
 }  // namespace asrdec::cli
