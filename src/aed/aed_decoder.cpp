@@ -279,6 +279,7 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
   std::vector<AedHyp*> live;
   std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
   std::vector<detail::AedCandidate> candidates;
+  std::vector<float> total;
 
   for (std::int64_t generated = 0;; ++generated) {
     // Fusion queries for the rows that extend.
@@ -314,7 +315,7 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
         check_scores(row, b, generated);
         const std::size_t i = static_cast<std::size_t>(live_index[static_cast<std::size_t>(r)]);
         // The K best extensions of this parent (more cannot survive the utterance's top K).
-        std::vector<float> total(static_cast<std::size_t>(vocab));
+        total.resize(static_cast<std::size_t>(vocab));
         for (std::int32_t v = 0; v < vocab; ++v) {
           total[static_cast<std::size_t>(v)] = h.score + (row[v] + fusion.bonus(c, i, v));
           order[static_cast<std::size_t>(v)] = v;
