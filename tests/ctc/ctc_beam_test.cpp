@@ -70,6 +70,11 @@ class CtcBeam : public ::testing::TestWithParam<CtcBeamCase> {
     config.unique_transcripts = rng() % 4 != 0;  // mostly the default; the search's raw lists too
     config.graph_mode = GetParam().mode;
     config.threads = static_cast<std::int32_t>(1 + rng() % 4);  // CPU: results must not depend on it
+    config.log_add = rng() % 3 == 0;
+    if (!GetParam().cuda) {  // flashlight-text's order and per-frame token pruning run on the CPU only
+      config.merge_before_prune = rng() % 2 == 0;
+      config.beam_size_token = rng() % 3 == 0 ? static_cast<std::int32_t>(1 + rng() % 6) : 0;
+    }
     return config;
   }
 
@@ -179,6 +184,58 @@ TEST_P(CtcBeam, FusionEqualsTheOracle) {
               static_cast<long long>(utterances), static_cast<long long>(changed), static_cast<long long>(ends));
 }
 
+TEST_P(CtcBeam, MergingBeforePruningKeepsKDistinctHypotheses) {
+  if (GetParam().cuda) {
+    // CUDA refuses the CPU-only options with the reason.
+    CtcBeamConfig config;
+    config.merge_before_prune = true;
+    EXPECT_THROW(CtcBeamDecoder(device(), config), Unsupported);
+    config = CtcBeamConfig{};
+    config.beam_size_token = 3;
+    EXPECT_THROW(CtcBeamDecoder(device(), config), Unsupported);
+    config = CtcBeamConfig{};
+    config.beam = CtcBeamConfig::kMaxBeamCuda + 1;
+    EXPECT_THROW(CtcBeamDecoder(device(), config), Unsupported);
+    return;
+  }
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t fuller = 0, log_add_differs = 0, wide = 0;
+  for (int i = 0; i < 150; ++i) {
+    const testing::CtcBatch batch = testing::random_ctc_batch(rng, DType::f32, {6, 30, 12});
+    CtcBeamConfig config;
+    config.blank_id = batch.blank_config;
+    config.beam = static_cast<std::int32_t>(2 + rng() % 5);
+    config.unique_transcripts = false;
+    if (i % 10 == 0) config.beam = static_cast<std::int32_t>(65 + rng() % 100);  // beyond the old cap of 64
+    CtcBeamConfig first = config;
+    first.merge_before_prune = true;
+    CtcBeamConfig summed = first;
+    summed.log_add = true;
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + batch.layout + ", " + config.to_string());
+    const auto pruned_first = CtcBeamDecoder(device(), config).decode_nbest(batch.logprobs(), batch.lengths());
+    const auto merged_first = CtcBeamDecoder(device(), first).decode_nbest(batch.logprobs(), batch.lengths());
+    const auto log_added = CtcBeamDecoder(device(), summed).decode_nbest(batch.logprobs(), batch.lengths());
+    expect_same_beams(merged_first, ctc_beam_reference(batch.logprobs(), batch.lengths(), first), "merge first");
+    expect_same_beams(log_added, ctc_beam_reference(batch.logprobs(), batch.lengths(), summed), "log-add");
+    if (::testing::Test::HasFailure()) return;
+    for (std::size_t b = 0; b < merged_first.size(); ++b) {
+      EXPECT_GE(merged_first[b].size(), pruned_first[b].size());
+      fuller += merged_first[b].size() > pruned_first[b].size() ? 1 : 0;
+      if (!log_added[b].empty() && !merged_first[b].empty()) {
+        log_add_differs += log_added[b].front().score != merged_first[b].front().score ? 1 : 0;
+      }
+      wide += config.beam > 64 && merged_first[b].size() > 64 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(fuller, 10) << "merging first never kept more hypotheses";
+  EXPECT_GT(log_add_differs, 10) << "log-add merging never changed a score";
+  EXPECT_GT(wide, 0) << "no beam held more than 64 hypotheses";
+  std::printf("%lld beams fuller when merging first, %lld scores changed by log-add, %lld beams over 64\n",
+              static_cast<long long>(fuller), static_cast<long long>(log_add_differs), static_cast<long long>(wide));
+}
+
 TEST_P(CtcBeam, BeamOneIsGreedy) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
@@ -256,8 +313,13 @@ TEST(CtcBeamConfigs, BadConfigsAndMismatchedModelsAreRejected) {
   const TensorView lens(lengths.data(), DType::i32, {2});
   CtcBeamConfig config;
   config.beam = 0;
-  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam must be in [1, 64], got 0");
+  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam must be in [1, 1024], got 0");
+  config.beam = 1025;
+  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam must be in [1, 1024], got 1025");
   config.beam = 3;
+  config.beam_size_token = -1;
+  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam_size_token must be >= 0");
+  config.beam_size_token = 0;
   config.beam_threshold = 0.0f;
   ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam_threshold must be positive");
   config.beam_threshold = 20.0f;

@@ -5,6 +5,7 @@
 #include "oracles/ctc_beam_reference.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
@@ -21,6 +22,16 @@ struct RefHyp {
   float lm_total = 0.0f, boost_total = 0.0f;
   std::int32_t lm_state = 0, boost_state = 0;
 };
+
+/** best + ln Σ exp(x − best), summed in the given order (the decoder's recombination rule). */
+float log_sum_exp(const std::vector<float>& xs) {
+  float best = xs.front();
+  for (float x : xs) best = std::max(best, x);
+  if (best == -std::numeric_limits<float>::infinity()) return best;
+  float sum = 0.0f;
+  for (float x : xs) sum += std::exp(x - best);
+  return best + std::log(sum);
+}
 
 struct Extension {
   std::size_t parent;
@@ -48,10 +59,20 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
     std::vector<RefHyp> beam{start};
     for (std::int32_t t = 0; t < p.host_lengths[static_cast<std::size_t>(b)]; ++t) {
       detail::read_ctc_frame(p, b, t, config.check_values, frame.data());
+      // The columns proposed: all, or the frame's beam_size_token most likely (the lower column on ties).
+      std::vector<std::int32_t> columns(static_cast<std::size_t>(C));
+      for (std::int32_t v = 0; v < C; ++v) columns[static_cast<std::size_t>(v)] = v;
+      std::stable_sort(columns.begin(), columns.end(), [&](std::int32_t x, std::int32_t y) {
+        return frame[static_cast<std::size_t>(x)] > frame[static_cast<std::size_t>(y)];
+      });
+      if (config.beam_size_token > 0 && config.beam_size_token < C) {
+        columns.resize(static_cast<std::size_t>(config.beam_size_token));
+      }
+      std::sort(columns.begin(), columns.end());
       std::vector<Extension> pool;
       for (std::size_t k = 0; k < beam.size(); ++k) {
         const RefHyp& h = beam[k];
-        for (std::int32_t v = 0; v < C; ++v) {
+        for (std::int32_t v : columns) {
           float score = frame[static_cast<std::size_t>(v)];
           if (v != p.blank && v != h.last) {  // a new token: insertion bonus and fusion
             float bonus = 0.0f;
@@ -67,11 +88,7 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
       std::stable_sort(pool.begin(), pool.end(),
                        [](const Extension& x, const Extension& y) { return x.score > y.score; });
       const float floor = pool.front().score - config.beam_threshold;
-      // The K best extensions, less those under the threshold; merged ones are not replaced.
-      std::vector<RefHyp> next;
-      for (std::size_t i = 0; i < std::min(K, pool.size()); ++i) {
-        const Extension& e = pool[i];
-        if (!(e.score > floor) || e.score == -std::numeric_limits<float>::infinity()) break;
+      const auto extend = [&](const Extension& e) {
         RefHyp h = beam[e.parent];
         h.score = e.score;
         if (e.label != p.blank && e.label != h.last) {
@@ -89,10 +106,50 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
           }
         }
         h.last = e.label;
-        // Viterbi merge: an equal hypothesis already kept scores at least as high; this one is dropped.
-        const bool merged = std::any_of(next.begin(), next.end(),
-                                        [&](const RefHyp& o) { return o.tokens == h.tokens && o.last == h.last; });
-        if (!merged) next.push_back(std::move(h));
+        return h;
+      };
+      const auto same = [](const RefHyp& x, const RefHyp& y) { return x.tokens == y.tokens && x.last == y.last; };
+      std::vector<RefHyp> next;
+      if (config.merge_before_prune) {
+        // flashlight's order: every proposal above the threshold, equal ones merged into the first (best) of them
+        // (max, or the running log-add from the best down), then the K best merged ones.
+        // Merged hypotheses rank by their merged score, then by their best proposal's (parent, label).
+        std::vector<std::pair<RefHyp, std::pair<std::size_t, std::int32_t>>> merged;
+        for (const Extension& e : pool) {
+          if (!(e.score > floor) || e.score == -std::numeric_limits<float>::infinity()) break;
+          RefHyp h = extend(e);
+          const auto found =
+              std::find_if(merged.begin(), merged.end(), [&](const auto& o) { return same(o.first, h); });
+          if (found == merged.end()) {
+            merged.push_back({std::move(h), {e.parent, e.label}});
+          } else if (config.log_add) {
+            const float high = std::max(found->first.score, h.score), low = std::min(found->first.score, h.score);
+            found->first.score = high + std::log1p(std::exp(low - high));
+          }
+        }
+        std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) {
+          return x.first.score != y.first.score ? x.first.score > y.first.score : x.second < y.second;
+        });
+        for (std::size_t i = 0; i < std::min(K, merged.size()); ++i) next.push_back(std::move(merged[i].first));
+      } else {
+        // The K best extensions, less those under the threshold; merged ones are not replaced. The first (best)
+        // of equal ones survives, with the maximum or (log_add) the log-sum-exp of their scores in slot order.
+        std::vector<std::vector<float>> groups;
+        for (std::size_t i = 0; i < std::min(K, pool.size()); ++i) {
+          const Extension& e = pool[i];
+          if (!(e.score > floor) || e.score == -std::numeric_limits<float>::infinity()) break;
+          RefHyp h = extend(e);
+          const auto found = std::find_if(next.begin(), next.end(), [&](const RefHyp& o) { return same(o, h); });
+          if (found == next.end()) {
+            next.push_back(std::move(h));
+            groups.push_back({next.back().score});
+          } else {
+            groups[static_cast<std::size_t>(found - next.begin())].push_back(h.score);
+          }
+        }
+        if (config.log_add) {
+          for (std::size_t i = 0; i < next.size(); ++i) next[i].score = log_sum_exp(groups[i]);
+        }
       }
       beam = std::move(next);
     }
@@ -101,6 +158,24 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
       const float end = config.lm_weight * config.lm->final_score(h.lm_state);
       h.score += end;
       h.lm_total += end;
+    }
+    if (config.log_add) {
+      // One transcript, two ends (blank, its last token): one CTC prefix. The group's first best hypothesis survives
+      // in its place with the log-sum-exp of the group's scores (in beam order); the others go.
+      std::vector<RefHyp> merged;
+      for (std::size_t i = 0; i < beam.size(); ++i) {
+        std::vector<float> group;
+        bool survives = true;
+        for (std::size_t j = 0; j < beam.size(); ++j) {
+          if (beam[j].tokens != beam[i].tokens) continue;
+          group.push_back(beam[j].score);
+          if (beam[j].score > beam[i].score || (beam[j].score == beam[i].score && j < i)) survives = false;
+        }
+        if (!survives) continue;
+        merged.push_back(beam[i]);
+        merged.back().score = log_sum_exp(group);
+      }
+      beam = std::move(merged);
     }
     std::stable_sort(beam.begin(), beam.end(), [](const RefHyp& x, const RefHyp& y) { return x.score > y.score; });
     std::vector<Hypothesis> hyps;

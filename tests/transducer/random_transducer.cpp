@@ -157,7 +157,7 @@ void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vecto
       if (nbest) return;
       continue;
     }
-    ASSERT_EQ(got[b].tokens, want[b].tokens);
+    ASSERT_EQ(got[b].tokens, want[b].tokens) << "scores " << got[b].score << " and " << want[b].score;
     ASSERT_EQ(got[b].timestamps, want[b].timestamps);
     ASSERT_EQ(got[b].durations, want[b].durations);
     ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());

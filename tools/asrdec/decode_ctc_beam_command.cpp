@@ -19,6 +19,9 @@ struct CtcBeamOptions {
   std::int32_t beam = 4;
   double beam_beta = 0.0;
   double beam_threshold = 20.0;
+  bool merge_before_prune = false;
+  bool log_add = false;
+  std::int32_t beam_size_token = 0;
   std::int32_t nbest = 0;
   std::int32_t threads = 0;
 };
@@ -42,6 +45,9 @@ void run(const CtcBeamOptions& options) {
   config.beam = options.beam;
   config.beam_beta = static_cast<float>(options.beam_beta);
   config.beam_threshold = static_cast<float>(options.beam_threshold);
+  config.merge_before_prune = options.merge_before_prune;
+  config.log_add = options.log_add;
+  config.beam_size_token = options.beam_size_token;
   config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
@@ -88,14 +94,21 @@ void add_decode_ctc_beam_command(CLI::App& decode) {
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--blank-id", options->blank_id, "Blank column (-1: the last)")->capture_default_str();
-  command->add_option("--beam", options->beam, "Hypotheses kept per utterance (1-64)")
-      ->check(CLI::Range(1, 64))
+  command->add_option("--beam", options->beam, "Hypotheses kept per utterance (1-1024 on the CPU, 1-64 on CUDA)")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads the utterances are spread over (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   command->add_option("--beam-beta", options->beam_beta, "Insertion bonus per emitted token")->capture_default_str();
   command->add_option("--beam-threshold", options->beam_threshold, "Drop hypotheses this far below the best")
+      ->capture_default_str();
+  command->add_flag("--merge-before-prune", options->merge_before_prune,
+                    "Merge equal hypotheses before keeping the --beam best (flashlight-text's order; CPU)");
+  command->add_flag("--log-add", options->log_add, "Merge equal hypotheses by log-sum-exp instead of maximum");
+  command->add_option("--beam-size-token", options->beam_size_token,
+                      "Propose only each frame's N most likely columns (0: all; CPU)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--nbest", options->nbest, "With --json: add the N best hypotheses as \"nbest\"")
       ->capture_default_str();

@@ -4,13 +4,15 @@
  * Batched beam search over CTC log-probabilities (NeMo's beam_batch), with optional shallow fusion of an n-gram LM
  * and/or a phrase-boosting tree, on the CPU and on CUDA.
  *
- * Frame-synchronous: on each frame t < length every hypothesis k proposes every column v with
- * score_k + log p(v | t), plus, when v is a token that is not a repeat of k's last label (blank included in "last
- * label"), the insertion bonus β (beam_beta) and α·ln p_LM(v | k) + β_boost·boost(v | k). Each utterance keeps the K
- * best of the K·(V+1) proposals (higher score first, then lower k·(V+1) + v), drops those more than
- * beam_threshold below the best, and merges equal hypotheses — same tokens (after folding repeats and dropping
- * blanks) and same last label — keeping the maximum score (Viterbi merging: a prefix ending in blank and the same
- * prefix ending in its last token stay distinct, as NeMo's). After its last frame an utterance's beam is frozen
+ * Frame-synchronous: on each frame t < length every hypothesis k proposes every column v (or, with beam_size_token
+ * N, the frame's N most likely columns) with score_k + log p(v | t), plus, when v is a token that is not a repeat of
+ * k's last label (blank included in "last label"), the insertion bonus β (beam_beta) and α·ln p_LM(v | k) +
+ * β_boost·boost(v | k). Each utterance keeps the K best of the proposals (higher score first, then lower k·(V+1) + v),
+ * drops those more than beam_threshold below the best, and merges equal hypotheses — same tokens (after folding
+ * repeats and dropping blanks) and same last label — keeping the maximum score (Viterbi merging: a prefix ending in
+ * blank and the same prefix ending in its last token stay distinct, as NeMo's). Options give flashlight-text's
+ * variants: merge_before_prune merges the proposals first and keeps the K best merged ones, and log_add merges by
+ * log-sum-exp (docs/beam-search.md). After its last frame an utterance's beam is frozen
  * (NeMo keeps adding padded frames' scores; see docs/beam-search.md), and each hypothesis adds α·ln p_LM(</s> |
  * its LM state).
  *
@@ -59,13 +61,28 @@ namespace asrdec {
 struct ASRDEC_API CtcBeamConfig {
   /** Column of the blank; -1 (default) means the last column. Fusion needs the last column. */
   std::int32_t blank_id = -1;
-  /** K, hypotheses kept per utterance, 1 … 64. */
+  /** The largest beam: on the CPU each frame ranks K·(V+1) proposals and keeps K hypotheses with their LM queries
+   *  ([K, V] scores), so time and memory grow linearly with K; on CUDA each thread's candidate list lives in shared
+   *  memory and registers, which caps K at kMaxBeamCuda. */
+  static constexpr std::int32_t kMaxBeam = 1024;
+  static constexpr std::int32_t kMaxBeamCuda = 64;
+  /** K, hypotheses kept per utterance, 1 … kMaxBeam (CUDA: 1 … kMaxBeamCuda). */
   std::int32_t beam = 4;
   /** β, added for every emitted token (an insertion bonus that offsets the LM's per-token cost; NeMo's config
    *  uses 1.0 with an LM). */
   float beam_beta = 0.0f;
   /** Proposals more than this below the utterance's best on a frame are dropped. */
   float beam_threshold = 20.0f;
+  /** Merge equal proposals before keeping the K best (flashlight-text's order), so K distinct hypotheses survive;
+   *  false (NeMo's order): keep the K best proposals, then merge, which can leave fewer than K. CPU only. */
+  bool merge_before_prune = false;
+  /** Equal hypotheses merge by log-sum-exp of their scores (flashlight's logAdd: the probability of the prefix over
+   *  its alignments), else by maximum (Viterbi, NeMo's). With log_add, the two ends of one transcript (in blank, in
+   *  its last token) also merge at the end of the utterance. */
+  bool log_add = false;
+  /** Per-frame token pruning (flashlight's beam_size_token): only the N most likely columns of a frame (blank
+   *  included; the lower column on ties) are proposed; 0: all. CPU only. */
+  std::int32_t beam_size_token = 0;
   /** N-best lists keep only the best-ranked hypothesis of each transcript (drop_repeated_transcripts): a prefix
    *  ending in blank and the same prefix ending in its last token stay apart in the search. */
   bool unique_transcripts = true;
@@ -88,8 +105,8 @@ struct ASRDEC_API CtcBeamConfig {
    *  core the process may use. Each utterance is searched whole by one thread, so results do not depend on it. */
   std::int32_t threads = 0;
 
-  /** Throws InvalidArgument for a beam outside [1, 64], blank_id below -1, non-finite values, or threads outside
-   *  [0, 1024]. */
+  /** Throws InvalidArgument for a beam outside [1, kMaxBeam], blank_id below -1, non-finite values, a negative
+   *  beam_size_token, or threads outside [0, 1024]. */
   void validate() const;
   std::string to_string() const;
 };

@@ -149,9 +149,10 @@ ASRDEC_HD_INLINE bool beam_same_hypothesis(const BeamHypsRef& h, std::int64_t i,
 }
 
 /** Phase 1 of recombination: the score slot k of utterance b keeps. Of each group of equal hypotheses the first
- *  slot with the highest score survives, with the log-sum-exp of the group's scores (CTC: their maximum); the
- *  others die (-inf). */
-ASRDEC_HD_INLINE void beam_stage_recombination(const BeamHypsRef& h, std::int64_t b, std::int32_t k) {
+ *  slot with the highest score survives, with the log-sum-exp of the group's scores (CTC: their maximum, unless
+ *  `ctc_log_add`); the others die (-inf). */
+ASRDEC_HD_INLINE void beam_stage_recombination(const BeamHypsRef& h, std::int64_t b, std::int32_t k,
+                                               bool ctc_log_add = false) {
   const std::int64_t s = beam_slot(h, b, k);
   const float mine = h.scores[s];
   float best = mine;
@@ -167,7 +168,7 @@ ASRDEC_HD_INLINE void beam_stage_recombination(const BeamHypsRef& h, std::int64_
     h.staged_score[s] = -__builtin_huge_valf();
     return;
   }
-  if (h.kind == BeamKind::ctc || best == -__builtin_huge_valf()) {
+  if ((h.kind == BeamKind::ctc && !ctc_log_add) || best == -__builtin_huge_valf()) {
     h.staged_score[s] = best;
     return;
   }

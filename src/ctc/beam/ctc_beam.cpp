@@ -3,6 +3,7 @@
 
 #include "asrdec/ctc/ctc_beam.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -24,8 +25,9 @@
 namespace asrdec {
 
 void CtcBeamConfig::validate() const {
-  ASRDEC_CHECK_ARG(beam >= 1 && beam <= detail::kMaxBeam, "CtcBeamConfig.beam must be in [1, ", detail::kMaxBeam,
-                   "], got ", beam);
+  ASRDEC_CHECK_ARG(beam >= 1 && beam <= kMaxBeam, "CtcBeamConfig.beam must be in [1, ", kMaxBeam, "], got ", beam);
+  ASRDEC_CHECK_ARG(beam_size_token >= 0, "CtcBeamConfig.beam_size_token must be >= 0 (0: every column), got ",
+                   beam_size_token);
   ASRDEC_CHECK_ARG(blank_id >= -1, "CtcBeamConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
   ASRDEC_CHECK_ARG(std::isfinite(beam_beta), "CtcBeamConfig.beam_beta must be finite, got ", beam_beta);
   ASRDEC_CHECK_ARG(beam_threshold > 0.0f, "CtcBeamConfig.beam_threshold must be positive (+inf: no threshold), got ",
@@ -41,7 +43,10 @@ void CtcBeamConfig::validate() const {
 std::string CtcBeamConfig::to_string() const {
   return detail::concat(
       "CtcBeamConfig{blank_id=", blank_id, ", beam=", beam, ", beam_beta=", beam_beta,
-      ", beam_threshold=", beam_threshold, ", unique_transcripts=", unique_transcripts ? "true" : "false",
+      ", beam_threshold=", beam_threshold, merge_before_prune ? ", merge_before_prune=true" : "",
+      log_add ? ", log_add=true" : "",
+      beam_size_token > 0 ? detail::concat(", beam_size_token=", beam_size_token) : "",
+      ", unique_transcripts=", unique_transcripts ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       ", graph_mode=", asrdec::to_string(graph_mode), ", check_values=", check_values ? "true" : "false",
@@ -68,8 +73,71 @@ CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengt
 }  // namespace detail
 
 namespace {
+
 void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const BeamHypsRef& h,
                    const detail::CtcBeamStates& states);
+
+/** A proposal of merge_before_prune: its score, id (k·C + v) and the identity of the hypothesis it makes. */
+struct CtcProposal {
+  float score;
+  std::int32_t id;
+  std::uint64_t hash;
+  std::int32_t last;
+  std::int32_t tokens;
+};
+
+CtcProposal ctc_proposal(const BeamHypsRef& h, std::int64_t slot, std::int32_t id, std::int32_t v, float score) {
+  const bool emits = beam_emits(h, v, h.last_label[slot]);
+  return CtcProposal{score, id, emits ? beam_hash_extend(h.hash[slot], v) : h.hash[slot], v,
+                     h.tokens[slot] + (emits ? 1 : 0)};
+}
+
+/** merge_before_prune (flashlight-text's candidatesStore): proposals more than `threshold` below the best are
+ *  dropped, equal hypotheses merge into their best proposal (the lower id on ties) with the maximum or, with
+ *  `log_add`, the running log-add of the group's scores from the best down, and the K best merged proposals
+ *  (beam_before order) go to `best`/`ids`. Returns how many. */
+std::int32_t merge_then_keep(std::vector<CtcProposal>& proposals, float threshold, bool log_add, std::int32_t K,
+                             float* best, std::int32_t* ids) {
+  if (proposals.empty()) return 0;
+  float top = proposals.front().score;
+  for (const CtcProposal& x : proposals) top = std::max(top, x.score);
+  const float floor = top - threshold;
+  proposals.erase(std::remove_if(proposals.begin(), proposals.end(), [floor](const CtcProposal& x) {
+                    return !(x.score > floor);
+                  }),
+                  proposals.end());
+  std::sort(proposals.begin(), proposals.end(), [](const CtcProposal& x, const CtcProposal& y) {
+    if (x.hash != y.hash) return x.hash < y.hash;
+    if (x.last != y.last) return x.last < y.last;
+    if (x.tokens != y.tokens) return x.tokens < y.tokens;
+    return detail::beam_before(x.score, x.id, y.score, y.id);
+  });
+  std::int32_t kept = 0;
+  for (std::size_t i = 0; i < proposals.size();) {
+    const CtcProposal& first = proposals[i];
+    float merged = first.score;
+    std::size_t j = i + 1;
+    for (; j < proposals.size() && proposals[j].hash == first.hash && proposals[j].last == first.last &&
+           proposals[j].tokens == first.tokens;
+         ++j) {
+      if (log_add) {
+        const float high = std::max(merged, proposals[j].score), low = std::min(merged, proposals[j].score);
+        merged = high + std::log1p(std::exp(low - high));
+      }
+    }
+    detail::topk_insert(best, ids, K, kept, merged, first.id);
+    i = j;
+  }
+  return kept;
+}
+
+/** One CPU thread's scratch for a frame. */
+struct CtcBeamScratch {
+  std::vector<float> frame, best;
+  std::vector<std::int32_t> ids, columns;
+  std::vector<CtcProposal> proposals;
+};
+
 }  // namespace
 
 struct CtcBeamDecoder::Impl {
@@ -82,7 +150,7 @@ struct CtcBeamDecoder::Impl {
   HostBuffer<float> lm_scores, boost_scores;  // [slots, V] queries of each slot's states
   HostBuffer<std::int32_t> lm_next, boost_next;
   std::unique_ptr<detail::ThreadPool> pool;  // CPU: the threads utterances are spread over
-  std::vector<std::vector<float>> frames;    // per thread: one frame as floats
+  std::vector<CtcBeamScratch> scratch;       // per thread
   std::int64_t max_slots = 0;
   std::unique_ptr<detail::UtteranceChannels> open;  // streaming
   std::vector<detail::BeamChannel> channels;        // by slot of `open`, grown as slots are first used
@@ -150,16 +218,19 @@ struct CtcBeamDecoder::Impl {
     search_frames(*this, p, h, states);
   }
 
-  // The end of utterance b: each live hypothesis adds α·ln p_LM(</s> | its LM state).
+  // The end of utterance b: each live hypothesis adds α·ln p_LM(</s> | its LM state); with log-add merging, equal
+  // transcripts then merge.
   void end_of_sentence(const BeamHypsRef& h, std::int64_t b) {
-    if (config.lm == nullptr) return;
-    for (std::int32_t k = 0; k < config.beam; ++k) {
-      const std::int64_t s = beam_slot(h, b, k);
-      if (h.scores[s] == kNegInf) continue;
-      const float end = detail::weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
-      h.scores[s] += end;
-      lm_total[s] += end;
+    if (config.lm != nullptr) {
+      for (std::int32_t k = 0; k < config.beam; ++k) {
+        const std::int64_t s = beam_slot(h, b, k);
+        if (h.scores[s] == kNegInf) continue;
+        const float end = detail::weighted(config.lm_weight, config.lm->final_score(lm_state[s]));
+        h.scores[s] += end;
+        lm_total[s] += end;
+      }
     }
+    if (config.log_add) detail::ctc_merge_equal_transcripts(h, b);
   }
 
   std::vector<std::vector<Hypothesis>> decode(const detail::CtcInput& p) {
@@ -212,18 +283,28 @@ void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const 
   const auto C = static_cast<std::int32_t>(p.columns);
   const std::int64_t V = p.columns - 1;
   const FusionRef& fusion = states.fusion;
-  const CtcBeamRule rule{p.blank, config.beam_beta};
-  // Utterances in parallel, each on one thread with that thread's frame buffer (a slot's state and queries are its
-  // own); a bad value throws what a plain loop over the utterances would have thrown first.
+  const CtcBeamRule rule{p.blank, config.beam_beta, config.log_add};
+  const std::int32_t proposed_columns =
+      config.beam_size_token > 0 && config.beam_size_token < C ? config.beam_size_token : C;
+  // Utterances in parallel, each on one thread with that thread's scratch (a slot's state and queries are its own);
+  // a bad value throws what a plain loop over the utterances would have thrown first.
   self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
-    std::vector<float>& frame = self.frames[static_cast<std::size_t>(worker)];
-    frame.resize(static_cast<std::size_t>(C));
+    CtcBeamScratch& w = self.scratch[static_cast<std::size_t>(worker)];
+    w.frame.resize(static_cast<std::size_t>(C));
+    w.best.resize(static_cast<std::size_t>(K));
+    w.ids.resize(static_cast<std::size_t>(K));
+    w.columns.resize(static_cast<std::size_t>(C));
     const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
     for (std::int32_t t = 0; t < length; ++t) {
-      read_ctc_frame(p, b, t, config.check_values, frame.data());
-      float best[kMaxBeam];
-      std::int32_t ids[kMaxBeam];
+      read_ctc_frame(p, b, t, config.check_values, w.frame.data());
+      for (std::int32_t v = 0; v < C; ++v) w.columns[static_cast<std::size_t>(v)] = v;
+      if (proposed_columns < C) {
+        const float* f = w.frame.data();
+        std::partial_sort(w.columns.begin(), w.columns.begin() + proposed_columns, w.columns.end(),
+                          [f](std::int32_t x, std::int32_t y) { return f[x] > f[y] || (f[x] == f[y] && x < y); });
+      }
       std::int32_t kept = 0;
+      w.proposals.clear();
       for (std::int32_t k = 0; k < K; ++k) {
         const std::int64_t s = beam_slot(h, b, k);
         if (h.scores[s] == kNegInf) continue;
@@ -233,13 +314,23 @@ void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const 
           advance_row(config.boost->ref(), self.boost_state[s], self.boost_scores.data() + s * V,
                       self.boost_next.data() + s * V);
         }
-        for (std::int32_t v = 0; v < C; ++v) {
-          const float extension =
-              ctc_beam_extension(rule, fusion, s, h.last_label[s], v, frame[static_cast<std::size_t>(v)]);
-          topk_insert(best, ids, K, kept, h.scores[s] + extension, k * C + v);
+        for (std::int32_t c = 0; c < proposed_columns; ++c) {
+          const std::int32_t v = w.columns[static_cast<std::size_t>(c)];
+          const float score =
+              h.scores[s] + ctc_beam_extension(rule, fusion, s, h.last_label[s], v, w.frame[static_cast<std::size_t>(v)]);
+          if (!config.merge_before_prune) {
+            topk_insert(w.best.data(), w.ids.data(), K, kept, score, k * C + v);
+          } else if (score != kNegInf) {
+            w.proposals.push_back(ctc_proposal(h, s, k * C + v, v, score));
+          }
         }
       }
-      ctc_beam_keep(h, b, best, ids, kept, C, config.beam_threshold, states);
+      float threshold = config.beam_threshold;
+      if (config.merge_before_prune) {
+        kept = merge_then_keep(w.proposals, config.beam_threshold, config.log_add, K, w.best.data(), w.ids.data());
+        threshold = std::numeric_limits<float>::infinity();  // applied before merging
+      }
+      ctc_beam_keep(h, b, w.best.data(), w.ids.data(), kept, C, threshold, states, config.log_add);
     }
   });
 }
@@ -269,7 +360,7 @@ CtcBeamDecoder::CtcBeamDecoder(Device device, CtcBeamConfig config, BatchLimits 
 #endif
   const int threads = detail::resolve_threads(impl_->config.threads);
   impl_->pool = std::make_unique<detail::ThreadPool>(threads);
-  impl_->frames.resize(static_cast<std::size_t>(threads));
+  impl_->scratch.resize(static_cast<std::size_t>(threads));
   impl_->reserve(limits.max_batch * impl_->config.beam, 0);
 }
 

@@ -214,7 +214,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
       g.states.next_boost_state = next_boost_state_.data();
       g.states.next_boost_total = next_boost_total_.data();
     }
-    g.rule = CtcBeamRule{blank, config_.beam_beta};
+    g.rule = CtcBeamRule{blank, config_.beam_beta, config_.log_add};
     g.threshold = config_.beam_threshold;
     g.frame = flags_.data();
     g.any_frame = flags_.data() + 1;
@@ -325,8 +325,18 @@ class CtcBeamCuda final : public CtcBeamBackend {
     return view;
   }
 
-  // The end of utterance b (host copy): each live hypothesis adds α·ln p_LM(</s> | its LM state).
+  // The end of utterance b (host copy): each live hypothesis adds α·ln p_LM(</s> | its LM state); with log-add
+  // merging, equal transcripts then merge (as on the CPU).
   void end_of_sentence(const BeamHypsRef& h, std::int64_t b) {
+    if (config_.log_add) {
+      add_end_scores(h, b);
+      ctc_merge_equal_transcripts(h, b);
+    } else {
+      add_end_scores(h, b);
+    }
+  }
+
+  void add_end_scores(const BeamHypsRef& h, std::int64_t b) {
     if (config_.lm == nullptr) return;
     for (std::int32_t k = 0; k < config_.beam; ++k) {
       const std::int64_t s = beam_slot(h, b, k);
@@ -366,6 +376,15 @@ class CtcBeamCuda final : public CtcBeamBackend {
 }  // namespace
 
 std::unique_ptr<CtcBeamBackend> make_ctc_beam_cuda(Device device, const CtcBeamConfig& config, BatchLimits limits) {
+  // One block per utterance keeps each thread's K best in shared memory and merges them in registers, after the
+  // prune: the options that merge first, prune tokens per frame or need more than 64 slots run on the CPU.
+  ASRDEC_EXPECTS(config.beam <= CtcBeamConfig::kMaxBeamCuda, Unsupported, "CtcBeamConfig.beam ", config.beam,
+                 ": CTC beam search on CUDA keeps at most ", CtcBeamConfig::kMaxBeamCuda,
+                 " hypotheses (up to ", CtcBeamConfig::kMaxBeam, " on the CPU)");
+  ASRDEC_EXPECTS(!config.merge_before_prune, Unsupported,
+                 "CtcBeamConfig.merge_before_prune runs on the CPU only in this version");
+  ASRDEC_EXPECTS(config.beam_size_token == 0, Unsupported,
+                 "CtcBeamConfig.beam_size_token (per-frame token pruning) runs on the CPU only in this version");
   return std::make_unique<CtcBeamCuda>(device, config, limits);
 }
 

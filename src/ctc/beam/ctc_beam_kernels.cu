@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
           topk_insert(best, ids, K, kept, list_scores[j * K + e], list_ids[j * K + e]);
         }
       }
-      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states);
+      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states, g.rule.log_add);
     }
     __syncthreads();
   }

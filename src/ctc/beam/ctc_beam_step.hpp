@@ -1,6 +1,7 @@
 #pragma once
 // One frame of batched CTC beam search, the scoring rule shared by the CPU loop and the CUDA kernels.
 
+#include <cmath>
 #include <cstdint>
 
 #include "asrdec/detail/hd.hpp"
@@ -11,7 +12,8 @@ namespace asrdec::detail {
 
 struct CtcBeamRule {
   std::int32_t blank;
-  float beta;  ///< insertion bonus per emitted token
+  float beta;            ///< insertion bonus per emitted token
+  bool log_add = false;  ///< equal hypotheses merge by log-sum-exp (flashlight's logAdd), else by maximum
 };
 
 /** What column v adds to a hypothesis whose last label is `last` (slot `slot` of the fusion queries): its
@@ -35,10 +37,11 @@ struct CtcBeamStates {
 
 /** Utterance b's frame ends. `best`/`ids` hold its `kept` best proposals in beam_before order (id = k·columns + v:
  *  slot k extended by column v); those more than `threshold` below the best die. Slot i becomes proposal i, its
- *  fused states follow its parent (moved on when the column emits a token), then equal hypotheses merge. */
+ *  fused states follow its parent (moved on when the column emits a token), then equal hypotheses merge (by
+ *  maximum, or by log-sum-exp with `log_add`). */
 ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const float* best, const std::int32_t* ids,
                                     std::int32_t kept, std::int32_t columns, float threshold,
-                                    const CtcBeamStates& states) {
+                                    const CtcBeamStates& states, bool log_add) {
   const FusionRef& f = states.fusion;
   const float floor = kept > 0 ? best[0] - threshold : -__builtin_huge_valf();
   for (std::int32_t i = 0; i < h.beam; ++i) {
@@ -66,8 +69,43 @@ ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const 
       f.boost.total[s] = states.next_boost_total[s];
     }
   }
-  for (std::int32_t i = 0; i < h.beam; ++i) beam_stage_recombination(h, b, i);
+  for (std::int32_t i = 0; i < h.beam; ++i) beam_stage_recombination(h, b, i, log_add);
   for (std::int32_t i = 0; i < h.beam; ++i) beam_commit_recombination(h, b, i);
+}
+
+/** The end of utterance b with log-add merging: hypotheses with the same transcript (a prefix ending in blank and
+ *  the same prefix ending in its last token) are one CTC prefix, so they merge into the first slot with the highest
+ *  score, which takes the log-sum-exp of the group's scores (in slot order); the others die. Host only: it runs
+ *  once per utterance, after the end-of-sentence scores. */
+inline void ctc_merge_equal_transcripts(const BeamHypsRef& h, std::int64_t b) {
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    if (h.scores[s] == -__builtin_huge_valf()) continue;
+    float best = h.scores[s];
+    bool survives = true;
+    for (std::int32_t j = 0; j < h.beam; ++j) {
+      const std::int64_t o = beam_slot(h, b, j);
+      if (j == k || h.hash[o] != h.hash[s] || h.tokens[o] != h.tokens[s]) continue;
+      if (h.scores[o] > h.scores[s] || (h.scores[o] == h.scores[s] && j < k)) survives = false;
+      if (h.scores[o] > best) best = h.scores[o];
+    }
+    h.staged_score[s] = best;
+    if (!survives) {
+      h.staged_score[s] = -__builtin_huge_valf();
+      continue;
+    }
+    float sum = 0.0f;
+    for (std::int32_t j = 0; j < h.beam; ++j) {
+      const std::int64_t o = beam_slot(h, b, j);
+      if (j != k && (h.hash[o] != h.hash[s] || h.tokens[o] != h.tokens[s])) continue;
+      sum += expf(h.scores[o] - best);
+    }
+    h.staged_score[s] = best + logf(sum);
+  }
+  for (std::int32_t k = 0; k < h.beam; ++k) {
+    const std::int64_t s = beam_slot(h, b, k);
+    if (h.scores[s] != -__builtin_huge_valf()) h.scores[s] = h.staged_score[s];
+  }
 }
 
 }  // namespace asrdec::detail
