@@ -70,6 +70,7 @@ void bind_wfst(nb::module_& m) {
             WfstDecoderConfig config;
             std::vector<Keyword> keywords = {field("beam", config.beam),
                                              field("max_active", config.max_active),
+                                             field("min_active", config.min_active),
                                              field("max_tokens_per_frame", config.max_tokens_per_frame),
                                              field("acoustic_scale", config.acoustic_scale),
                                              field("use_final_probs", config.use_final_probs),

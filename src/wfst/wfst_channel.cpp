@@ -102,18 +102,31 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
   queue_.clear();
   // 1. Emitting arcs of the active tokens; a running bound drops ways that cannot pass the final cutoff.
   float best = kInf;
-  for (const std::int64_t index : channel.active) {
-    const WfstToken& from = channel.history[static_cast<std::size_t>(index)];
-    for (std::int64_t a = g_->emitting_begin[from.state]; a < g_->epsilon_begin[from.state]; ++a) {
-      const float acoustic = wfst_acoustic_cost(config_.acoustic_scale, logp[g_->ilabel[a] - 1]);
-      const float cost = wfst_emitting_way(from.cost, g_->weight[a], boost(channel, g_->olabel[a]), acoustic);
-      if (!(cost < wfst_add(best, beam))) continue;
-      best = std::min(best, cost);
-      relax(g_->next_state[a], FrameToken{0, cost, 0, index, a, false});
+  const auto emitting = [&](bool bounded) {
+    for (const std::int64_t index : channel.active) {
+      const WfstToken& from = channel.history[static_cast<std::size_t>(index)];
+      for (std::int64_t a = g_->emitting_begin[from.state]; a < g_->epsilon_begin[from.state]; ++a) {
+        const float acoustic = wfst_acoustic_cost(config_.acoustic_scale, logp[g_->ilabel[a] - 1]);
+        const float cost = wfst_emitting_way(from.cost, g_->weight[a], boost(channel, g_->olabel[a]), acoustic);
+        if (!(cost < (bounded ? wfst_add(best, beam) : kInf))) continue;
+        best = std::min(best, cost);
+        relax(g_->next_state[a], FrameToken{0, cost, 0, index, a, false});
+      }
     }
+  };
+  emitting(true);
+  // 2. The cutoff from the best way in; the list keeps only what is below it. With min_active, when the beam holds
+  //    at most min_active ways in, every finite way is taken again (the bound dropped) and the cutoff widens.
+  float cutoff = wfst_add(best, beam);
+  if (config_.min_active > 0 && count_below(cutoff) <= config_.min_active) {
+    clear_frame();
+    queue_.clear();
+    best = kInf;
+    emitting(false);
+    float worst = -kInf;
+    for (const FrameToken& t : list_) worst = std::max(worst, t.cost);
+    cutoff = widen_to_min_active(wfst_add(best, beam), wfst_add(worst, beam));
   }
-  // 2. The cutoff from the best way in; the list keeps only what is below it.
-  const float cutoff = wfst_add(best, beam);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < list_.size(); ++i) {
     const FrameToken t = list_[i];
@@ -150,12 +163,28 @@ void WfstSearcher::advance(WfstChannel& channel, const float* logp) {
   commit(channel, beam, !fits || closure_cut_);
 }
 
+std::int64_t WfstSearcher::count_below(float bound) const {
+  std::int64_t n = 0;
+  for (const FrameToken& t : list_) n += t.cost < bound ? 1 : 0;
+  return n;
+}
+
+float WfstSearcher::widen_to_min_active(float bound, float all) {
+  const auto keep = static_cast<std::size_t>(config_.min_active);
+  if (keep == 0 || count_below(bound) > config_.min_active) return bound;  // the M+1-th cheapest is below it
+  if (list_.size() <= keep) return std::max(bound, all);
+  costs_.clear();
+  for (const FrameToken& t : list_) costs_.push_back(t.cost);
+  std::nth_element(costs_.begin(), costs_.begin() + static_cast<std::ptrdiff_t>(keep), costs_.end());
+  return std::max(bound, costs_[keep]);
+}
+
 // 4. Active tokens; the frame's tokens go to the history.
 void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   const std::size_t n = list_.size();
   float best = kInf;
   for (const FrameToken& t : list_) best = std::min(best, t.cost);
-  const float cut = std::min(cutoff_, wfst_add(best, beam));
+  const float cut = widen_to_min_active(std::min(cutoff_, wfst_add(best, beam)), cutoff_);
   order_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (list_[i].cost < cut) order_.push_back(static_cast<std::int32_t>(i));

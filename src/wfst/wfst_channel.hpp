@@ -64,6 +64,10 @@ class WfstSearcher {
   void relax(std::int32_t state, const FrameToken& way);
   void closure(float cutoff);
   void commit(WfstChannel& channel, float beam, bool overflow);
+  /** min_active (Kaldi's GetCutoff): `bound` widened to the cost of the (min_active+1)-th cheapest token of the
+   *  frame list when it holds more than min_active, else to `all` (a bound above every token). */
+  float widen_to_min_active(float bound, float all);
+  std::int64_t count_below(float bound) const;
   float boost(const WfstChannel& channel, std::int32_t word) const {
     return channel.boost_by_word.empty() ? 0.0f : channel.boost_by_word[static_cast<std::size_t>(word)];
   }
@@ -83,6 +87,7 @@ class WfstSearcher {
   float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
   bool closure_cut_ = false;                // the closure hit its relaxation cap (float rounding on an ε-cycle)
   std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_
+  std::vector<float> costs_;                // min_active: the frame's costs, partly ordered
   const WfstChannel* boosts_of_ = nullptr;  // whose boosts relax() applies
 };
 

@@ -22,6 +22,8 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(beam) && beam > 0.0f, "WfstDecoderConfig.beam must be positive and finite, got ",
                    beam);
   ASRDEC_CHECK_ARG(max_active >= 1, "WfstDecoderConfig.max_active must be at least 1, got ", max_active);
+  ASRDEC_CHECK_ARG(min_active >= 0 && min_active <= max_active, "WfstDecoderConfig.min_active must be in [0, max_active = ",
+                   max_active, "], got ", min_active);
   ASRDEC_CHECK_ARG(max_tokens_per_frame >= 1, "WfstDecoderConfig.max_tokens_per_frame must be at least 1, got ",
                    max_tokens_per_frame);
   ASRDEC_CHECK_ARG(std::isfinite(acoustic_scale) && acoustic_scale >= 0.0f,
@@ -41,6 +43,7 @@ void WfstDecoderConfig::validate() const {
 
 std::string WfstDecoderConfig::to_string() const {
   return concat("WfstDecoderConfig{beam=", beam, ", max_active=", max_active,
+                min_active > 0 ? concat(", min_active=", min_active) : std::string(),
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
                 ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),

@@ -154,6 +154,64 @@ __device__ void clear_list(const Lane& L, int count) {
   }
 }
 
+// min_active (Kaldi's GetCutoff), as WfstSearcher::widen_to_min_active: `bound` widened to the (M+1)-th smallest
+// cost among the live entries of the frame list when there are more than M, else to `all`. The k-th smallest is a
+// radix select over the ordered costs (the keys' upper halves), a byte at a time; the CPU takes it with nth_element
+// on the same floats, so both widen to the same value. Every thread of the block calls it and gets the result.
+__device__ float widen_to_min_active(const Lane& L, int count, std::int64_t min_active, float bound, float all,
+                                     unsigned long long* s_hist, unsigned long long* s_select,
+                                     unsigned long long* s_remaining, int* s_live) {
+  if (threadIdx.x == 0) s_live[0] = s_live[1] = 0;
+  __syncthreads();
+  int live = 0, below = 0;
+  for (int j = threadIdx.x; j < count; j += blockDim.x) {
+    const unsigned long long k = L.key[L.list_state[j]];
+    if (k == kNoKey) continue;
+    ++live;
+    below += key_cost(k) < bound ? 1 : 0;
+  }
+  atomicAdd(s_live, live);
+  atomicAdd(s_live + 1, below);
+  __syncthreads();
+  const int total = s_live[0];
+  const int under = s_live[1];
+  __syncthreads();  // read before a later call resets them
+  if (static_cast<std::int64_t>(under) > min_active) return bound;  // the (M+1)-th cheapest is below it
+  if (static_cast<std::int64_t>(total) <= min_active) return bound > all ? bound : all;
+  if (threadIdx.x == 0) {
+    *s_select = 0;
+    *s_remaining = static_cast<unsigned long long>(min_active) + 1;  // the (M+1)-th smallest
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) s_hist[b] = 0;
+    __syncthreads();
+    const unsigned int high = shift == 24 ? 0u : ~((1u << (shift + 8)) - 1u);
+    const auto prefix = static_cast<unsigned int>(*s_select);
+    for (int j = threadIdx.x; j < count; j += blockDim.x) {
+      const unsigned long long k = L.key[L.list_state[j]];
+      if (k == kNoKey) continue;
+      const auto key = static_cast<unsigned int>(k >> 32);
+      if ((key & high) == prefix) atomicAdd(s_hist + ((key >> shift) & 255u), 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long seen = 0;
+      for (unsigned d = 0; d < 256; ++d) {
+        if (seen + s_hist[d] >= *s_remaining) {
+          *s_select |= static_cast<unsigned long long>(d) << shift;
+          *s_remaining -= seen;
+          break;
+        }
+        seen += s_hist[d];
+      }
+    }
+    __syncthreads();
+  }
+  const float kth = wfst_cost_of_ordered(static_cast<unsigned int>(*s_select));
+  __syncthreads();  // every thread has read s_select before anyone reuses it
+  return bound > kth ? bound : kth;
+}
+
 __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArgs g) {
   __shared__ int s_count;
   __shared__ int s_front[2];
@@ -165,6 +223,8 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
   __shared__ unsigned long long s_select;
   __shared__ unsigned long long s_remaining;
   __shared__ int s_last_bin;
+  __shared__ int s_live[2];
+  __shared__ unsigned int s_worst;
 
   const std::int32_t l = blockIdx.x;
   if (l >= g.lanes.lanes) return;
@@ -191,23 +251,58 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
     }
     __syncthreads();
     // 1. Emitting arcs of the active tokens (a warp per token); a running bound drops ways that cannot pass the
-    //    final cutoff, so the keys below it are exactly the CPU's.
-    for (int i = warp; i < c.active_count; i += kWarps) {
-      const std::int32_t from = L.active_state[i];
-      const float from_cost = L.active_cost[i];
-      for (std::int64_t a = G.emitting_begin[from] + wl; a < G.epsilon_begin[from]; a += 32) {
-        const float acoustic = wfst_acoustic_cost(P.acoustic_scale, L.logp[G.ilabel[a] - 1]);
-        const float cost = wfst_emitting_way(from_cost, G.weight[a], boost_of(L, G.olabel[a]), acoustic);
-        const float running = wfst_cost_of_ordered(*reinterpret_cast<volatile unsigned int*>(&s_best));
-        if (!(cost < wfst_add(running, beam))) continue;
-        atomicMin(&s_best, wfst_ordered_cost(cost));
-        offer(L, &s_count, G.next_state[a], pack_key(cost, 0));
+    //    final cutoff, so the keys below it are exactly the CPU's. With min_active, when the beam holds at most
+    //    min_active ways in, every finite way is taken again (the bound dropped), as on the CPU.
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool bounded = pass == 0;
+      for (int i = warp; i < c.active_count; i += kWarps) {
+        const std::int32_t from = L.active_state[i];
+        const float from_cost = L.active_cost[i];
+        for (std::int64_t a = G.emitting_begin[from] + wl; a < G.epsilon_begin[from]; a += 32) {
+          const float acoustic = wfst_acoustic_cost(P.acoustic_scale, L.logp[G.ilabel[a] - 1]);
+          const float cost = wfst_emitting_way(from_cost, G.weight[a], boost_of(L, G.olabel[a]), acoustic);
+          const float running = wfst_cost_of_ordered(*reinterpret_cast<volatile unsigned int*>(&s_best));
+          if (!(cost < (bounded ? wfst_add(running, beam) : kInf))) continue;
+          atomicMin(&s_best, wfst_ordered_cost(cost));
+          offer(L, &s_count, G.next_state[a], pack_key(cost, 0));
+        }
       }
+      __syncthreads();
+      if (!bounded || P.min_active == 0) break;
+      const float bound = wfst_add(wfst_cost_of_ordered(s_best), beam);
+      if (tid == 0) s_live[0] = 0;
+      __syncthreads();
+      int below = 0;
+      for (int j = tid; j < s_count; j += blockDim.x) below += key_cost(L.key[L.list_state[j]]) < bound ? 1 : 0;
+      atomicAdd(s_live, below);
+      __syncthreads();
+      const bool widen = static_cast<std::int64_t>(s_live[0]) <= P.min_active;
+      __syncthreads();
+      if (!widen) break;
+      clear_list(L, s_count);
+      __syncthreads();
+      if (tid == 0) {
+        s_count = 0;
+        s_best = wfst_ordered_cost(kInf);
+      }
+      __syncthreads();
     }
-    __syncthreads();
     cutoff = wfst_add(wfst_cost_of_ordered(s_best), beam);
-    // 2. The cutoff; the survivors start the ε-closure.
+    // 2. The cutoff (widened by min_active); the survivors start the ε-closure.
     const int expanded = s_count;
+    if (P.min_active > 0) {
+      if (tid == 0) s_worst = 0;
+      __syncthreads();
+      unsigned int worst = 0;
+      for (int j = tid; j < expanded; j += blockDim.x) {
+        const unsigned long long k = L.key[L.list_state[j]];
+        if (k != kNoKey) worst = max(worst, static_cast<unsigned int>(k >> 32));
+      }
+      atomicMax(&s_worst, worst);
+      __syncthreads();
+      const float all = wfst_add(wfst_cost_of_ordered(s_worst), beam);
+      cutoff = widen_to_min_active(L, expanded, P.min_active, cutoff, all, s_hist, &s_select, &s_remaining, s_live);
+    }
     for (int j = tid; j < expanded; j += blockDim.x) {
       const std::int32_t v = L.list_state[j];
       if (!(key_cost(L.key[v]) < cutoff)) {
@@ -354,7 +449,12 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
   __syncthreads();
   const float best = wfst_cost_of_ordered(s_best);
   const float bound = wfst_add(best, beam);
-  const float cut = bound < cutoff ? bound : cutoff;
+  float cut = bound < cutoff ? bound : cutoff;
+  if (P.min_active > 0) {
+    cut = widen_to_min_active(L, count, P.min_active, cut, cutoff, s_hist, &s_select, &s_remaining, s_live);
+    if (tid == 0) s_alive = 0;
+    __syncthreads();
+  }
   {
     int candidates = 0;
     for (int j = tid; j < count; j += blockDim.x) {

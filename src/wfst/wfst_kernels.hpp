@@ -89,6 +89,7 @@ struct WfstSearchParams {
   std::int64_t max_active;
   std::int64_t max_tokens_per_frame;
   std::int32_t segment_capacity;  ///< stored tokens per lane per segment
+  std::int64_t min_active;        ///< 0: off
 };
 
 /** One of the two output segments. */

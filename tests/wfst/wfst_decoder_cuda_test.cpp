@@ -60,11 +60,16 @@ TEST(WfstDecoderCUDA, EqualsTheCpuAndOpenFstOnRandomGraphs) {
   for (int i = 0; i < 150 || utterances < 500; ++i) {
     auto [random, graph] = accepted_graph(rng, rejected);
     WfstDecoderConfig config = exact_config();
-    const int kind = i % 3;  // exact, pruned, queue pressure
+    const int kind = i % 4;  // exact, pruned, queue pressure, min_active at a tight beam
     if (kind == 1) {
       config = WfstDecoderConfig{};
       config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
       config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
+    } else if (kind == 3) {
+      config = WfstDecoderConfig{};
+      config.beam = 0.2f + static_cast<float>(rng() % 20) / 10.0f;
+      config.min_active = 1 + static_cast<std::int64_t>(rng() % 8);
+      config.max_active = config.min_active + static_cast<std::int64_t>(rng() % 4);
     } else if (kind == 2) {
       config = WfstDecoderConfig{};
       config.max_tokens_per_frame = 1 + static_cast<std::int64_t>(rng() % 3);

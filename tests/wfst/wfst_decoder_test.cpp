@@ -193,6 +193,48 @@ TEST(WfstDecoder, PrunedSearchNeverBeatsTheOracle) {
               static_cast<long long>(worse));
 }
 
+// min_active (Kaldi's floor of tokens per frame): at tight beams it keeps paths the beam alone drops, so results
+// get closer to the exact best path, never past it.
+TEST(WfstDecoder, MinActiveRecoversPathsATightBeamLoses) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rejected = 0, better = 0, worse = 0, exact_plain = 0, exact_floor = 0, utterances = 0;
+  for (int i = 0; i < 150; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig plain;
+    plain.beam = 0.2f + static_cast<float>(rng() % 20) / 10.0f;
+    WfstDecoderConfig floor = plain;
+    floor.min_active = 1 + static_cast<std::int64_t>(rng() % 8);
+    floor.threads = 1 + i % 3;
+    const Batch batch = random_batch(rng, random.columns, 4, 10);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + floor.to_string());
+    const auto without = WfstDecoder(graph, plain).decode(batch.logprobs(), batch.lens());
+    const auto with = WfstDecoder(graph, floor).decode(batch.logprobs(), batch.lens());
+    for (std::size_t b = 0; b < with.size(); ++b) {
+      const testing::OracleBest want = testing::openfst_best_path(random.fst, batch.utterances[b], batch.lengths[b],
+                                                                  random.columns, 1.0f, floor.use_final_probs);
+      if (!want.has_path || !want.reached_final) continue;
+      const float tolerance = 1e-3f * std::max(1.0f, std::fabs(want.cost));
+      const auto exact = [&](const WfstResult& r) { return r.reached_final && std::fabs(r.cost - want.cost) <= tolerance; };
+      if (with[b].reached_final) {
+        EXPECT_GE(with[b].cost, want.cost - tolerance) << "utterance " << b;
+      }
+      exact_plain += exact(without[b]) ? 1 : 0;
+      exact_floor += exact(with[b]) ? 1 : 0;
+      better += exact(with[b]) && !exact(without[b]) ? 1 : 0;
+      worse += !exact(with[b]) && exact(without[b]) ? 1 : 0;
+      ++utterances;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(better, 10) << "min_active never recovered the best path";
+  EXPECT_GT(better, 4 * worse);
+  std::printf("%lld utterances: the best path found by %lld without min_active, %lld with it (%lld recovered, %lld lost)\n",
+              static_cast<long long>(utterances), static_cast<long long>(exact_plain), static_cast<long long>(exact_floor),
+              static_cast<long long>(better), static_cast<long long>(worse));
+}
+
 TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
@@ -463,6 +505,12 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   config = WfstDecoderConfig{};
   config.max_active = 0;
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "max_active must be at least 1");
+  config = WfstDecoderConfig{};
+  config.max_active = 10;
+  config.min_active = 11;
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "min_active must be in [0, max_active = 10], got 11");
+  config.min_active = -1;
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "min_active must be in [0, max_active = 10], got -1");
   config = WfstDecoderConfig{};
   config.acoustic_scale = std::nanf("");
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "acoustic_scale");

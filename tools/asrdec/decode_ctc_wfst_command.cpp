@@ -32,6 +32,7 @@ struct CtcWfstOptions {
   std::string progress = "auto";
   double beam = 17.0;
   std::int64_t max_active = 10000;
+  std::int64_t min_active = 0;
   double acoustic_scale = 1.0;
   std::int32_t blank_id = -1;
   std::int64_t chunk = 0;
@@ -66,6 +67,7 @@ void run(const CtcWfstOptions& options) {
   WfstDecoderConfig config;
   config.beam = static_cast<float>(options.beam);
   config.max_active = options.max_active;
+  config.min_active = options.min_active;
   config.acoustic_scale = static_cast<float>(options.acoustic_scale);
   config.blank_id = options.blank_id;
   config.use_final_probs = !options.no_final_probs;
@@ -173,6 +175,10 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--beam", options->beam, "Search beam (cost units)")->capture_default_str();
+  command->add_option("--min-active", options->min_active,
+                      "Floor of tokens kept per frame when the beam keeps fewer (Kaldi's min_active; 0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--max-active", options->max_active, "Soft cap of tokens expanded per frame")
       ->capture_default_str();
   command->add_option("--acoustic-scale", options->acoustic_scale, "Weight of the log-probabilities against the graph")

@@ -14,6 +14,10 @@
  *   4. active tokens (expanded on the next frame): those below min(cutoff, best of the frame + beam); when more
  *      than max_active, a 255-bin histogram of their costs over that range keeps whole bins up to the first at which
  *      max_active tokens are reached.
+ * With min_active = M > 0 (Kaldi's GetCutoff), step 1 keeps every way in (no running bound); step 2's cutoff is at
+ * least the cost of the (M+1)-th cheapest way in when there are more than M (so the M cheapest survive), else the
+ * worst way in + beam (all survive); step 4's bound is at least the (M+1)-th cheapest token's cost when the frame
+ * has more than M tokens, else the cutoff (all are active).
  * A frame with more than max_tokens_per_frame tokens is decoded again with half the beam (up to 8 times: the beam
  * tightens under queue pressure); if it still does not fit, the cheapest max_tokens_per_frame tokens are kept and
  * the utterance's `overflow` flag is set. Decoding always goes on.
@@ -87,6 +91,11 @@ struct ASRDEC_API WfstDecoderConfig {
   float beam = 17.0f;
   /** Soft cap of tokens expanded per frame (see the file comment). */
   std::int64_t max_active = 10000;
+  /** Floor of tokens per frame (Kaldi's min_active; 0: off): when fewer than min_active ways in (step 2) or tokens
+   *  (step 4) lie within the beam, the cutoff widens to the cost of the (min_active+1)-th cheapest, so the
+   *  min_active cheapest survive (see the file comment). Kaldi's decoders default to 20; at tight beams it finds
+   *  cheaper paths. At most max_active. */
+  std::int64_t min_active = 0;
   /** Hard cap of tokens per frame (see the file comment). */
   std::int64_t max_tokens_per_frame = 1000000;
   /** Multiplies the log-probabilities (their weight against the graph's costs). */
@@ -112,6 +121,7 @@ struct ASRDEC_API WfstDecoderConfig {
   std::int64_t max_open_utterances = 1024;
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
+   *  min_active outside [0, max_active],
    *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, threads outside [0, 1024], or
    *  max_open_utterances outside [1, 2^24]. */
   void validate() const;
