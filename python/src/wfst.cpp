@@ -95,6 +95,18 @@ void bind_wfst(nb::module_& m) {
           "logprobs"_a, "lengths"_a, "boosts"_a = nb::none(), "stream"_a = nb::none(),
           "Decodes a batch; boosts: per utterance, (word id, score) pairs (or None).")
       .def(
+          "decode_nbest",
+          [](WfstDecoder& d, nb::handle x, nb::handle lengths, std::int64_t n, nb::handle boosts, nb::handle stream) {
+            const std::vector<WordBoosts> word_boosts = boosts_of(boosts);
+            const StreamHandle s = stream_of(stream);
+            const TensorArg logprobs(x, "logprobs", s);
+            const TensorArg l(lengths, "lengths", s);
+            nb::gil_scoped_release release;
+            return d.decode_nbest(logprobs.view(), l.view(), n, word_boosts, s);
+          },
+          "logprobs"_a, "lengths"_a, "n"_a, "boosts"_a = nb::none(), "stream"_a = nb::none(),
+          "Each utterance's n best distinct word sequences among the final frame's surviving paths, best first.")
+      .def(
           "decode_chunks",
           [](WfstDecoder& d, nb::handle rows, nb::handle x, nb::handle lengths, nb::handle boosts, nb::handle stream) {
             const std::vector<ChunkRow> chunk_rows = chunk_rows_of(rows);

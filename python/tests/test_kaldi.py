@@ -65,3 +65,20 @@ def test_min_active_changes_results_as_kaldis_does(tlg):
             lost[min_active] = sum(g != e for g, e in zip(got, exact))
         # The tight beam loses the wide beam's words; min_active recovers most of them, for both decoders.
         assert lost[0] > 5 and lost[20] < lost[0] / 3, (beam, lost)
+
+
+def test_nbest_lists_distinct_word_sequences_best_first(tlg):
+    graph = asrdec.WfstGraph.load(tlg)
+    logprobs = np.load(os.path.join(DATA, "ctc", "logprobs.npy")).astype(np.float32)[:8]
+    lengths = np.load(os.path.join(DATA, "ctc", "lengths.npy"))[:8]
+    decoder = asrdec.WfstDecoder(graph, acoustic_scale=2.0)
+    best = decoder.decode(logprobs, lengths)
+    lists = decoder.decode_nbest(logprobs, lengths, 4)
+    assert sum(len(l) > 1 for l in lists) >= 4
+    for b, l in zip(best, lists):
+        assert 1 <= len(l) <= 4
+        assert l[0].words == b.words and l[0].cost == b.cost
+        assert len({tuple(r.words) for r in l}) == len(l)
+        assert all(x.cost <= y.cost for x, y in zip(l, l[1:]))
+    with pytest.raises(asrdec.InvalidArgument, match="n must be at least 1"):
+        decoder.decode_nbest(logprobs, lengths, 0)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "asrdec/core/error.hpp"
 #include "wfst/wfst_step.hpp"
@@ -321,6 +322,56 @@ WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int
     r.cost = r.graph_cost = r.acoustic_cost = kInf;
     return r;
   }
+  trace(channel, best, best_total, blank_label, r);
+  return r;
+}
+
+std::vector<WfstResult> WfstSearcher::nbest(const WfstChannel& channel, std::int32_t blank_label,
+                                            std::int64_t n) const {
+  // The final frame's tokens, by cost + final weight on final states (when use_final_probs and some token is on one),
+  // else by cost; the traceback of each, in that order, until n distinct word sequences.
+  struct Candidate {
+    float total;
+    std::int32_t state;
+    std::int64_t index;
+  };
+  std::vector<Candidate> candidates;
+  const auto end = static_cast<std::int64_t>(channel.history.size());
+  bool reached_final = false;
+  if (config_.use_final_probs) {
+    for (std::int64_t i = channel.last_frame_begin; i < end; ++i) {
+      const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+      const float f = g_->final_weight[static_cast<std::size_t>(t.state)];
+      if (f < kInf) candidates.push_back({t.cost + f, t.state, i});
+    }
+    reached_final = !candidates.empty();
+  }
+  if (!reached_final) {
+    for (std::int64_t i = channel.last_frame_begin; i < end; ++i) {
+      const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+      candidates.push_back({t.cost, t.state, i});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.total < b.total || (a.total == b.total && a.state < b.state);
+  });
+  std::vector<WfstResult> out;
+  std::set<std::vector<std::int32_t>> seen;
+  for (const Candidate& c : candidates) {
+    if (static_cast<std::int64_t>(out.size()) >= n || !(c.total < kInf)) break;
+    WfstResult r;
+    r.frames = channel.frames;
+    r.overflow = channel.overflow;
+    r.reached_final = reached_final;
+    trace(channel, c.index, c.total, blank_label, r);
+    if (!seen.insert(r.words).second) continue;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void WfstSearcher::trace(const WfstChannel& channel, std::int64_t best, float best_total, std::int32_t blank_label,
+                         WfstResult& r) const {
   const WfstToken& last = channel.history[static_cast<std::size_t>(best)];
   r.cost = best_total;
   r.graph_cost = r.reached_final ? g_->final_weight[static_cast<std::size_t>(last.state)] : 0.0f;
@@ -363,7 +414,6 @@ WfstResult WfstSearcher::result(const WfstChannel& channel, bool final, std::int
   token_word_frames(channel, path, blank_label, r);
   // The graph part is summed along the path; the acoustic part is the rest (the search keeps one cost per token).
   r.acoustic_cost = r.cost - r.graph_cost;
-  return r;
 }
 
 // Word frames from word-starting tokens (wfst_decoder.hpp), replacing the output-arc frames when the path has exactly

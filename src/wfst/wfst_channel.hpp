@@ -48,6 +48,9 @@ class WfstSearcher {
   /** The best path so far: final (use_final_probs applies) or partial (the best active token). `blank_label`: the
    *  blank's input label, for word frames. */
   WfstResult result(const WfstChannel& channel, bool final, std::int32_t blank_label) const;
+  /** The n best distinct word sequences among the paths of the final frame's tokens (see WfstDecoder::decode_nbest),
+   *  best first; empty when no path survived. */
+  std::vector<WfstResult> nbest(const WfstChannel& channel, std::int32_t blank_label, std::int64_t n) const;
 
  private:
   struct FrameToken {
@@ -73,6 +76,9 @@ class WfstSearcher {
   }
   void clear_frame();
   void collect_history(WfstChannel& channel) const;
+  /** The result of the path ending in history entry `best` with total cost `best_total` (r.reached_final set). */
+  void trace(const WfstChannel& channel, std::int64_t best, float best_total, std::int32_t blank_label,
+             WfstResult& r) const;
   void token_word_frames(const WfstChannel& channel, const std::vector<std::int64_t>& path, std::int32_t blank_label,
                          WfstResult& r) const;
 

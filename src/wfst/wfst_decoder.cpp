@@ -55,9 +55,18 @@ std::string WfstDecoderConfig::to_string() const {
 // pool are not types of the exported decoder's (the shared library would export their type information).
 namespace {
 void check_rows(WfstDecoder::Impl& self, const detail::CtcInput& p);
+// The n best of a finished channel; n == 1 is decode()'s single result (kept when no path survived).
+std::vector<WfstResult> best_of(const detail::WfstSearcher& searcher, const detail::WfstChannel& channel,
+                                std::int32_t blank_label, std::int64_t n) {
+  std::vector<WfstResult> list;
+  if (n > 1) list = searcher.nbest(channel, blank_label, n);
+  if (list.empty()) list.push_back(searcher.result(channel, true, blank_label));  // n == 1, or no path survived
+  return list;
+}
+
 void advance_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& lanes);
 void decode_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<WordBoosts>& boosts,
-                 std::vector<WfstResult>& results);
+                 std::int64_t n, std::vector<std::vector<WfstResult>>& results);
 }  // namespace
 
 struct WfstDecoder::Impl {
@@ -154,16 +163,16 @@ void advance_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std:
 }
 
 // Whole utterances, each through a channel of its own on one of the pool's threads (checking values as it reads
-// them); a bad row throws what a plain loop over the rows would have thrown first.
+// them); a bad row throws what a plain loop over the rows would have thrown first. `n` best per row.
 void decode_rows(WfstDecoder::Impl& self, const detail::CtcInput& p, const std::vector<WordBoosts>& boosts,
-                 std::vector<WfstResult>& results) {
+                 std::int64_t n, std::vector<std::vector<WfstResult>>& results) {
   const WordBoosts none;
   self.pool->parallel_for(p.batch, [&](std::int64_t b, int worker) {
     detail::WfstSearcher& searcher = self.searcher_of(worker);
     detail::WfstChannel channel;
     searcher.start(channel, boosts.empty() ? none : boosts[static_cast<std::size_t>(b)]);
     self.run(channel, p, b, self.config.check_values, worker);
-    results[static_cast<std::size_t>(b)] = searcher.result(channel, true, p.blank + 1);
+    results[static_cast<std::size_t>(b)] = best_of(searcher, channel, p.blank + 1, n);
   });
 }
 
@@ -185,12 +194,23 @@ WfstDecoder& WfstDecoder::operator=(WfstDecoder&&) noexcept = default;
 
 std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const TensorView& lengths,
                                             const std::vector<WordBoosts>& boosts, StreamHandle stream) {
+  std::vector<std::vector<WfstResult>> lists = decode_nbest(logprobs, lengths, 1, boosts, stream);
+  std::vector<WfstResult> results;
+  results.reserve(lists.size());
+  for (auto& list : lists) results.push_back(std::move(list.front()));
+  return results;
+}
+
+std::vector<std::vector<WfstResult>> WfstDecoder::decode_nbest(const TensorView& logprobs, const TensorView& lengths,
+                                                               std::int64_t n, const std::vector<WordBoosts>& boosts,
+                                                               StreamHandle stream) {
   Impl& self = detail::live(impl_, "WfstDecoder");
   const detail::ExclusiveCall call(self.owner, "WfstDecoder::decode");
+  ASRDEC_CHECK_ARG(n >= 1, "WfstDecoder::decode_nbest: n must be at least 1, got ", n);
   const detail::CtcInput p = self.problem(logprobs, lengths);
   ASRDEC_CHECK_ARG(boosts.empty() || static_cast<std::int64_t>(boosts.size()) == p.batch,
                    "word boosting: expected one list per utterance (", p.batch, "), got ", boosts.size());
-  std::vector<WfstResult> results;
+  std::vector<std::vector<WfstResult>> results;
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
   if (self.cuda) {
@@ -202,13 +222,11 @@ std::vector<WfstResult> WfstDecoder::decode(const TensorView& logprobs, const Te
       rows.push_back(&channels[b]);
     }
     self.advance(p, rows, stream);
-    for (const detail::WfstChannel& channel : channels) {
-      results.push_back(self.searcher.result(channel, true, p.blank + 1));
-    }
+    for (const detail::WfstChannel& channel : channels) results.push_back(best_of(self.searcher, channel, p.blank + 1, n));
     return results;
   }
   results.resize(static_cast<std::size_t>(p.batch));
-  decode_rows(self, p, boosts, results);
+  decode_rows(self, p, boosts, n, results);
   return results;
 }
 

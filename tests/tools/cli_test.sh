@@ -392,4 +392,22 @@ grep -q -- "--prompt: 'x' is not a token id" "$work/err16.txt" || { cat "$work/e
 if "$asrdec" decode aed --model "$data/aed/model.safetensors" --encoder "$data/ctc/logprobs.npy" --device cpu \
   2>"$work/err17.txt" >/dev/null; then fail "aed accepted CTC log-probabilities as encoder output"; fi
 grep -q "encoder" "$work/err17.txt" || { cat "$work/err17.txt"; fail "aed encoder message"; }
+# WFST N-best and min_active: the first of the N-best is the one-best line; a tight beam with min_active finds what
+# the wide beam finds on more utterances than without it.
+"$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
+  --lengths "$data/ctc/lengths.npy" --device cpu --json --nbest 3 >"$work/wfst_nbest.jsonl" 2>/dev/null || fail "ctc-wfst --nbest"
+for m in 0 20; do
+  "$asrdec" decode ctc-wfst --graph "$work/TLG.fst" --words "$work/words.txt" --logprobs "$data/ctc/logprobs.npy" \
+    --lengths "$data/ctc/lengths.npy" --device cpu --json --beam 2 --min-active "$m" >"$work/wfst_tight_$m.jsonl" \
+    2>/dev/null || fail "ctc-wfst --min-active $m"
+done
+python3 - "$work/wfst_nbest.jsonl" "$work/wfst_tight_0.jsonl" "$work/wfst_tight_20.jsonl" <<'PY' || fail "wfst nbest/min_active"
+import json, sys
+wide, tight0, tight20 = ([json.loads(l) for l in open(p)] for p in sys.argv[1:4])
+for l in wide:
+    assert 1 <= len(l["nbest"]) <= 3 and l["nbest"][0]["word_ids"] == l["word_ids"], l
+    assert len({tuple(h["word_ids"]) for h in l["nbest"]}) == len(l["nbest"])
+same = lambda lines: sum(a["word_ids"] == b["word_ids"] for a, b in zip(lines, wide))
+assert same(tight20) > same(tight0) + 10, (same(tight0), same(tight20))
+PY
 echo "cli_test: all checks passed"

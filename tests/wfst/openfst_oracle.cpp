@@ -1,5 +1,7 @@
 #include "wfst/openfst_oracle.hpp"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 
@@ -83,6 +85,37 @@ OracleBest openfst_best_path(const fst::StdVectorFst& graph, const std::vector<f
     break;
   }
   return best;
+}
+
+float openfst_best_cost_with_words(const fst::StdVectorFst& graph, const std::vector<float>& logp, std::int32_t frames,
+                                   std::int32_t columns, float scale, bool finals,
+                                   const std::vector<std::int32_t>& words) {
+  fst::StdVectorFst u = frame_acceptor(logp, frames, columns, scale);
+  fst::StdVectorFst g = graph;
+  if (!finals) {
+    for (fst::StateIterator<fst::StdVectorFst> it(g); !it.Done(); it.Next()) g.SetFinal(it.Value(), fst::TropicalWeight::One());
+  }
+  fst::ArcSort(&g, fst::StdILabelCompare());
+  fst::StdVectorFst composed;
+  fst::Compose(u, g, &composed);
+  fst::StdVectorFst sentence;  // words:words, one arc per word
+  sentence.AddState();
+  sentence.SetStart(0);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    sentence.AddState();
+    sentence.AddArc(static_cast<int>(i), fst::StdArc(words[i], words[i], fst::TropicalWeight::One(), static_cast<int>(i + 1)));
+  }
+  sentence.SetFinal(static_cast<int>(words.size()), fst::TropicalWeight::One());
+  fst::ArcSort(&composed, fst::StdOLabelCompare());
+  fst::StdVectorFst constrained;
+  fst::Compose(composed, sentence, &constrained);
+  fst::StdVectorFst shortest;
+  fst::ShortestPath(constrained, &shortest, 1);
+  if (shortest.Start() != fst::kNoStateId && shortest.NumArcs(shortest.Start()) == 0) {
+    return shortest.Final(shortest.Start()).Value();  // the empty path (no frames): the start state is final
+  }
+  const std::vector<Path> paths = paths_of(shortest);
+  return paths.empty() ? std::numeric_limits<float>::infinity() : paths.front().cost;
 }
 
 }  // namespace asrdec::testing

@@ -23,4 +23,10 @@ struct OracleBest {
 OracleBest openfst_best_path(const fst::StdVectorFst& graph, const std::vector<float>& logp, std::int32_t frames,
                              std::int32_t columns, float scale, bool use_final_probs);
 
+/** The cost of the best path that outputs exactly `words` (ending in a final state with its weight when `finals`,
+ *  anywhere otherwise), or +inf when there is none. */
+float openfst_best_cost_with_words(const fst::StdVectorFst& graph, const std::vector<float>& logp, std::int32_t frames,
+                                   std::int32_t columns, float scale, bool finals,
+                                   const std::vector<std::int32_t>& words);
+
 }  // namespace asrdec::testing

@@ -235,6 +235,63 @@ TEST(WfstDecoder, MinActiveRecoversPathsATightBeamLoses) {
               static_cast<long long>(better), static_cast<long long>(worse));
 }
 
+// N-best: distinct word sequences, best first, the first equal to decode(), each a real path of the graph for
+// those words (OpenFst's best path constrained to them is never dearer).
+TEST(WfstDecoder, NbestListsDistinctRealPathsBestFirst) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rejected = 0, lists = 0, several = 0, entries = 0;
+  for (int i = 0; i < 120; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = i % 2 == 0 ? exact_config() : WfstDecoderConfig{};
+    config.use_final_probs = i % 4 != 3;
+    const Batch batch = random_batch(rng, random.columns, 4, 9);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder decoder(graph, config);
+    const std::vector<WfstResult> best = decoder.decode(batch.logprobs(), batch.lens());
+    const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 6);
+    const auto nbest = decoder.decode_nbest(batch.logprobs(), batch.lens(), n);
+    if (i == 0) {
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode_nbest(batch.logprobs(), batch.lens(), 0), InvalidArgument,
+                              "n must be at least 1, got 0");
+    }
+    ASSERT_EQ(nbest.size(), best.size());
+    for (std::size_t b = 0; b < best.size(); ++b) {
+      const std::string what = "utterance " + std::to_string(b);
+      if (!std::isfinite(best[b].cost)) {
+        ASSERT_EQ(nbest[b].size(), 1u) << what;
+        EXPECT_FALSE(std::isfinite(nbest[b].front().cost)) << what;
+        continue;
+      }
+      ASSERT_FALSE(nbest[b].empty()) << what;
+      ASSERT_LE(static_cast<std::int64_t>(nbest[b].size()), n);
+      expect_same(nbest[b].front(), best[b], what);
+      std::set<std::vector<std::int32_t>> seen;
+      for (std::size_t k = 0; k < nbest[b].size(); ++k) {
+        const WfstResult& r = nbest[b][k];
+        EXPECT_TRUE(seen.insert(r.words).second) << what << ": words repeated at " << k;
+        if (k > 0) {
+          EXPECT_GE(r.cost, nbest[b][k - 1].cost) << what;
+        }
+        EXPECT_EQ(r.reached_final, best[b].reached_final) << what;
+        EXPECT_NEAR(r.graph_cost + r.acoustic_cost, r.cost, 1e-3f * std::max(1.0f, std::fabs(r.cost)));
+        const float constrained = testing::openfst_best_cost_with_words(
+            random.fst, batch.utterances[b], batch.lengths[b], random.columns, config.acoustic_scale,
+            r.reached_final, r.words);
+        EXPECT_LE(constrained, r.cost + 1e-3f * std::max(1.0f, std::fabs(r.cost))) << what << ", entry " << k;
+        ++entries;
+      }
+      ++lists;
+      several += nbest[b].size() > 1 ? 1 : 0;
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(several, lists / 5) << "too few lists with several entries";
+  std::printf("%lld lists, %lld with several word sequences, %lld entries\n", static_cast<long long>(lists),
+              static_cast<long long>(several), static_cast<long long>(entries));
+}
+
 TEST(WfstDecoder, WordBoostsEqualTheOracleOnAReweightedGraph) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));

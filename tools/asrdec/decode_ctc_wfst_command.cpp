@@ -33,6 +33,7 @@ struct CtcWfstOptions {
   double beam = 17.0;
   std::int64_t max_active = 10000;
   std::int64_t min_active = 0;
+  std::int64_t nbest = 0;
   double acoustic_scale = 1.0;
   std::int32_t blank_id = -1;
   std::int64_t chunk = 0;
@@ -88,6 +89,8 @@ void run(const CtcWfstOptions& options) {
   double seconds = 0.0;
   std::int64_t frames = 0, shown = 0;
   std::vector<WfstResult> results(static_cast<std::size_t>(utterances));
+  std::vector<std::vector<WfstResult>> lists(options.nbest > 0 ? static_cast<std::size_t>(utterances) : 0);
+  ASRDEC_CHECK_ARG(options.nbest == 0 || options.chunk == 0, "--nbest needs whole utterances (no --chunk)");
   if (options.chunk > 0) {
     // As a streaming server: utterances join and leave the calls (server_loop.hpp).
     results = decode_as_server<WfstResult>(
@@ -113,11 +116,16 @@ void run(const CtcWfstOptions& options) {
       const TensorView batch = input.batch(first, count, stream.handle());
       stream.synchronize();  // the host-to-device copy is not decoder time
       const auto start = std::chrono::steady_clock::now();
-      std::vector<WfstResult> out =
-          decoder.decode(batch, lengths_slice(lengths, first, count), boosts, stream.handle());
+      std::vector<std::vector<WfstResult>> out = decoder.decode_nbest(
+          batch, lengths_slice(lengths, first, count), std::max<std::int64_t>(options.nbest, 1), boosts,
+          stream.handle());
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       frames += total_frames(lengths, first, count);
-      std::move(out.begin(), out.end(), results.begin() + first);
+      for (std::int64_t i = 0; i < count; ++i) {
+        auto& list = out[static_cast<std::size_t>(i)];
+        results[static_cast<std::size_t>(first + i)] = list.front();  // decode_nbest lists at least one
+        if (options.nbest > 0) lists[static_cast<std::size_t>(first + i)] = std::move(list);
+      }
       progress.update(first + count);
     }
   }
@@ -138,6 +146,19 @@ void run(const CtcWfstOptions& options) {
       j["acoustic_cost"] = r.acoustic_cost;
       j["reached_final"] = r.reached_final;
       j["overflow"] = r.overflow;
+      if (options.nbest > 0) {
+        j["nbest"] = nlohmann::json::array();
+        for (const WfstResult& h : lists[static_cast<std::size_t>(u)]) {
+          std::string line;
+          for (const std::int32_t w : h.words) line += (line.empty() ? "" : " ") + words.symbol(w);
+          j["nbest"].push_back({{"text", line},
+                                {"word_ids", h.words},
+                                {"score", h.score()},
+                                {"cost", h.cost},
+                                {"graph_cost", h.graph_cost},
+                                {"acoustic_cost", h.acoustic_cost}});
+        }
+      }
       std::cout << j.dump() << "\n";
     } else if (options.show < 0 || shown < options.show) {
       std::cout << u << ": " << text << "\n";
@@ -175,6 +196,10 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--beam", options->beam, "Search beam (cost units)")->capture_default_str();
+  command->add_option("--nbest", options->nbest,
+                      "With --json: add the N best word sequences as \"nbest\" (the final frame's surviving paths)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--min-active", options->min_active,
                       "Floor of tokens kept per frame when the beam keeps fewer (Kaldi's min_active; 0: off)")
       ->check(CLI::NonNegativeNumber)

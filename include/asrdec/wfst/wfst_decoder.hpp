@@ -175,6 +175,17 @@ class ASRDEC_API WfstDecoder {
   std::vector<WfstResult> decode(const TensorView& logprobs, const TensorView& lengths,
                                  const std::vector<WordBoosts>& boosts = {}, StreamHandle stream = nullptr);
 
+  /** N-best: for each utterance, up to `n` distinct word sequences, best first, each the path of a token of the
+   *  final frame (ranked as decode() ranks them: by cost + final weight among tokens on final states when
+   *  use_final_probs and some is on one, else by cost). The first equals decode()'s result. Each token of the final
+   *  frame holds the best path into its graph state only (Viterbi recombination), so this is the N-best of the
+   *  search's surviving paths, not of a lattice: sequences whose paths merged into another's state earlier are not
+   *  listed. An utterance without a surviving path has decode()'s one result (cost +∞). Throws as decode(), and
+   *  InvalidArgument for n < 1. */
+  std::vector<std::vector<WfstResult>> decode_nbest(const TensorView& logprobs, const TensorView& lengths,
+                                                    std::int64_t n, const std::vector<WordBoosts>& boosts = {},
+                                                    StreamHandle stream = nullptr);
+
   /** Chunks of utterances: row b of logprobs (lengths[b] frames, possibly 0) continues utterance
    *  rows[b].utterance (asrdec/core/streaming.hpp; ChunkRow::phrase_list is not used: word boosts come in
    *  `boosts`). `boosts`, if not empty, has one list per row and is used by first chunks. */
