@@ -8,7 +8,9 @@
 #include <limits>
 #include <sstream>
 
+#include "aed/aed_device_step.hpp"
 #include "aed/aed_search_rules.hpp"
+#include "asrdec/config.hpp"
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/error.hpp"
 #include "lm/fusion_checks.hpp"
@@ -120,8 +122,26 @@ struct AedDecoder::Impl {
   std::int64_t vocab = 0;
   std::unique_ptr<AedStepSession> session;
   std::int64_t session_rows = 0;
-  std::vector<float> scores;  // [rows, V] of the last call
+  std::vector<float> scores;  // [rows, V] of the last call, on the host
   FusionScratch fusion;
+  std::unique_ptr<detail::AedDeviceStep> device_step;  // a CUDA step: its inputs and scores cross to the host
+
+  void start_step(AedStepSession& s, const TensorView& encoder, const std::int64_t* lengths,
+                  const std::vector<std::vector<std::int32_t>>& prompts, StreamHandle stream) {
+    if (device_step) {
+      device_step->start(s, encoder, lengths, prompts, scores.data(), stream);
+    } else {
+      s.start(encoder, lengths, prompts, scores.data(), stream);
+    }
+  }
+  void run_step(AedStepSession& s, const std::int32_t* parents, const std::int32_t* tokens,
+                const std::int32_t* positions, const std::int32_t* active, std::int64_t rows, StreamHandle stream) {
+    if (device_step) {
+      device_step->step(s, parents, tokens, positions, active, rows, scores.data(), stream);
+    } else {
+      s.step(parents, tokens, positions, active, rows, scores.data(), stream);
+    }
+  }
 
   AedStepSession& session_for(std::int64_t rows) {
     if (!session || rows > session_rows) {
@@ -151,8 +171,11 @@ AedDecoder::AedDecoder(std::shared_ptr<const AedDecoderStep> step, AedDecoderCon
   ASRDEC_CHECK_ARG(step != nullptr, "AedDecoder: the decoder step is null");
   config.validate();
   if (!step->device().is_cpu()) {
-    throw Unsupported(detail::concat("AedDecoder: the search runs on the CPU in this version; the step is on ",
-                                     step->device().to_string()));
+    ASRDEC_EXPECTS(ASRDEC_WITH_CUDA, Unsupported, "AedDecoder: a step on ", step->device().to_string(),
+                   " needs a build with CUDA");
+#if ASRDEC_WITH_CUDA
+    impl_->device_step = detail::make_aed_device_step(step->device(), step->vocab_size());
+#endif
   }
   impl_->vocab = step->vocab_size();
   ASRDEC_CHECK_ARG(impl_->vocab >= 1, "AedDecoder: the step's vocabulary is empty");
@@ -160,7 +183,8 @@ AedDecoder::AedDecoder(std::shared_ptr<const AedDecoderStep> step, AedDecoderCon
                    " is outside the step's ", impl_->vocab, " tokens");
   ASRDEC_CHECK_ARG(step->max_positions() >= 2, "AedDecoder: the step feeds ", step->max_positions(),
                    " positions; at least 2 are needed");
-  detail::check_fusion_device(config.lm.get(), config.boost.get(), step->device(), "AedDecoderConfig", "step");
+  // The search, and so the fused models, run on the CPU whatever the step's device (docs/aed.md).
+  detail::check_fusion_device(config.lm.get(), config.boost.get(), Device::cpu(), "AedDecoderConfig", "search");
   detail::check_fusion_vocab(config.lm.get(), config.boost.get(), impl_->vocab,
                              detail::concat("the step has ", impl_->vocab));
   impl_->step = std::move(step);
@@ -263,7 +287,7 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
   const std::int64_t K = c.search == AedSearch::beam ? c.beam_size : 1;
   AedStepSession& s = session_for(batch * K);
   scores.resize(static_cast<std::size_t>(batch * K * vocab));
-  s.start(encoder, lengths.data(), prompts, scores.data(), stream);
+  start_step(s, encoder, lengths.data(), prompts, stream);
 
   // The parents of the next decision: after start() one row per utterance (a hypothesis with nothing generated).
   std::vector<AedHyp> rows(static_cast<std::size_t>(batch));
@@ -389,7 +413,7 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
           static_cast<std::int64_t>(h.tokens.size()) - 1);
     }
     if (!any) break;
-    s.step(parents.data(), tokens.data(), positions.data(), active.data(), n, scores.data(), stream);
+    run_step(s, parents.data(), tokens.data(), positions.data(), active.data(), n, stream);
   }
 
   for (std::int64_t b = 0; b < batch; ++b) {

@@ -198,6 +198,52 @@ TEST(AedDecoder, LengthLimitsAndFinishedRowsAreNotStepped) {
   EXPECT_LE(step->active_rows_stepped, static_cast<std::int64_t>(generated));
 }
 
+// A step on a CUDA device: the CPU search drives it through device copies and gets exactly the CPU step's results.
+TEST(AedDecoderCUDA, ACudaStepGivesTheCpuStepsResults) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  for (int i = 0; i < 20; ++i) {
+    const std::int64_t vocab = 9;
+    const std::int32_t eos = 4;
+    auto cpu_step = std::make_shared<testing::RandomAedStep>(rng(), vocab, eos, 14);
+    auto cuda_step = std::make_shared<testing::DeviceAedStep>(cpu_step, cuda);
+    const Batch batch = random_batch(rng, vocab, eos);
+    AedDecoderConfig config;
+    config.search = i % 2 == 0 ? AedSearch::greedy : AedSearch::beam;
+    config.beam_size = 1 + i % 4;
+    config.eos_id = eos;
+    std::shared_ptr<const NgramLm> keep;
+    if (i % 3 == 0) {
+      config.lm = testing::random_lm(rng, vocab, Device::cpu(), keep);
+      config.lm_weight = 0.5f;
+    }
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + config.to_string());
+    const auto want = AedDecoder(cpu_step, config).decode_nbest(batch.encoder_view(), batch.lengths_view(), batch.prompts);
+    DeviceBuffer<float> encoder(batch.encoder.size(), cuda);
+    const Stream stream(cuda);
+    copy_bytes_async(encoder.data(), cuda, batch.encoder.data(), Device::cpu(), batch.encoder.size() * 4, stream.handle());
+    const TensorView on_device(encoder.data(), DType::f32,
+                               {static_cast<std::int64_t>(batch.lengths.size()), batch.frames, 1}, cuda);
+    const auto got = AedDecoder(cuda_step, config).decode_nbest(on_device, batch.lengths_view(), batch.prompts,
+                                                                 stream.handle());
+    expect_same(got, want, true);
+    if (::testing::Test::HasFailure()) return;
+  }
+  // Fused models must be CPU models: the search runs on the CPU.
+  AedDecoderConfig config;
+  config.eos_id = 4;
+  std::mt19937_64 lm_rng(1);
+  std::shared_ptr<const NgramLm> keep;
+  config.lm = testing::random_lm(lm_rng, 9, cuda, keep);
+  EXPECT_THROW(AedDecoder(std::make_shared<testing::DeviceAedStep>(
+                              std::make_shared<testing::RandomAedStep>(1, 9, 4, 8), cuda),
+                          config),
+               InvalidArgument);
+}
+
 TEST(AedDecoder, BadInputGetsTypedErrors) {
   auto step = std::make_shared<testing::RandomAedStep>(1, 6, 5, 8);
   std::vector<float> encoder(2 * 3, 0.0f);

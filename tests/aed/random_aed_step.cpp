@@ -1,5 +1,11 @@
 #include "aed/random_aed_step.hpp"
 
+#include "asrdec/config.hpp"
+#include "asrdec/core/memory.hpp"
+#if ASRDEC_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -92,6 +98,65 @@ std::vector<float> RandomAedStep::logprobs(std::int64_t utterance, const std::ve
 
 std::unique_ptr<AedStepSession> RandomAedStep::start_session(std::int64_t max_rows) const {
   return std::make_unique<RandomAedSession>(*this, max_rows);
+}
+
+namespace {
+
+class DeviceAedSession final : public AedStepSession {
+ public:
+  DeviceAedSession(std::unique_ptr<AedStepSession> cpu, Device device, std::int64_t vocab)
+      : cpu_(std::move(cpu)), device_(device), vocab_(vocab) {}
+
+  void start(const TensorView& encoder, const std::int64_t* lengths,
+             const std::vector<std::vector<std::int32_t>>& prompts, float* scores, StreamHandle stream) override {
+    if (encoder.device() != device_) throw std::logic_error("start: the encoder is not on the step's device");
+    host_scores_.resize(prompts.size() * static_cast<std::size_t>(vocab_));
+    cpu_->start(encoder.on(Device::cpu()), lengths, prompts, host_scores_.data(), stream);
+    to_device(scores, host_scores_.data(), host_scores_.size() * 4, stream);
+  }
+
+  void step(const std::int32_t* parents, const std::int32_t* tokens, const std::int32_t* positions,
+            const std::int32_t* active, std::int64_t rows, float* scores, StreamHandle stream) override {
+    const auto n = static_cast<std::size_t>(rows);
+    std::vector<std::int32_t> p(n), t(n), q(n), a(n);
+    to_host(p.data(), parents, n * 4, stream);
+    to_host(t.data(), tokens, n * 4, stream);
+    to_host(q.data(), positions, n * 4, stream);
+    to_host(a.data(), active, n * 4, stream);
+    host_scores_.resize(n * static_cast<std::size_t>(vocab_));
+    cpu_->step(p.data(), t.data(), q.data(), a.data(), rows, host_scores_.data(), stream);
+    to_device(scores, host_scores_.data(), host_scores_.size() * 4, stream);
+  }
+
+ private:
+  void wait(StreamHandle stream) const {
+#if ASRDEC_WITH_CUDA
+    if (cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)) != cudaSuccess) {
+      throw std::runtime_error("cudaStreamSynchronize failed");
+    }
+#else
+    (void)stream;
+#endif
+  }
+  void to_host(void* dst, const void* src, std::size_t bytes, StreamHandle stream) const {
+    copy_bytes_async(dst, Device::cpu(), src, device_, bytes, stream);
+    wait(stream);
+  }
+  void to_device(void* dst, const void* src, std::size_t bytes, StreamHandle stream) const {
+    copy_bytes_async(dst, device_, src, Device::cpu(), bytes, stream);
+    wait(stream);
+  }
+
+  std::unique_ptr<AedStepSession> cpu_;
+  Device device_;
+  std::int64_t vocab_;
+  std::vector<float> host_scores_;
+};
+
+}  // namespace
+
+std::unique_ptr<AedStepSession> DeviceAedStep::start_session(std::int64_t max_rows) const {
+  return std::make_unique<DeviceAedSession>(cpu_->start_session(max_rows), device_, cpu_->vocab_size());
 }
 
 }  // namespace asrdec::testing

@@ -39,4 +39,19 @@ class RandomAedStep final : public AedDecoderStep {
   float sharpness_;
 };
 
+/** The same decoder as a step on a CUDA device (for the CUDA path of AedDecoder): each call copies its device inputs
+ *  to the host, runs `cpu`'s session there and copies the scores back, ordered on the call's stream. */
+class DeviceAedStep final : public AedDecoderStep {
+ public:
+  DeviceAedStep(std::shared_ptr<const RandomAedStep> cpu, Device device) : cpu_(std::move(cpu)), device_(device) {}
+  Device device() const override { return device_; }
+  std::int64_t vocab_size() const override { return cpu_->vocab_size(); }
+  std::int64_t max_positions() const override { return cpu_->max_positions(); }
+  std::unique_ptr<AedStepSession> start_session(std::int64_t max_rows) const override;
+
+ private:
+  std::shared_ptr<const RandomAedStep> cpu_;
+  Device device_;
+};
+
 }  // namespace asrdec::testing

@@ -28,8 +28,10 @@
  * Results: tokens; timestamps = the position each token was generated at, counted from 0 after the prompt;
  * token_scores = each token's step log-probability (greedy); am_score, lm_score, boost_score as above.
  *
- * Devices: the search runs where the step lives. This version runs on the CPU; a CUDA step is refused with
- * Unsupported (the CUDA executor is planned, docs/aed.md).
+ * Devices: the search and the fused models run on the CPU. The step may live on the CPU or a CUDA device; for a
+ * CUDA step each call's row arrays are copied to the device, the step runs on the caller's stream, and its scores
+ * [rows, V] come back to pinned host memory (one copy and one synchronisation per step). A search on the device,
+ * captured in CUDA graphs with the step, is planned (docs/aed.md).
  * Thread safety: a decoder has one owner at a time.
  */
 
@@ -65,10 +67,11 @@ struct ASRDEC_API AedDecoderConfig {
    *  each utterance's own encoder length, not the batch's padded one); -1: off. */
   std::int32_t max_length_delta = -1;
   /** Shallow fusion of a token-level n-gram LM over the step's V tokens (special tokens the LM does not list score
-   *  as <unk>), or none; on the decoder's device. */
+   *  as <unk>), or none; a CPU LM (the search runs on the CPU). */
   std::shared_ptr<const NgramLm> lm;
   float lm_weight = 0.0f;
-  /** Phrase boosting over the step's V tokens (utterance b uses phrase list b, or list 0 when there is one). */
+  /** Phrase boosting over the step's V tokens (utterance b uses phrase list b, or list 0 when there is one); a CPU
+   *  tree. */
   std::shared_ptr<const BoostingTree> boost;
   float boost_weight = 1.0f;
   /** Reject NaN and +inf log-probabilities from the step (one comparison per score). */
@@ -82,15 +85,15 @@ struct ASRDEC_API AedDecoderConfig {
 
 class ASRDEC_API AedDecoder {
  public:
-  /** Throws InvalidArgument for a bad config, a null step, an eos_id outside the step's V, or fused models on
-   *  another device or with another V; Unsupported for a step on a CUDA device. */
+  /** Throws InvalidArgument for a bad config, a null step, an eos_id outside the step's V, or fused models that are
+   *  not CPU models or have another V; Unsupported for a CUDA step in a build without CUDA. */
   AedDecoder(std::shared_ptr<const AedDecoderStep> step, AedDecoderConfig config);
   ~AedDecoder();
   AedDecoder(AedDecoder&&) noexcept;
   AedDecoder& operator=(AedDecoder&&) noexcept;
 
-  /** Decodes a batch: `encoder` [B, T, D] on the step's device (handed to the step), `encoder_lengths` [B] (int32
-   *  or int64, host) in [0, T], `prompts` one token list per utterance or one list for all (each non-empty, tokens
+  /** Decodes a batch: `encoder` [B, T, D] on the step's device (handed to the step; for a CUDA step, ordered on
+   *  `stream`, which is synchronised), `encoder_lengths` [B] (int32 or int64, host) in [0, T], `prompts` one token list per utterance or one list for all (each non-empty, tokens
    *  in [0, V), shorter than max_positions). Returns the best hypothesis of each utterance. Throws
    *  InvalidArgument for bad shapes, lengths or prompts, NaN/+inf step scores (check_values) or a boosting tree
    *  whose phrase lists do not fit the batch. */
