@@ -6,6 +6,8 @@ while they decode.
 """
 
 from ._asrdec import (  # noqa: F401
+    AedDecoder,
+    AedDecoderStep,
     BoostingTree,
     ChunkRow,
     CtcBeamDecoder,
@@ -21,6 +23,7 @@ from ._asrdec import (  # noqa: F401
     OutOfMemory,
     ParseError,
     SymbolTable,
+    TransformerDecoderStep,
     TransducerBeamDecoder,
     TransducerGreedyDecoder,
     TransducerModel,

@@ -392,4 +392,5 @@ NB_MODULE(_asrdec, m) {
   asrdec::python::bind_core(m);
   asrdec::python::bind_decoders(m);
   asrdec::python::bind_wfst(m);
+  asrdec::python::bind_aed(m);
 }
