@@ -62,15 +62,17 @@ void decode(benchmark::State& state, AedSearch search, float lm_weight) {
 }
 
 void register_all() {
-  for (auto [name, search, lm] : {std::tuple{"aed/cpu/greedy", AedSearch::greedy, -1.0f},
-                                  std::tuple{"aed/cpu/greedy+lm_weight_0", AedSearch::greedy, 0.0f},
-                                  std::tuple{"aed/cpu/greedy+lm", AedSearch::greedy, 0.5f},
-                                  std::tuple{"aed/cpu/beam4", AedSearch::beam, -1.0f},
-                                  std::tuple{"aed/cpu/beam4+lm_weight_0", AedSearch::beam, 0.0f},
-                                  std::tuple{"aed/cpu/beam4+lm", AedSearch::beam, 0.5f}}) {
-    benchmark::RegisterBenchmark(name, [search = search, lm = lm](benchmark::State& state) {
-      decode(state, search, lm);
-    })->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+  for (auto [name, search, lm] :
+       {std::tuple{"aed/cpu/greedy", AedSearch::greedy, -1.0f},
+        std::tuple{"aed/cpu/greedy+lm_weight_0", AedSearch::greedy, 0.0f},
+        std::tuple{"aed/cpu/greedy+lm", AedSearch::greedy, 0.5f}, std::tuple{"aed/cpu/beam4", AedSearch::beam, -1.0f},
+        std::tuple{"aed/cpu/beam4+lm_weight_0", AedSearch::beam, 0.0f},
+        std::tuple{"aed/cpu/beam4+lm", AedSearch::beam, 0.5f}}) {
+    benchmark::RegisterBenchmark(name,
+                                 [search = search, lm = lm](benchmark::State& state) { decode(state, search, lm); })
+        ->Unit(benchmark::kMillisecond)
+        ->Repetitions(5)
+        ->ReportAggregatesOnly(true);
   }
 }
 

@@ -36,8 +36,8 @@ void copy_scores(nb::handle result, std::int64_t rows, std::int64_t vocab, float
   nb::object np = nb::module_::import_("numpy");
   nb::object array = np.attr("ascontiguousarray")(result, "dtype"_a = np.attr("float32"));
   const nb::tuple shape = nb::borrow<nb::tuple>(array.attr("shape"));
-  const bool fits = shape.size() == 2 && nb::cast<std::int64_t>(shape[0]) == rows &&
-                    nb::cast<std::int64_t>(shape[1]) == vocab;
+  const bool fits =
+      shape.size() == 2 && nb::cast<std::int64_t>(shape[0]) == rows && nb::cast<std::int64_t>(shape[1]) == vocab;
   ASRDEC_CHECK_ARG(fits, "AED step: ", call, "() must return scores [", rows, ", ", vocab, "], got shape ",
                    std::string(nb::str(shape).c_str()));
   const auto address = nb::cast<std::uintptr_t>(array.attr("ctypes").attr("data"));
@@ -86,7 +86,8 @@ class PythonAedSession final : public AedStepSession {
     auto* copy = new std::int64_t[prompts.size() > 0 ? prompts.size() : 1];
     std::memcpy(copy, lengths, prompts.size() * sizeof(std::int64_t));
     nb::capsule owner(copy, [](void* p) noexcept { delete[] static_cast<std::int64_t*>(p); });
-    nb::object length_array = nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<1>>(copy, {prompts.size()}, owner));
+    nb::object length_array =
+        nb::cast(nb::ndarray<nb::numpy, std::int64_t, nb::ndim<1>>(copy, {prompts.size()}, owner));
     nb::object result = step_.object_.attr("start")(step_.encoder_, length_array, nb::cast(prompts));
     copy_scores(result, static_cast<std::int64_t>(prompts.size()), step_.vocab_, scores, "start");
   }
@@ -95,8 +96,8 @@ class PythonAedSession final : public AedStepSession {
             const std::int32_t* active, std::int64_t rows, float* scores, StreamHandle) override {
     nb::gil_scoped_acquire gil;
     const auto n = static_cast<std::size_t>(rows);
-    nb::object result = step_.object_.attr("step")(int_array(parents, n), int_array(tokens, n),
-                                                   int_array(positions, n), int_array(active, n));
+    nb::object result = step_.object_.attr("step")(int_array(parents, n), int_array(tokens, n), int_array(positions, n),
+                                                   int_array(active, n));
     copy_scores(result, rows, step_.vocab_, scores, "step");
   }
 
@@ -130,10 +131,10 @@ auto aed_call(PyAedDecoder& d, nb::handle encoder, nb::handle lengths, nb::handl
     const nb::tuple shape = nb::borrow<nb::tuple>(nb::module_::import_("numpy").attr("shape")(encoder));
     ASRDEC_CHECK_ARG(shape.size() == 3, "encoder: expected [B, T, D], got ", shape.size(), " dimensions");
     static const float placeholder = 0.0f;
-    const TensorView view(&placeholder, DType::f32,
-                          {nb::cast<std::int64_t>(shape[0]), nb::cast<std::int64_t>(shape[1]),
-                           nb::cast<std::int64_t>(shape[2])},
-                          {0, 0, 0}, Device::cpu());
+    const TensorView view(
+        &placeholder, DType::f32,
+        {nb::cast<std::int64_t>(shape[0]), nb::cast<std::int64_t>(shape[1]), nb::cast<std::int64_t>(shape[2])},
+        {0, 0, 0}, Device::cpu());
     nb::gil_scoped_release release;
     return call(*d.decoder, view, n.view(), prompt_lists);
   }
@@ -154,14 +155,17 @@ void bind_aed(nb::module_& m) {
       m, "TransformerDecoderStep", "The built-in reference Transformer decoder step (safetensors; CPU).")
       .def_static(
           "load",
-          [](const std::string& path, nb::handle device) { return TransformerDecoderStep::load(path, device_of(device)); },
+          [](const std::string& path, nb::handle device) {
+            return TransformerDecoderStep::load(path, device_of(device));
+          },
           "path"_a, "device"_a = "cpu")
       .def_prop_ro("bos_id", &TransformerDecoderStep::bos_id)
       .def_prop_ro("eos_id", &TransformerDecoderStep::eos_id)
       .def_prop_ro("default_prompt", &TransformerDecoderStep::default_prompt)
       .def_prop_ro("model_dim", &TransformerDecoderStep::model_dim)
       .def_prop_ro("encoder_dim", &TransformerDecoderStep::encoder_dim)
-      .def("__repr__", [](const TransformerDecoderStep& s) { return "asrdec.TransformerDecoderStep(" + s.describe() + ")"; });
+      .def("__repr__",
+           [](const TransformerDecoderStep& s) { return "asrdec.TransformerDecoderStep(" + s.describe() + ")"; });
 
   nb::class_<PyAedDecoder>(m, "AedDecoder",
                            "Greedy or beam search for attention encoder-decoder models with LM and boosting fusion.")
@@ -170,7 +174,7 @@ void bind_aed(nb::module_& m) {
           [](PyAedDecoder* self, nb::handle step, const nb::kwargs& kwargs) {
             AedDecoderConfig config;
             std::vector<Keyword> keywords = {
-                choice("search", config.search, parse_search), field("beam_size", config.beam_size),
+                choice("search", config.search, parse_search),  field("beam_size", config.beam_size),
                 field("length_penalty", config.length_penalty), field("eos_id", config.eos_id),
                 field("max_new_tokens", config.max_new_tokens), field("max_length_delta", config.max_length_delta),
                 field("check_values", config.check_values)};
@@ -193,20 +197,18 @@ void bind_aed(nb::module_& m) {
       .def(
           "decode",
           [](PyAedDecoder& d, nb::handle encoder, nb::handle lengths, nb::handle prompts) {
-            return aed_call(d, encoder, lengths, prompts, [](AedDecoder& dec, const TensorView& x, const TensorView& n,
-                                                             const std::vector<std::vector<std::int32_t>>& p) {
-              return dec.decode(x, n, p);
-            });
+            return aed_call(d, encoder, lengths, prompts,
+                            [](AedDecoder& dec, const TensorView& x, const TensorView& n,
+                               const std::vector<std::vector<std::int32_t>>& p) { return dec.decode(x, n, p); });
           },
           "encoder"_a, "encoder_lengths"_a, "prompts"_a,
           "The best hypothesis of each utterance; prompts: one token list per utterance, or one for all.")
       .def(
           "decode_nbest",
           [](PyAedDecoder& d, nb::handle encoder, nb::handle lengths, nb::handle prompts) {
-            return aed_call(d, encoder, lengths, prompts, [](AedDecoder& dec, const TensorView& x, const TensorView& n,
-                                                             const std::vector<std::vector<std::int32_t>>& p) {
-              return dec.decode_nbest(x, n, p);
-            });
+            return aed_call(d, encoder, lengths, prompts,
+                            [](AedDecoder& dec, const TensorView& x, const TensorView& n,
+                               const std::vector<std::vector<std::int32_t>>& p) { return dec.decode_nbest(x, n, p); });
           },
           "encoder"_a, "encoder_lengths"_a, "prompts"_a, "Each utterance's final hypotheses, best first.")
       .def("__repr__", [](const PyAedDecoder& d) { return d.decoder->config().to_string(); });

@@ -202,11 +202,14 @@ void bind_ctc(nb::module_& m) {
       [](CtcBeamDecoder* self, nb::handle device, const nb::kwargs& kwargs) {
         CtcBeamConfig config;
         BatchLimits limits;
-        std::vector<Keyword> keywords = {
-            field("blank_id", config.blank_id), field("beam", config.beam), field("beam_beta", config.beam_beta),
-            field("beam_threshold", config.beam_threshold), field("unique_transcripts", config.unique_transcripts),
-            field("merge_before_prune", config.merge_before_prune), field("log_add", config.log_add),
-            field("beam_size_token", config.beam_size_token)};
+        std::vector<Keyword> keywords = {field("blank_id", config.blank_id),
+                                         field("beam", config.beam),
+                                         field("beam_beta", config.beam_beta),
+                                         field("beam_threshold", config.beam_threshold),
+                                         field("unique_transcripts", config.unique_transcripts),
+                                         field("merge_before_prune", config.merge_before_prune),
+                                         field("log_add", config.log_add),
+                                         field("beam_size_token", config.beam_size_token)};
         add_fusion(keywords, config);
         add_execution(keywords, config);
         add_limits(keywords, limits);

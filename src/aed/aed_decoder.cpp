@@ -85,7 +85,9 @@ class FusionScratch {
   float boost_score(std::size_t i, std::int32_t v) const {
     return boost_.scores[i * vocab_ + static_cast<std::size_t>(v)];
   }
-  std::int32_t lm_next(std::size_t i, std::int32_t v) const { return lm_.next[i * vocab_ + static_cast<std::size_t>(v)]; }
+  std::int32_t lm_next(std::size_t i, std::int32_t v) const {
+    return lm_.next[i * vocab_ + static_cast<std::size_t>(v)];
+  }
   std::int32_t boost_next(std::size_t i, std::int32_t v) const {
     return boost_.next[i * vocab_ + static_cast<std::size_t>(v)];
   }
@@ -156,8 +158,7 @@ struct AedDecoder::Impl {
     for (std::int64_t v = 0; v < vocab; ++v) {
       const float s = row[v];
       ASRDEC_CHECK_ARG(!(s != s) && s != std::numeric_limits<float>::infinity(), "AED step scores: token ", v,
-                       " of utterance ", utterance, " at generated position ", generated, " is ", s,
-                       " (NaN or +inf)");
+                       " of utterance ", utterance, " at generated position ", generated, " is ", s, " (NaN or +inf)");
     }
   }
 
@@ -179,8 +180,8 @@ AedDecoder::AedDecoder(std::shared_ptr<const AedDecoderStep> step, AedDecoderCon
   }
   impl_->vocab = step->vocab_size();
   ASRDEC_CHECK_ARG(impl_->vocab >= 1, "AedDecoder: the step's vocabulary is empty");
-  ASRDEC_CHECK_ARG(config.eos_id < impl_->vocab, "AedDecoderConfig::eos_id ", config.eos_id,
-                   " is outside the step's ", impl_->vocab, " tokens");
+  ASRDEC_CHECK_ARG(config.eos_id < impl_->vocab, "AedDecoderConfig::eos_id ", config.eos_id, " is outside the step's ",
+                   impl_->vocab, " tokens");
   ASRDEC_CHECK_ARG(step->max_positions() >= 2, "AedDecoder: the step feeds ", step->max_positions(),
                    " positions; at least 2 are needed");
   // The search, and so the fused models, run on the CPU whatever the step's device (docs/aed.md).
@@ -198,8 +199,7 @@ const AedDecoderConfig& AedDecoder::config() const { return impl_->config; }
 const AedDecoderStep& AedDecoder::step() const { return *impl_->step; }
 
 std::vector<Hypothesis> AedDecoder::decode(const TensorView& encoder, const TensorView& encoder_lengths,
-                                           const std::vector<std::vector<std::int32_t>>& prompts,
-                                           StreamHandle stream) {
+                                           const std::vector<std::vector<std::int32_t>>& prompts, StreamHandle stream) {
   std::vector<std::vector<Hypothesis>> nbest = impl_->run(encoder, encoder_lengths, prompts, stream);
   std::vector<Hypothesis> best;
   best.reserve(nbest.size());
@@ -232,16 +232,19 @@ Hypothesis to_hypothesis(const AedHyp& h, float ranking) {
 
 }  // namespace
 
-std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& encoder,
-                                                           const TensorView& encoder_lengths,
+std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& encoder, const TensorView& encoder_lengths,
                                                            const std::vector<std::vector<std::int32_t>>& prompts_in,
                                                            StreamHandle stream) {
   const AedDecoderConfig& c = config;
   TensorCheck(encoder, "encoder").ndim(3, "[B, T, D]").device(step->device()).non_negative_strides();
   const std::int64_t batch = encoder.size(0), frames = encoder.size(1);
   ASRDEC_CHECK_ARG(batch <= BatchLimits::kMaxBatch, "encoder: batch of ", batch, " exceeds ", BatchLimits::kMaxBatch);
-  TensorCheck(encoder_lengths, "encoder_lengths").ndim(1, "[B]").dtype_one_of({DType::i32, DType::i64})
-      .device(Device::cpu()).dim(0, batch, "the encoder's batch").not_null();
+  TensorCheck(encoder_lengths, "encoder_lengths")
+      .ndim(1, "[B]")
+      .dtype_one_of({DType::i32, DType::i64})
+      .device(Device::cpu())
+      .dim(0, batch, "the encoder's batch")
+      .not_null();
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int64_t at = b * encoder_lengths.stride(0);
@@ -261,9 +264,8 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
     const auto& p = prompts_in.size() == 1 ? prompts_in[0] : prompts_in[static_cast<std::size_t>(b)];
     const std::int64_t which = prompts_in.size() == 1 ? 0 : b;
     ASRDEC_CHECK_ARG(!p.empty(), "prompts[", which, "] is empty: a prompt holds at least the start token");
-    ASRDEC_CHECK_ARG(static_cast<std::int64_t>(p.size()) < step->max_positions(), "prompts[", which, "] has ",
-                     p.size(), " tokens; the step feeds ", step->max_positions(),
-                     " positions, so a prompt must be shorter");
+    ASRDEC_CHECK_ARG(static_cast<std::int64_t>(p.size()) < step->max_positions(), "prompts[", which, "] has ", p.size(),
+                     " tokens; the step feeds ", step->max_positions(), " positions, so a prompt must be shorter");
     for (std::size_t i = 0; i < p.size(); ++i) {
       ASRDEC_CHECK_ARG(p[i] >= 0 && p[i] < vocab, "prompts[", which, "][", i, "] = ", p[i], " is outside [0, ", vocab,
                        ")");
@@ -408,9 +410,9 @@ std::vector<std::vector<Hypothesis>> AedDecoder::Impl::run(const TensorView& enc
       any = true;
       active[static_cast<std::size_t>(r)] = 1;
       tokens[static_cast<std::size_t>(r)] = h.tokens.back();
-      positions[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(
-          static_cast<std::int64_t>(prompts[static_cast<std::size_t>(r / K)].size()) +
-          static_cast<std::int64_t>(h.tokens.size()) - 1);
+      positions[static_cast<std::size_t>(r)] =
+          static_cast<std::int32_t>(static_cast<std::int64_t>(prompts[static_cast<std::size_t>(r / K)].size()) +
+                                    static_cast<std::int64_t>(h.tokens.size()) - 1);
     }
     if (!any) break;
     run_step(s, parents.data(), tokens.data(), positions.data(), active.data(), n, stream);

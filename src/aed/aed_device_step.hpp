@@ -16,7 +16,8 @@ class AedDeviceStep {
   virtual ~AedDeviceStep() = default;
   /** session.start() on the device; its scores [batch, V] into `host_scores`. Synchronises `stream`. */
   virtual void start(AedStepSession& session, const TensorView& encoder, const std::int64_t* encoder_lengths,
-                     const std::vector<std::vector<std::int32_t>>& prompts, float* host_scores, StreamHandle stream) = 0;
+                     const std::vector<std::vector<std::int32_t>>& prompts, float* host_scores,
+                     StreamHandle stream) = 0;
   /** session.step() on the device with the host arrays copied there; its scores [rows, V] into `host_scores`.
    *  Synchronises `stream`. */
   virtual void step(AedStepSession& session, const std::int32_t* parents, const std::int32_t* tokens,

@@ -23,10 +23,10 @@ ASRDEC_HD_INLINE std::int64_t aed_hypothesis_length(std::int64_t prompt, std::in
 
 /** A beam candidate: a finished hypothesis carried over (token < 0) or a live one extended by `token`. */
 struct AedCandidate {
-  float key;             ///< score / lp(length of the parent)
-  float score;           ///< the raw fused sum
-  std::int32_t parent;   ///< the parent's row in the previous call (its slot within the utterance orders ties)
-  std::int32_t token;    ///< -1: carried over
+  float key;            ///< score / lp(length of the parent)
+  float score;          ///< the raw fused sum
+  std::int32_t parent;  ///< the parent's row in the previous call (its slot within the utterance orders ties)
+  std::int32_t token;   ///< -1: carried over
 };
 
 /** Beam order: the higher key first; on equal keys the lower parent row, then the lower token. */

@@ -63,8 +63,8 @@ struct TransformerDecoderStep::Weights {
   std::int64_t vocab = 0, dim = 0, encoder_dim = 0, positions = 0, heads = 1, ffn = 0;
   std::optional<std::int32_t> bos, eos;
   std::vector<std::int32_t> prompt;
-  std::vector<float> tokens;     // [V, D]
-  std::vector<float> position;   // [positions, D]
+  std::vector<float> tokens;    // [V, D]
+  std::vector<float> position;  // [positions, D]
   std::vector<Layer> layers;
   Norm final_norm;
   Linear classifier;  // [V, D]
@@ -117,9 +117,9 @@ class Reader {
       used = 0;
     }
     if (used == 0 || used != found->second.size() || value < min || value > max) {
-      throw ParseError(file_.path(), 0,
-                       detail::concat("metadata '", key, "' = '", found->second, "' is not an integer in [", min, ", ",
-                                      max, "]"));
+      throw ParseError(
+          file_.path(), 0,
+          detail::concat("metadata '", key, "' = '", found->second, "' is not an integer in [", min, ", ", max, "]"));
     }
     return value;
   }
@@ -141,9 +141,9 @@ class Reader {
         used = 0;
       }
       if (used == 0 || used != field.size() || value < 0 || value >= vocab || ids.size() >= 4096) {
-        throw ParseError(file_.path(), 0,
-                         detail::concat("metadata '", key, "' = '", text, "' is not a list of token ids in [0, ", vocab,
-                                        ")"));
+        throw ParseError(
+            file_.path(), 0,
+            detail::concat("metadata '", key, "' = '", text, "' is not a list of token ids in [0, ", vocab, ")"));
       }
       ids.push_back(static_cast<std::int32_t>(value));
       at = comma + 1;
@@ -205,8 +205,7 @@ std::shared_ptr<const Weights> read_weights(const std::string& path) {
     l.self_attn = Attention{r.linear(p + "self_attn.query", D, D), r.linear(p + "self_attn.key", D, D),
                             r.linear(p + "self_attn.value", D, D), r.linear(p + "self_attn.out", D, D)};
     l.cross_attn = Attention{r.linear(p + "cross_attn.query", D, D), r.linear(p + "cross_attn.key", D, w->encoder_dim),
-                             r.linear(p + "cross_attn.value", D, w->encoder_dim),
-                             r.linear(p + "cross_attn.out", D, D)};
+                             r.linear(p + "cross_attn.value", D, w->encoder_dim), r.linear(p + "cross_attn.out", D, D)};
     l.ffn_in = r.linear(p + "ffn.in", w->ffn, D);
     l.ffn_out = r.linear(p + "ffn.out", D, w->ffn);
     w->layers.push_back(std::move(l));
@@ -248,7 +247,8 @@ void attend(const float* query, const float* keys, const float* values, std::int
  *  once per utterance in start(). */
 class TransformerCpuSession final : public AedStepSession {
  public:
-  TransformerCpuSession(std::shared_ptr<const Weights> w, std::int64_t max_rows) : w_(std::move(w)), max_rows_(max_rows) {
+  TransformerCpuSession(std::shared_ptr<const Weights> w, std::int64_t max_rows)
+      : w_(std::move(w)), max_rows_(max_rows) {
     const std::int64_t D = w_->dim;
     // Bounded by the checks at load: at most 1024 layers x 65536 positions x 2 x 65536 floats.
     row_floats_ = static_cast<std::int64_t>(w_->layers.size()) * w_->positions * 2 * D;
@@ -265,9 +265,14 @@ class TransformerCpuSession final : public AedStepSession {
     const std::int64_t batch = static_cast<std::int64_t>(prompts.size());
     ASRDEC_CHECK_ARG(batch <= max_rows_, "transformer step: ", batch, " utterances exceed the session's ", max_rows_,
                      " rows");
-    TensorCheck(encoder, "encoder").ndim(3, "[B, T, E]").dtype(DType::f32).device(Device::cpu()).not_null()
-        .non_negative_strides().dim(0, batch, "one row per utterance").dim(2, w_->encoder_dim,
-                                                                            "the cross-attention key width");
+    TensorCheck(encoder, "encoder")
+        .ndim(3, "[B, T, E]")
+        .dtype(DType::f32)
+        .device(Device::cpu())
+        .not_null()
+        .non_negative_strides()
+        .dim(0, batch, "one row per utterance")
+        .dim(2, w_->encoder_dim, "the cross-attention key width");
     const std::int64_t D = w_->dim;
     const std::size_t layers = w_->layers.size();
     // Cross-attention keys and values of every valid frame, per utterance and layer.
@@ -317,8 +322,8 @@ class TransformerCpuSession final : public AedStepSession {
       const std::int32_t parent = parents[r];
       ASRDEC_CHECK_ARG(parent >= 0 && parent < previous, "transformer step: parent ", parent, " of row ", r,
                        " outside the previous call's ", previous, " rows");
-      ASRDEC_CHECK_ARG(positions[r] >= 0 && positions[r] < w_->positions, "transformer step: position ",
-                       positions[r], " of row ", r, " outside [0, ", w_->positions, ")");
+      ASRDEC_CHECK_ARG(positions[r] >= 0 && positions[r] < w_->positions, "transformer step: position ", positions[r],
+                       " of row ", r, " outside [0, ", w_->positions, ")");
       ASRDEC_CHECK_ARG(tokens[r] >= 0 && tokens[r] < w_->vocab, "transformer step: token ", tokens[r], " of row ", r,
                        " outside [0, ", w_->vocab, ")");
       utterance_[to][static_cast<std::size_t>(r)] = utterance_[from][static_cast<std::size_t>(parent)];
@@ -402,8 +407,8 @@ class TransformerCpuSession final : public AedStepSession {
 
 std::shared_ptr<TransformerDecoderStep> TransformerDecoderStep::load(const std::string& path, Device device) {
   if (!device.is_cpu()) {
-    throw Unsupported(detail::concat("TransformerDecoderStep runs on the CPU only in this version; got ",
-                                     device.to_string()));
+    throw Unsupported(
+        detail::concat("TransformerDecoderStep runs on the CPU only in this version; got ", device.to_string()));
   }
   return std::shared_ptr<TransformerDecoderStep>(new TransformerDecoderStep(read_weights(path)));
 }

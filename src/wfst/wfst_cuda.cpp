@@ -243,8 +243,9 @@ class WfstCuda final : public WfstBackend {
     w.queued_words = (num_states() + 31) / 32;
     w.columns = static_cast<std::int32_t>(columns_);
     w.lanes = static_cast<std::int32_t>(lanes_);
-    g.params = WfstSearchParams{config_.beam,      config_.acoustic_scale, config_.max_active, config_.max_tokens_per_frame,
-                                segment_capacity(), config_.min_active};
+    g.params =
+        WfstSearchParams{config_.beam,       config_.acoustic_scale, config_.max_active, config_.max_tokens_per_frame,
+                         segment_capacity(), config_.min_active};
     g.segment = WfstSegment{tokens_[segment].data(), headers_[segment].data()};
     g.input = input_.data();
     return g;

@@ -22,8 +22,8 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(std::isfinite(beam) && beam > 0.0f, "WfstDecoderConfig.beam must be positive and finite, got ",
                    beam);
   ASRDEC_CHECK_ARG(max_active >= 1, "WfstDecoderConfig.max_active must be at least 1, got ", max_active);
-  ASRDEC_CHECK_ARG(min_active >= 0 && min_active <= max_active, "WfstDecoderConfig.min_active must be in [0, max_active = ",
-                   max_active, "], got ", min_active);
+  ASRDEC_CHECK_ARG(min_active >= 0 && min_active <= max_active,
+                   "WfstDecoderConfig.min_active must be in [0, max_active = ", max_active, "], got ", min_active);
   ASRDEC_CHECK_ARG(max_tokens_per_frame >= 1, "WfstDecoderConfig.max_tokens_per_frame must be at least 1, got ",
                    max_tokens_per_frame);
   ASRDEC_CHECK_ARG(std::isfinite(acoustic_scale) && acoustic_scale >= 0.0f,
@@ -222,7 +222,8 @@ std::vector<std::vector<WfstResult>> WfstDecoder::decode_nbest(const TensorView&
       rows.push_back(&channels[b]);
     }
     self.advance(p, rows, stream);
-    for (const detail::WfstChannel& channel : channels) results.push_back(best_of(self.searcher, channel, p.blank + 1, n));
+    for (const detail::WfstChannel& channel : channels)
+      results.push_back(best_of(self.searcher, channel, p.blank + 1, n));
     return results;
   }
   results.resize(static_cast<std::size_t>(p.batch));

@@ -175,7 +175,7 @@ __device__ float widen_to_min_active(const Lane& L, int count, std::int64_t min_
   __syncthreads();
   const int total = s_live[0];
   const int under = s_live[1];
-  __syncthreads();  // read before a later call resets them
+  __syncthreads();                                                  // read before a later call resets them
   if (static_cast<std::int64_t>(under) > min_active) return bound;  // the (M+1)-th cheapest is below it
   if (static_cast<std::int64_t>(total) <= min_active) return bound > all ? bound : all;
   if (threadIdx.x == 0) {

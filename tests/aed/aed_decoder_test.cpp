@@ -40,11 +40,13 @@ Batch random_batch(std::mt19937_64& rng, std::int64_t vocab, std::int32_t eos) {
   for (std::int64_t i = 0; i < (shared ? 1 : batch); ++i) {
     std::vector<std::int32_t> prompt(std::uniform_int_distribution<std::size_t>(1, 3)(rng));
     for (auto& t : prompt) {
-      do t = token(rng); while (t == eos);
+      do t = token(rng);
+      while (t == eos);
     }
     b.prompts.push_back(prompt);
   }
-  for (std::int64_t i = 0; i < batch; ++i) b.lengths.push_back(std::uniform_int_distribution<std::int64_t>(0, b.frames)(rng));
+  for (std::int64_t i = 0; i < batch; ++i)
+    b.lengths.push_back(std::uniform_int_distribution<std::int64_t>(0, b.frames)(rng));
   return b;
 }
 
@@ -101,7 +103,8 @@ TEST_P(AedSearchTest, EqualsTheOracleOnRandomDecodersWithAndWithoutFusion) {
     if (fusion & 2) {
       std::vector<Hypothesis> plain(batch.lengths.size());
       for (auto& h : plain) {
-        for (int t = 0; t < 6; ++t) h.tokens.push_back(std::uniform_int_distribution<std::int32_t>(0, static_cast<std::int32_t>(vocab - 1))(rng));
+        for (int t = 0; t < 6; ++t)
+          h.tokens.push_back(std::uniform_int_distribution<std::int32_t>(0, static_cast<std::int32_t>(vocab - 1))(rng));
       }
       config.boost = testing::random_boost(rng, vocab, plain, Device::cpu(), boost_keep);
       config.boost_weight = std::uniform_real_distribution<float>(0.2f, 1.5f)(rng);
@@ -110,11 +113,9 @@ TEST_P(AedSearchTest, EqualsTheOracleOnRandomDecodersWithAndWithoutFusion) {
     SCOPED_TRACE("case " + std::to_string(i) + ": V=" + std::to_string(vocab) + " " + config.to_string());
     AedDecoder decoder(step, config);
     const auto got = decoder.decode_nbest(batch.encoder_view(), batch.lengths_view(), batch.prompts);
-    const auto want = aed_search_reference(
-        [&](std::int64_t u, const std::vector<std::int32_t>& p, const std::vector<std::int32_t>& g) {
-          return step->logprobs(u, p, g);
-        },
-        batch.lengths, batch.prompts, positions, config);
+    const auto want = aed_search_reference([&](std::int64_t u, const std::vector<std::int32_t>& p,
+                                               const std::vector<std::int32_t>& g) { return step->logprobs(u, p, g); },
+                                           batch.lengths, batch.prompts, positions, config);
     expect_same(got, want, true);
     const auto best = decoder.decode(batch.encoder_view(), batch.lengths_view(), batch.prompts);
     for (std::size_t b = 0; b < best.size(); ++b) EXPECT_EQ(best[b].tokens, got[b][0].tokens);
@@ -221,14 +222,16 @@ TEST(AedDecoderCUDA, ACudaStepGivesTheCpuStepsResults) {
       config.lm_weight = 0.5f;
     }
     SCOPED_TRACE("case " + std::to_string(i) + ": " + config.to_string());
-    const auto want = AedDecoder(cpu_step, config).decode_nbest(batch.encoder_view(), batch.lengths_view(), batch.prompts);
+    const auto want =
+        AedDecoder(cpu_step, config).decode_nbest(batch.encoder_view(), batch.lengths_view(), batch.prompts);
     DeviceBuffer<float> encoder(batch.encoder.size(), cuda);
     const Stream stream(cuda);
-    copy_bytes_async(encoder.data(), cuda, batch.encoder.data(), Device::cpu(), batch.encoder.size() * 4, stream.handle());
+    copy_bytes_async(encoder.data(), cuda, batch.encoder.data(), Device::cpu(), batch.encoder.size() * 4,
+                     stream.handle());
     const TensorView on_device(encoder.data(), DType::f32,
                                {static_cast<std::int64_t>(batch.lengths.size()), batch.frames, 1}, cuda);
-    const auto got = AedDecoder(cuda_step, config).decode_nbest(on_device, batch.lengths_view(), batch.prompts,
-                                                                 stream.handle());
+    const auto got =
+        AedDecoder(cuda_step, config).decode_nbest(on_device, batch.lengths_view(), batch.prompts, stream.handle());
     expect_same(got, want, true);
     if (::testing::Test::HasFailure()) return;
   }
@@ -238,10 +241,10 @@ TEST(AedDecoderCUDA, ACudaStepGivesTheCpuStepsResults) {
   std::mt19937_64 lm_rng(1);
   std::shared_ptr<const NgramLm> keep;
   config.lm = testing::random_lm(lm_rng, 9, cuda, keep);
-  EXPECT_THROW(AedDecoder(std::make_shared<testing::DeviceAedStep>(
-                              std::make_shared<testing::RandomAedStep>(1, 9, 4, 8), cuda),
-                          config),
-               InvalidArgument);
+  EXPECT_THROW(
+      AedDecoder(std::make_shared<testing::DeviceAedStep>(std::make_shared<testing::RandomAedStep>(1, 9, 4, 8), cuda),
+                 config),
+      InvalidArgument);
 }
 
 TEST(AedDecoder, BadInputGetsTypedErrors) {
@@ -272,10 +275,10 @@ TEST(AedDecoder, BadInputGetsTypedErrors) {
   EXPECT_THROW(AedDecoder(step, bad), InvalidArgument);
 
   AedDecoder decoder(step, config);
-  EXPECT_THROW(decoder.decode(enc, lens, {}), InvalidArgument);               // no prompt
-  EXPECT_THROW(decoder.decode(enc, lens, {{0}, {0}, {0}}), InvalidArgument);  // 3 prompts for 2 utterances
-  EXPECT_THROW(decoder.decode(enc, lens, {{}}), InvalidArgument);             // empty prompt
-  EXPECT_THROW(decoder.decode(enc, lens, {{9}}), InvalidArgument);            // token outside V
+  EXPECT_THROW(decoder.decode(enc, lens, {}), InvalidArgument);                          // no prompt
+  EXPECT_THROW(decoder.decode(enc, lens, {{0}, {0}, {0}}), InvalidArgument);             // 3 prompts for 2 utterances
+  EXPECT_THROW(decoder.decode(enc, lens, {{}}), InvalidArgument);                        // empty prompt
+  EXPECT_THROW(decoder.decode(enc, lens, {{9}}), InvalidArgument);                       // token outside V
   EXPECT_THROW(decoder.decode(enc, lens, {{0, 0, 0, 0, 0, 0, 0, 0}}), InvalidArgument);  // no room to generate
   std::vector<std::int64_t> long_lengths{4, 1};
   EXPECT_THROW(decoder.decode(enc, TensorView(long_lengths.data(), DType::i64, {2}), {{0}}), InvalidArgument);

@@ -44,8 +44,9 @@ class RandomAedSession final : public AedStepSession {
       const Row& parent = rows_.at(static_cast<std::size_t>(parents[r]));
       Row row = parent;
       row.generated.push_back(tokens[r]);
-      const auto expected = static_cast<std::int64_t>(prompts_[static_cast<std::size_t>(row.utterance)].size() +
-                                                      row.generated.size()) - 1;
+      const auto expected =
+          static_cast<std::int64_t>(prompts_[static_cast<std::size_t>(row.utterance)].size() + row.generated.size()) -
+          1;
       if (positions[r] != expected) throw std::logic_error("step: wrong position");
       write(row, scores + r * step_.vocab_size());
       next[static_cast<std::size_t>(r)] = std::move(row);

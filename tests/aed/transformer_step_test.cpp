@@ -16,8 +16,8 @@ namespace asrdec {
 namespace {
 
 struct Sample {
-  std::shared_ptr<TransformerDecoderStep> step = TransformerDecoderStep::load(
-      testing::source_path("examples/data/aed/model.safetensors"));
+  std::shared_ptr<TransformerDecoderStep> step =
+      TransformerDecoderStep::load(testing::source_path("examples/data/aed/model.safetensors"));
   NpyArray encoder = read_npy(testing::source_path("examples/data/aed/encoder.npy"));
   NpyArray lengths = read_npy(testing::source_path("examples/data/aed/lengths.npy"));
 
@@ -92,11 +92,9 @@ TEST(AedSample, BeamSearchWithTheSampleLmEqualsTheOracle) {
     const auto got = decoder.decode_nbest(encoder, lengths, {s.step->default_prompt()});
     std::vector<std::int64_t> length_values = s.length_values();
     length_values.resize(static_cast<std::size_t>(batch));
-    const auto want = aed_search_reference(
-        [&](std::int64_t u, const std::vector<std::int32_t>& p, const std::vector<std::int32_t>& g) {
-          return s.logprobs(u, p, g);
-        },
-        length_values, {s.step->default_prompt()}, s.step->max_positions(), config);
+    const auto want = aed_search_reference([&](std::int64_t u, const std::vector<std::int32_t>& p,
+                                               const std::vector<std::int32_t>& g) { return s.logprobs(u, p, g); },
+                                           length_values, {s.step->default_prompt()}, s.step->max_positions(), config);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t b = 0; b < got.size(); ++b) {
       SCOPED_TRACE("utterance " + std::to_string(b));
@@ -121,9 +119,9 @@ TEST(TransformerDecoderStep, BadFilesAndInputsGetTypedErrors) {
   EXPECT_THROW(TransformerDecoderStep::load(testing::source_path("examples/data/aed/missing.safetensors")), FileError);
   EXPECT_THROW(TransformerDecoderStep::load(testing::source_path("examples/data/rnnt/model.safetensors")),
                InvalidArgument);  // a transducer: no embedding.tokens
-  EXPECT_THROW(TransformerDecoderStep::load(testing::source_path("examples/data/aed/model.safetensors"),
-                                            Device::cuda(0)),
-               Unsupported);
+  EXPECT_THROW(
+      TransformerDecoderStep::load(testing::source_path("examples/data/aed/model.safetensors"), Device::cuda(0)),
+      Unsupported);
   const Sample s;
   AedDecoderConfig config;
   config.eos_id = *s.step->eos_id();

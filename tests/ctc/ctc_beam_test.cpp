@@ -315,7 +315,8 @@ TEST(CtcBeamConfigs, BadConfigsAndMismatchedModelsAreRejected) {
   config.beam = 0;
   ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam must be in [1, 1024], got 0");
   config.beam = 1025;
-  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam must be in [1, 1024], got 1025");
+  ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument,
+                          "beam must be in [1, 1024], got 1025");
   config.beam = 3;
   config.beam_size_token = -1;
   ASRDEC_EXPECT_THROW_MSG(CtcBeamDecoder(Device::cpu(), config), InvalidArgument, "beam_size_token must be >= 0");

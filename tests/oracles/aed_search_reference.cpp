@@ -62,7 +62,8 @@ std::vector<std::vector<Hypothesis>> aed_search_reference(const AedPrefixScorer&
         logprobs[k] = scorer(static_cast<std::int64_t>(b), prompt, h.tokens);
         for (std::int32_t v = 0; v < static_cast<std::int32_t>(logprobs[k].size()); ++v) {
           float lm = 0.0f, boost = 0.0f;
-          if (c.lm) lm = c.lm_weight * (v == c.eos_id ? c.lm->final_score(h.lm_state) : c.lm->score(h.lm_state, v).first);
+          if (c.lm)
+            lm = c.lm_weight * (v == c.eos_id ? c.lm->final_score(h.lm_state) : c.lm->score(h.lm_state, v).first);
           if (c.boost) {
             boost = c.boost_weight *
                     (v == c.eos_id ? c.boost->final_score(h.boost_state) : c.boost->score(h.boost_state, v).first);
@@ -91,7 +92,8 @@ std::vector<std::vector<Hypothesis>> aed_search_reference(const AedPrefixScorer&
             if (v != c.eos_id) h.lm_state = c.lm->score(h.lm_state, v).second;
           }
           if (c.boost) {
-            const float s = v == c.eos_id ? c.boost->final_score(h.boost_state) : c.boost->score(h.boost_state, v).first;
+            const float s =
+                v == c.eos_id ? c.boost->final_score(h.boost_state) : c.boost->score(h.boost_state, v).first;
             h.boost += c.boost_weight * s;
             if (v != c.eos_id) h.boost_state = c.boost->score(h.boost_state, v).second;
           }
@@ -108,7 +110,8 @@ std::vector<std::vector<Hypothesis>> aed_search_reference(const AedPrefixScorer&
       beam = std::move(next);
     }
     std::vector<std::pair<float, std::size_t>> ranked;
-    for (std::size_t k = 0; k < beam.size(); ++k) ranked.push_back({beam[k].score / penalty(P, beam[k], c.length_penalty), k});
+    for (std::size_t k = 0; k < beam.size(); ++k)
+      ranked.push_back({beam[k].score / penalty(P, beam[k], c.length_penalty), k});
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
     for (const auto& [key, k] : ranked) {
       Hypothesis h;

@@ -12,8 +12,8 @@
 namespace asrdec {
 
 /** The decoder's log-probabilities of the next token after `prompt` + `generated` for utterance `utterance`. */
-using AedPrefixScorer = std::function<std::vector<float>(std::int64_t utterance, const std::vector<std::int32_t>& prompt,
-                                                         const std::vector<std::int32_t>& generated)>;
+using AedPrefixScorer = std::function<std::vector<float>(
+    std::int64_t utterance, const std::vector<std::int32_t>& prompt, const std::vector<std::int32_t>& generated)>;
 
 /** Each utterance's final hypotheses, best first (greedy: K = 1). `max_positions` is the step's. */
 std::vector<std::vector<Hypothesis>> aed_search_reference(const AedPrefixScorer& scorer,

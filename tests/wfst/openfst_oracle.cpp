@@ -1,9 +1,8 @@
 #include "wfst/openfst_oracle.hpp"
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace asrdec::testing {
 namespace {
@@ -93,7 +92,8 @@ float openfst_best_cost_with_words(const fst::StdVectorFst& graph, const std::ve
   fst::StdVectorFst u = frame_acceptor(logp, frames, columns, scale);
   fst::StdVectorFst g = graph;
   if (!finals) {
-    for (fst::StateIterator<fst::StdVectorFst> it(g); !it.Done(); it.Next()) g.SetFinal(it.Value(), fst::TropicalWeight::One());
+    for (fst::StateIterator<fst::StdVectorFst> it(g); !it.Done(); it.Next())
+      g.SetFinal(it.Value(), fst::TropicalWeight::One());
   }
   fst::ArcSort(&g, fst::StdILabelCompare());
   fst::StdVectorFst composed;
@@ -103,7 +103,8 @@ float openfst_best_cost_with_words(const fst::StdVectorFst& graph, const std::ve
   sentence.SetStart(0);
   for (std::size_t i = 0; i < words.size(); ++i) {
     sentence.AddState();
-    sentence.AddArc(static_cast<int>(i), fst::StdArc(words[i], words[i], fst::TropicalWeight::One(), static_cast<int>(i + 1)));
+    sentence.AddArc(static_cast<int>(i),
+                    fst::StdArc(words[i], words[i], fst::TropicalWeight::One(), static_cast<int>(i + 1)));
   }
   sentence.SetFinal(static_cast<int>(words.size()), fst::TropicalWeight::One());
   fst::ArcSort(&composed, fst::StdOLabelCompare());

@@ -216,7 +216,9 @@ TEST(WfstDecoder, MinActiveRecoversPathsATightBeamLoses) {
                                                                   random.columns, 1.0f, floor.use_final_probs);
       if (!want.has_path || !want.reached_final) continue;
       const float tolerance = 1e-3f * std::max(1.0f, std::fabs(want.cost));
-      const auto exact = [&](const WfstResult& r) { return r.reached_final && std::fabs(r.cost - want.cost) <= tolerance; };
+      const auto exact = [&](const WfstResult& r) {
+        return r.reached_final && std::fabs(r.cost - want.cost) <= tolerance;
+      };
       if (with[b].reached_final) {
         EXPECT_GE(with[b].cost, want.cost - tolerance) << "utterance " << b;
       }
@@ -230,9 +232,10 @@ TEST(WfstDecoder, MinActiveRecoversPathsATightBeamLoses) {
   }
   EXPECT_GT(better, 10) << "min_active never recovered the best path";
   EXPECT_GT(better, 4 * worse);
-  std::printf("%lld utterances: the best path found by %lld without min_active, %lld with it (%lld recovered, %lld lost)\n",
-              static_cast<long long>(utterances), static_cast<long long>(exact_plain), static_cast<long long>(exact_floor),
-              static_cast<long long>(better), static_cast<long long>(worse));
+  std::printf(
+      "%lld utterances: the best path found by %lld without min_active, %lld with it (%lld recovered, %lld lost)\n",
+      static_cast<long long>(utterances), static_cast<long long>(exact_plain), static_cast<long long>(exact_floor),
+      static_cast<long long>(better), static_cast<long long>(worse));
 }
 
 // N-best: distinct word sequences, best first, the first equal to decode(), each a real path of the graph for
@@ -276,9 +279,9 @@ TEST(WfstDecoder, NbestListsDistinctRealPathsBestFirst) {
         }
         EXPECT_EQ(r.reached_final, best[b].reached_final) << what;
         EXPECT_NEAR(r.graph_cost + r.acoustic_cost, r.cost, 1e-3f * std::max(1.0f, std::fabs(r.cost)));
-        const float constrained = testing::openfst_best_cost_with_words(
-            random.fst, batch.utterances[b], batch.lengths[b], random.columns, config.acoustic_scale,
-            r.reached_final, r.words);
+        const float constrained =
+            testing::openfst_best_cost_with_words(random.fst, batch.utterances[b], batch.lengths[b], random.columns,
+                                                  config.acoustic_scale, r.reached_final, r.words);
         EXPECT_LE(constrained, r.cost + 1e-3f * std::max(1.0f, std::fabs(r.cost))) << what << ", entry " << k;
         ++entries;
       }
@@ -565,9 +568,11 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   config = WfstDecoderConfig{};
   config.max_active = 10;
   config.min_active = 11;
-  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "min_active must be in [0, max_active = 10], got 11");
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument,
+                          "min_active must be in [0, max_active = 10], got 11");
   config.min_active = -1;
-  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "min_active must be in [0, max_active = 10], got -1");
+  ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument,
+                          "min_active must be in [0, max_active = 10], got -1");
   config = WfstDecoderConfig{};
   config.acoustic_scale = std::nanf("");
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "acoustic_scale");

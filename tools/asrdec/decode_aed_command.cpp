@@ -100,8 +100,8 @@ void run(const AedOptions& options) {
     const std::int64_t count = std::min(batch_size, utterances - first);
     const TensorView batch = input.batch(first, count, nullptr);
     const auto start = std::chrono::steady_clock::now();
-    std::vector<std::vector<Hypothesis>> beams = decoder.decode_nbest(batch, lengths_slice(lengths, first, count),
-                                                                      {prompt});
+    std::vector<std::vector<Hypothesis>> beams =
+        decoder.decode_nbest(batch, lengths_slice(lengths, first, count), {prompt});
     report.add_time(std::chrono::steady_clock::now() - start, total_frames(lengths, first, count));
     report.add_beams(beams, options.nbest);
     progress.update(first + count);
@@ -122,7 +122,8 @@ void add_decode_aed_command(CLI::App& decode) {
   command->add_option("--encoder", options->encoder, "Encoder output [N, T, E] (.npy, float32)")
       ->required()
       ->check(CLI::ExistingFile);
-  command->add_option("--lengths", options->lengths, "Encoder frames per utterance [N] (.npy, int32 or int64); default: T")
+  command
+      ->add_option("--lengths", options->lengths, "Encoder frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--prompt", options->prompt, "Prompt token ids, comma-separated (default: the model's)");
   command->add_option("--eos-id", options->eos_id, "End-of-sentence token (default: the model's)");
@@ -135,14 +136,16 @@ void add_decode_aed_command(CLI::App& decode) {
   command->add_option("--nbest", options->nbest, "With --json: add the N best hypotheses as \"nbest\"")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  command->add_option("--length-penalty", options->length_penalty,
-                      "Beam search: GNMT length-penalty exponent of the ranking (0: raw score)")
+  command
+      ->add_option("--length-penalty", options->length_penalty,
+                   "Beam search: GNMT length-penalty exponent of the ranking (0: raw score)")
       ->capture_default_str();
   command->add_option("--max-new-tokens", options->max_new_tokens, "At most this many tokens per utterance (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  command->add_option("--max-length-delta", options->max_length_delta,
-                      "At most encoder length + this - prompt tokens (-1: off)")
+  command
+      ->add_option("--max-length-delta", options->max_length_delta,
+                   "At most encoder length + this - prompt tokens (-1: off)")
       ->check(CLI::Range(-1, 1 << 30))
       ->capture_default_str();
   add_common_decode_options(*command, options->common);

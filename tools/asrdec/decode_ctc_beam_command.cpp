@@ -106,8 +106,9 @@ void add_decode_ctc_beam_command(CLI::App& decode) {
   command->add_flag("--merge-before-prune", options->merge_before_prune,
                     "Merge equal hypotheses before keeping the --beam best (flashlight-text's order; CPU)");
   command->add_flag("--log-add", options->log_add, "Merge equal hypotheses by log-sum-exp instead of maximum");
-  command->add_option("--beam-size-token", options->beam_size_token,
-                      "Propose only each frame's N most likely columns (0: all; CPU)")
+  command
+      ->add_option("--beam-size-token", options->beam_size_token,
+                   "Propose only each frame's N most likely columns (0: all; CPU)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--nbest", options->nbest, "With --json: add the N best hypotheses as \"nbest\"")

@@ -116,9 +116,9 @@ void run(const CtcWfstOptions& options) {
       const TensorView batch = input.batch(first, count, stream.handle());
       stream.synchronize();  // the host-to-device copy is not decoder time
       const auto start = std::chrono::steady_clock::now();
-      std::vector<std::vector<WfstResult>> out = decoder.decode_nbest(
-          batch, lengths_slice(lengths, first, count), std::max<std::int64_t>(options.nbest, 1), boosts,
-          stream.handle());
+      std::vector<std::vector<WfstResult>> out =
+          decoder.decode_nbest(batch, lengths_slice(lengths, first, count), std::max<std::int64_t>(options.nbest, 1),
+                               boosts, stream.handle());
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       frames += total_frames(lengths, first, count);
       for (std::int64_t i = 0; i < count; ++i) {
@@ -196,12 +196,14 @@ void add_decode_ctc_wfst_command(CLI::App& decode) {
   command->add_option("--lengths", options->lengths, "Frames per utterance [N] (.npy, int32 or int64); default: T")
       ->check(CLI::ExistingFile);
   command->add_option("--beam", options->beam, "Search beam (cost units)")->capture_default_str();
-  command->add_option("--nbest", options->nbest,
-                      "With --json: add the N best word sequences as \"nbest\" (the final frame's surviving paths)")
+  command
+      ->add_option("--nbest", options->nbest,
+                   "With --json: add the N best word sequences as \"nbest\" (the final frame's surviving paths)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  command->add_option("--min-active", options->min_active,
-                      "Floor of tokens kept per frame when the beam keeps fewer (Kaldi's min_active; 0: off)")
+  command
+      ->add_option("--min-active", options->min_active,
+                   "Floor of tokens kept per frame when the beam keeps fewer (Kaldi's min_active; 0: off)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_option("--max-active", options->max_active, "Soft cap of tokens expanded per frame")

@@ -93,10 +93,10 @@ class ASRDEC_API AedDecoder {
   AedDecoder& operator=(AedDecoder&&) noexcept;
 
   /** Decodes a batch: `encoder` [B, T, D] on the step's device (handed to the step; for a CUDA step, ordered on
-   *  `stream`, which is synchronised), `encoder_lengths` [B] (int32 or int64, host) in [0, T], `prompts` one token list per utterance or one list for all (each non-empty, tokens
-   *  in [0, V), shorter than max_positions). Returns the best hypothesis of each utterance. Throws
-   *  InvalidArgument for bad shapes, lengths or prompts, NaN/+inf step scores (check_values) or a boosting tree
-   *  whose phrase lists do not fit the batch. */
+   *  `stream`, which is synchronised), `encoder_lengths` [B] (int32 or int64, host) in [0, T], `prompts` one token list
+   * per utterance or one list for all (each non-empty, tokens in [0, V), shorter than max_positions). Returns the best
+   * hypothesis of each utterance. Throws InvalidArgument for bad shapes, lengths or prompts, NaN/+inf step scores
+   * (check_values) or a boosting tree whose phrase lists do not fit the batch. */
   std::vector<Hypothesis> decode(const TensorView& encoder, const TensorView& encoder_lengths,
                                  const std::vector<std::vector<std::int32_t>>& prompts, StreamHandle stream = nullptr);
   /** As decode(), with every utterance's final hypotheses, best first (beam: K of them; greedy: one). */

@@ -13,7 +13,8 @@
  *   scores = log_softmax(classifier · LayerNorm(x) + bias)
  * with `heads` attention heads of D / heads dimensions each, layer-norm epsilon 1e-5. Weights are read from a
  * safetensors file (F32, F16 or BF16, used as fp32), metadata "heads" (default 1) and optionally "bos_id",
- * "eos_id" and "prompt" (comma-separated token ids). The encoder output given to decode() must be fp32 [B, T, E] with E the cross-attention key width.
+ * "eos_id" and "prompt" (comma-separated token ids). The encoder output given to decode() must be fp32 [B, T, E] with E
+ * the cross-attention key width.
  */
 
 #include <cstdint>

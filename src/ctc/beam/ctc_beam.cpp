@@ -44,8 +44,7 @@ std::string CtcBeamConfig::to_string() const {
   return detail::concat(
       "CtcBeamConfig{blank_id=", blank_id, ", beam=", beam, ", beam_beta=", beam_beta,
       ", beam_threshold=", beam_threshold, merge_before_prune ? ", merge_before_prune=true" : "",
-      log_add ? ", log_add=true" : "",
-      beam_size_token > 0 ? detail::concat(", beam_size_token=", beam_size_token) : "",
+      log_add ? ", log_add=true" : "", beam_size_token > 0 ? detail::concat(", beam_size_token=", beam_size_token) : "",
       ", unique_transcripts=", unique_transcripts ? "true" : "false",
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
@@ -102,10 +101,9 @@ std::int32_t merge_then_keep(std::vector<CtcProposal>& proposals, float threshol
   float top = proposals.front().score;
   for (const CtcProposal& x : proposals) top = std::max(top, x.score);
   const float floor = top - threshold;
-  proposals.erase(std::remove_if(proposals.begin(), proposals.end(), [floor](const CtcProposal& x) {
-                    return !(x.score > floor);
-                  }),
-                  proposals.end());
+  proposals.erase(
+      std::remove_if(proposals.begin(), proposals.end(), [floor](const CtcProposal& x) { return !(x.score > floor); }),
+      proposals.end());
   std::sort(proposals.begin(), proposals.end(), [](const CtcProposal& x, const CtcProposal& y) {
     if (x.hash != y.hash) return x.hash < y.hash;
     if (x.last != y.last) return x.last < y.last;
@@ -316,8 +314,8 @@ void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const 
         }
         for (std::int32_t c = 0; c < proposed_columns; ++c) {
           const std::int32_t v = w.columns[static_cast<std::size_t>(c)];
-          const float score =
-              h.scores[s] + ctc_beam_extension(rule, fusion, s, h.last_label[s], v, w.frame[static_cast<std::size_t>(v)]);
+          const float score = h.scores[s] + ctc_beam_extension(rule, fusion, s, h.last_label[s], v,
+                                                               w.frame[static_cast<std::size_t>(v)]);
           if (!config.merge_before_prune) {
             topk_insert(w.best.data(), w.ids.data(), K, kept, score, k * C + v);
           } else if (score != kNegInf) {

@@ -379,8 +379,8 @@ std::unique_ptr<CtcBeamBackend> make_ctc_beam_cuda(Device device, const CtcBeamC
   // One block per utterance keeps each thread's K best in shared memory and merges them in registers, after the
   // prune: the options that merge first, prune tokens per frame or need more than 64 slots run on the CPU.
   ASRDEC_EXPECTS(config.beam <= CtcBeamConfig::kMaxBeamCuda, Unsupported, "CtcBeamConfig.beam ", config.beam,
-                 ": CTC beam search on CUDA keeps at most ", CtcBeamConfig::kMaxBeamCuda,
-                 " hypotheses (up to ", CtcBeamConfig::kMaxBeam, " on the CPU)");
+                 ": CTC beam search on CUDA keeps at most ", CtcBeamConfig::kMaxBeamCuda, " hypotheses (up to ",
+                 CtcBeamConfig::kMaxBeam, " on the CPU)");
   ASRDEC_EXPECTS(!config.merge_before_prune, Unsupported,
                  "CtcBeamConfig.merge_before_prune runs on the CPU only in this version");
   ASRDEC_EXPECTS(config.beam_size_token == 0, Unsupported,
