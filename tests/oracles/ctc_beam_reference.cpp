@@ -159,6 +159,14 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
       h.score += end;
       h.lm_total += end;
     }
+    if (config.merge_before_prune && !beam.empty()) {
+      // flashlight's order: the end is pruned like a frame, before the two ends of a transcript merge.
+      float top = beam.front().score;
+      for (const RefHyp& h : beam) top = std::max(top, h.score);
+      const float floor = top - config.beam_threshold;
+      beam.erase(std::remove_if(beam.begin(), beam.end(), [&](const RefHyp& h) { return !(h.score > floor); }),
+                 beam.end());
+    }
     if (config.log_add) {
       // One transcript, two ends (blank, its last token): one CTC prefix. The group's first best hypothesis survives
       // in its place with the log-sum-exp of the group's scores (in beam order); the others go.

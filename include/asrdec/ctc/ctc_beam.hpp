@@ -74,7 +74,9 @@ struct ASRDEC_API CtcBeamConfig {
   /** Proposals more than this below the utterance's best on a frame are dropped. */
   float beam_threshold = 20.0f;
   /** Merge equal proposals before keeping the K best (flashlight-text's order), so K distinct hypotheses survive;
-   *  false (NeMo's order): keep the K best proposals, then merge, which can leave fewer than K. CPU only. */
+   *  false (NeMo's order): keep the K best proposals, then merge, which can leave fewer than K. As flashlight does,
+   *  the end of the utterance is then pruned like a frame: hypotheses more than beam_threshold below the best (with
+   *  the end-of-sentence scores) are dropped. CPU only. */
   bool merge_before_prune = false;
   /** Equal hypotheses merge by log-sum-exp of their scores (flashlight's logAdd: the probability of the prefix over
    *  its alignments), else by maximum (Viterbi, NeMo's). With log_add, the two ends of one transcript (in blank, in

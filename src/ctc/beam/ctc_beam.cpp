@@ -228,7 +228,21 @@ struct CtcBeamDecoder::Impl {
         lm_total[s] += end;
       }
     }
+    if (config.merge_before_prune) drop_below_threshold(h, b);
     if (config.log_add) detail::ctc_merge_equal_transcripts(h, b);
+  }
+
+  // merge_before_prune (flashlight-text's order) treats the end like a frame: hypotheses more than beam_threshold
+  // below the best, end-of-sentence scores included, are dropped before equal transcripts merge.
+  void drop_below_threshold(const BeamHypsRef& h, std::int64_t b) const {
+    float best = kNegInf;
+    for (std::int32_t k = 0; k < config.beam; ++k) best = std::max(best, h.scores[beam_slot(h, b, k)]);
+    if (best == kNegInf) return;
+    const float floor = best - config.beam_threshold;
+    for (std::int32_t k = 0; k < config.beam; ++k) {
+      float& score = h.scores[beam_slot(h, b, k)];
+      if (!(score > floor)) score = kNegInf;
+    }
   }
 
   std::vector<std::vector<Hypothesis>> decode(const detail::CtcInput& p) {
