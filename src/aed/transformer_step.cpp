@@ -7,68 +7,15 @@
 #include <cmath>
 #include <limits>
 
+#include "aed/transformer_weights.hpp"
+#include "asrdec/config.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/safetensors.hpp"
-#include "transducer/model/weights.hpp"
+#if ASRDEC_WITH_CUDA
+#include "aed/transformer_step_cuda.hpp"
+#endif
 
 namespace asrdec {
-
-namespace {
-
-constexpr float kLayerNormEpsilon = 1e-5f;
-
-struct Linear {
-  std::vector<float> weight;  // [out, in]
-  std::vector<float> bias;    // [out]
-  std::int64_t out = 0, in = 0;
-
-  void apply(const float* x, float* y) const {
-    for (std::int64_t o = 0; o < out; ++o) {
-      y[o] = detail::dot(weight.data() + o * in, x, in) + bias[static_cast<std::size_t>(o)];
-    }
-  }
-};
-
-struct Norm {
-  std::vector<float> weight, bias;  // [D]
-
-  void apply(const float* x, float* y, std::int64_t n) const {
-    float mean = 0.0f;
-    for (std::int64_t k = 0; k < n; ++k) mean += x[k];
-    mean /= static_cast<float>(n);
-    float variance = 0.0f;
-    for (std::int64_t k = 0; k < n; ++k) variance += (x[k] - mean) * (x[k] - mean);
-    variance /= static_cast<float>(n);
-    const float scale = 1.0f / std::sqrt(variance + kLayerNormEpsilon);
-    for (std::int64_t k = 0; k < n; ++k) {
-      y[k] = (x[k] - mean) * scale * weight[static_cast<std::size_t>(k)] + bias[static_cast<std::size_t>(k)];
-    }
-  }
-};
-
-struct Attention {
-  Linear query, key, value, out;
-};
-
-struct Layer {
-  Norm self_norm, cross_norm, ffn_norm;
-  Attention self_attn, cross_attn;
-  Linear ffn_in, ffn_out;
-};
-
-}  // namespace
-
-struct TransformerDecoderStep::Weights {
-  std::string path;
-  std::int64_t vocab = 0, dim = 0, encoder_dim = 0, positions = 0, heads = 1, ffn = 0;
-  std::optional<std::int32_t> bos, eos;
-  std::vector<std::int32_t> prompt;
-  std::vector<float> tokens;    // [V, D]
-  std::vector<float> position;  // [positions, D]
-  std::vector<Layer> layers;
-  Norm final_norm;
-  Linear classifier;  // [V, D]
-};
 
 namespace {
 
@@ -94,16 +41,16 @@ class Reader {
                      t.shape_string());
     return t.size(dim);
   }
-  Linear linear(const std::string& name, std::int64_t out, std::int64_t in) const {
-    Linear l;
+  detail::TransformerLinear linear(const std::string& name, std::int64_t out, std::int64_t in) const {
+    detail::TransformerLinear l;
     l.out = out;
     l.in = in;
     l.weight = floats(name + ".weight", {out, in});
     l.bias = floats(name + ".bias", {out});
     return l;
   }
-  Norm norm(const std::string& name, std::int64_t dim) const {
-    return Norm{floats(name + ".weight", {dim}), floats(name + ".bias", {dim})};
+  detail::TransformerNorm norm(const std::string& name, std::int64_t dim) const {
+    return detail::TransformerNorm{floats(name + ".weight", {dim}), floats(name + ".bias", {dim})};
   }
   std::optional<std::int64_t> metadata_int(const std::string& key, std::int64_t min, std::int64_t max) const {
     const auto& metadata = file_.metadata();
@@ -198,14 +145,16 @@ std::shared_ptr<const Weights> read_weights(const std::string& path) {
   const std::int64_t D = w->dim;
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
-    Layer l;
+    detail::TransformerLayer l;
     l.self_norm = r.norm(p + "self_norm", D);
     l.cross_norm = r.norm(p + "cross_norm", D);
     l.ffn_norm = r.norm(p + "ffn_norm", D);
-    l.self_attn = Attention{r.linear(p + "self_attn.query", D, D), r.linear(p + "self_attn.key", D, D),
-                            r.linear(p + "self_attn.value", D, D), r.linear(p + "self_attn.out", D, D)};
-    l.cross_attn = Attention{r.linear(p + "cross_attn.query", D, D), r.linear(p + "cross_attn.key", D, w->encoder_dim),
-                             r.linear(p + "cross_attn.value", D, w->encoder_dim), r.linear(p + "cross_attn.out", D, D)};
+    l.self_attn =
+        detail::TransformerAttention{r.linear(p + "self_attn.query", D, D), r.linear(p + "self_attn.key", D, D),
+                                     r.linear(p + "self_attn.value", D, D), r.linear(p + "self_attn.out", D, D)};
+    l.cross_attn = detail::TransformerAttention{
+        r.linear(p + "cross_attn.query", D, D), r.linear(p + "cross_attn.key", D, w->encoder_dim),
+        r.linear(p + "cross_attn.value", D, w->encoder_dim), r.linear(p + "cross_attn.out", D, D)};
     l.ffn_in = r.linear(p + "ffn.in", w->ffn, D);
     l.ffn_out = r.linear(p + "ffn.out", D, w->ffn);
     w->layers.push_back(std::move(l));
@@ -357,7 +306,7 @@ class TransformerCpuSession final : public AedStepSession {
     const std::int64_t frames = frames_[utterance];
     weights_.resize(static_cast<std::size_t>(std::max(w_->positions, frames) + 1));
     for (std::size_t l = 0; l < w_->layers.size(); ++l) {
-      const Layer& layer = w_->layers[l];
+      const detail::TransformerLayer& layer = w_->layers[l];
       float* keys = cache_[buffer].data() + row * row_floats_ + slot(l, 0);
       float* values = cache_[buffer].data() + row * row_floats_ + slot(l, 1);
       layer.self_norm.apply(x_.data(), h_.data(), D);
@@ -406,16 +355,21 @@ class TransformerCpuSession final : public AedStepSession {
 }  // namespace
 
 std::shared_ptr<TransformerDecoderStep> TransformerDecoderStep::load(const std::string& path, Device device) {
-  if (!device.is_cpu()) {
-    throw Unsupported(
-        detail::concat("TransformerDecoderStep runs on the CPU only in this version; got ", device.to_string()));
-  }
-  return std::shared_ptr<TransformerDecoderStep>(new TransformerDecoderStep(read_weights(path)));
+  ASRDEC_EXPECTS(device.is_cpu() || ASRDEC_WITH_CUDA, Unsupported, "TransformerDecoderStep on ", device.to_string(),
+                 " needs a build with CUDA");
+  std::shared_ptr<const Weights> weights = read_weights(path);
+  std::shared_ptr<const detail::TransformerDeviceWeights> on_device;
+#if ASRDEC_WITH_CUDA
+  if (device.is_cuda()) on_device = detail::upload_transformer(*weights, device);
+#endif
+  return std::shared_ptr<TransformerDecoderStep>(new TransformerDecoderStep(std::move(weights), device, on_device));
 }
 
-TransformerDecoderStep::TransformerDecoderStep(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {}
+TransformerDecoderStep::TransformerDecoderStep(std::shared_ptr<const Weights> weights, Device device,
+                                               std::shared_ptr<const detail::TransformerDeviceWeights> on_device)
+    : weights_(std::move(weights)), device_(device), on_device_(std::move(on_device)) {}
 TransformerDecoderStep::~TransformerDecoderStep() = default;
-Device TransformerDecoderStep::device() const { return Device::cpu(); }
+Device TransformerDecoderStep::device() const { return device_; }
 std::int64_t TransformerDecoderStep::vocab_size() const { return weights_->vocab; }
 std::int64_t TransformerDecoderStep::max_positions() const { return weights_->positions; }
 std::int64_t TransformerDecoderStep::model_dim() const { return weights_->dim; }
@@ -428,6 +382,9 @@ std::vector<std::int32_t> TransformerDecoderStep::default_prompt() const { retur
 
 std::unique_ptr<AedStepSession> TransformerDecoderStep::start_session(std::int64_t max_rows) const {
   ASRDEC_CHECK_ARG(max_rows >= 1, "transformer step: max_rows must be at least 1, got ", max_rows);
+#if ASRDEC_WITH_CUDA
+  if (on_device_) return detail::start_transformer_cuda_session(on_device_, max_rows);
+#endif
   return std::make_unique<TransformerCpuSession>(weights_, max_rows);
 }
 

@@ -119,9 +119,6 @@ TEST(TransformerDecoderStep, BadFilesAndInputsGetTypedErrors) {
   EXPECT_THROW(TransformerDecoderStep::load(testing::source_path("examples/data/aed/missing.safetensors")), FileError);
   EXPECT_THROW(TransformerDecoderStep::load(testing::source_path("examples/data/rnnt/model.safetensors")),
                InvalidArgument);  // a transducer: no embedding.tokens
-  EXPECT_THROW(
-      TransformerDecoderStep::load(testing::source_path("examples/data/aed/model.safetensors"), Device::cuda(0)),
-      Unsupported);
   const Sample s;
   AedDecoderConfig config;
   config.eos_id = *s.step->eos_id();
@@ -141,6 +138,50 @@ TEST(TransformerDecoderStep, BadFilesAndInputsGetTypedErrors) {
     ADD_FAILURE() << "NaN accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("encoder[0, 1, 4]"), std::string::npos) << e.what();
+  }
+}
+
+// The reference step's CUDA kernels against its CPU session on the sample: greedy and beam search with the sample
+// LM give the same hypotheses, scores to float rounding.
+TEST(TransformerDecoderStepCUDA, EqualsTheCpuStepOnTheSample) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const Device cuda = Device::cuda(0);
+  const Sample s;
+  auto on_cuda = TransformerDecoderStep::load(testing::source_path("examples/data/aed/model.safetensors"), cuda);
+  EXPECT_EQ(on_cuda->device(), cuda);
+  const DeviceBuffer<std::byte> encoder = testing::to_device(s.encoder.data(), s.encoder.bytes(), cuda);
+  const TensorView on_device(encoder.data(), DType::f32,
+                             {s.encoder.shape()[0], s.encoder.shape()[1], s.encoder.shape()[2]}, cuda);
+  NgramLmOptions options;
+  options.vocab_size = s.step->vocab_size();
+  auto lm = std::make_shared<const NgramLm>(
+      NgramLm::load(testing::source_path("examples/data/lm/tokens_4gram.arpa.gz"), options));
+  for (const AedSearch search : {AedSearch::greedy, AedSearch::beam}) {
+    AedDecoderConfig config;
+    config.search = search;
+    config.beam_size = 4;
+    config.length_penalty = 1.0f;
+    config.eos_id = *s.step->eos_id();
+    config.lm = lm;
+    config.lm_weight = 0.5f;
+    SCOPED_TRACE(config.to_string());
+    const Stream stream(cuda);
+    const auto want =
+        AedDecoder(s.step, config).decode_nbest(s.encoder.view(), s.lengths.view(), {s.step->default_prompt()});
+    const auto got = AedDecoder(on_cuda, config)
+                         .decode_nbest(on_device, s.lengths.view(), {s.step->default_prompt()}, stream.handle());
+    ASSERT_EQ(got.size(), want.size());
+    int near_ties = 0;
+    for (std::size_t b = 0; b < got.size(); ++b) {
+      if (got[b][0].tokens != want[b][0].tokens) {
+        // Only a near tie may swap (exp and log round differently on the device).
+        EXPECT_NEAR(got[b][0].ranking_score, want[b][0].ranking_score, 1e-3) << "utterance " << b;
+        ++near_ties;
+        continue;
+      }
+      EXPECT_NEAR(got[b][0].score, want[b][0].score, 1e-3 * (1 + std::fabs(want[b][0].score))) << "utterance " << b;
+    }
+    EXPECT_LE(near_ties, 1);
   }
 }
 

@@ -82,9 +82,10 @@ void run(const AedOptions& options) {
   const std::vector<std::string> specials = special_token_names(options.model);
   // Text tokens are the ids before the special ones (the --bpe pieces of --boost, the --vocab lines).
   const std::int64_t text_tokens = vocab - static_cast<std::int64_t>(specials.size());
-  config.lm = load_fusion_lm(options.common, vocab, device);
+  // The search and the fused models run on the CPU whatever the step's device (docs/aed.md).
+  config.lm = load_fusion_lm(options.common, vocab, Device::cpu());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
-  config.boost = load_boosting(options.common.boost, vocab, device, options.common.json, text_tokens);
+  config.boost = load_boosting(options.common.boost, vocab, Device::cpu(), options.common.json, text_tokens);
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   AedDecoder decoder(step, config);
   DecodeReport report(options.common, utterances, vocab, options.encoder, specials);

@@ -11,7 +11,9 @@
  *                 x += CrossAttention(LayerNorm(x), encoder) over the utterance's valid frames
  *                 x += W_out · relu(W_in · LayerNorm(x) + b_in) + b_out
  *   scores = log_softmax(classifier · LayerNorm(x) + bias)
- * with `heads` attention heads of D / heads dimensions each, layer-norm epsilon 1e-5. Weights are read from a
+ * with `heads` attention heads of D / heads dimensions each, layer-norm epsilon 1e-5. On a CUDA device the encoder
+ * output given to decode() must be in that device's memory (its values are not checked for NaN there). Weights are
+ * read from a
  * safetensors file (F32, F16 or BF16, used as fp32), metadata "heads" (default 1) and optionally "bos_id",
  * "eos_id" and "prompt" (comma-separated token ids). The encoder output given to decode() must be fp32 [B, T, E] with E
  * the cross-attention key width.
@@ -28,11 +30,16 @@
 
 namespace asrdec {
 
+namespace detail {
+struct TransformerDeviceWeights;
+}
+
 class ASRDEC_API TransformerDecoderStep final : public AedDecoderStep {
  public:
-  /** Loads the weights. Throws FileError / ParseError for an unreadable or malformed file, InvalidArgument naming
-   *  the tensor for a missing tensor or a shape that does not fit, Unsupported for a CUDA device (CPU only in this
-   *  version). */
+  /** Loads the weights onto `device` (the CPU, or a CUDA device: a reference kernel, a block per row, for models up
+   *  to 2048 wide). Throws FileError / ParseError for an unreadable or malformed file, InvalidArgument naming the
+   *  tensor for a missing tensor or a shape that does not fit, Unsupported for a CUDA device in a build without CUDA
+   *  or a model too wide for the CUDA kernel. */
   static std::shared_ptr<TransformerDecoderStep> load(const std::string& path, Device device = Device::cpu());
 
   ~TransformerDecoderStep() override;
@@ -55,8 +62,11 @@ class ASRDEC_API TransformerDecoderStep final : public AedDecoderStep {
   struct Weights;
 
  private:
-  explicit TransformerDecoderStep(std::shared_ptr<const Weights> weights);
+  TransformerDecoderStep(std::shared_ptr<const Weights> weights, Device device,
+                         std::shared_ptr<const detail::TransformerDeviceWeights> on_device);
   std::shared_ptr<const Weights> weights_;
+  Device device_;
+  std::shared_ptr<const detail::TransformerDeviceWeights> on_device_;  // CUDA steps only
 };
 
 }  // namespace asrdec
