@@ -7,8 +7,10 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "asrdec/asrdec.hpp"
+#include "lm/random_fusion.hpp"
 #include "oracles/aed_search_reference.hpp"
 #include "support/test_support.hpp"
 
@@ -73,7 +75,17 @@ TEST(AedSample, BeamSearchWithTheSampleLmEqualsTheOracle) {
   auto lm = std::make_shared<const NgramLm>(
       NgramLm::load(testing::source_path("examples/data/lm/tokens_4gram.arpa.gz"), options));
   int changed = 0;
-  for (const float weight : {0.0f, 0.5f}) {
+  // Phrase boosting from pieces of the greedy transcripts with one token changed (so it pulls the search away).
+  std::mt19937_64 rng(2026);
+  AedDecoderConfig greedy_config;
+  greedy_config.eos_id = *s.step->eos_id();
+  const auto greedy =
+      AedDecoder(s.step, greedy_config).decode(s.encoder.view(), s.lengths.view(), {s.step->default_prompt()});
+  std::shared_ptr<const BoostingTree> boost_keep;
+  const auto boost =
+      testing::random_boost(rng, s.step->vocab_size(), {greedy.begin(), greedy.begin() + 8}, Device::cpu(), boost_keep);
+  for (const int fusion : {0, 1, 2, 3}) {  // none, LM, boosting, both
+    const float weight = fusion & 1 ? 0.5f : 0.0f;
     AedDecoderConfig config;
     config.search = AedSearch::beam;
     config.beam_size = 3;
@@ -82,6 +94,10 @@ TEST(AedSample, BeamSearchWithTheSampleLmEqualsTheOracle) {
     if (weight > 0) {
       config.lm = lm;
       config.lm_weight = weight;
+    }
+    if (fusion & 2) {
+      config.boost = boost;
+      config.boost_weight = 0.8f;
     }
     SCOPED_TRACE(config.to_string());
     // Eight utterances keep the oracle's from-scratch recomputation quick.
@@ -103,16 +119,18 @@ TEST(AedSample, BeamSearchWithTheSampleLmEqualsTheOracle) {
         EXPECT_EQ(got[b][k].tokens, want[b][k].tokens) << "hypothesis " << k;
         EXPECT_NEAR(got[b][k].score, want[b][k].score, 1e-3 * (1 + std::fabs(want[b][k].score)));
         EXPECT_NEAR(got[b][k].lm_score, want[b][k].lm_score, 1e-3 * (1 + std::fabs(want[b][k].lm_score)));
+        EXPECT_NEAR(got[b][k].boost_score, want[b][k].boost_score, 1e-3 * (1 + std::fabs(want[b][k].boost_score)));
       }
-      if (weight > 0) {
+      if (fusion != 0) {
         AedDecoderConfig plain = config;
         plain.lm = nullptr;
+        plain.boost = nullptr;
         changed += AedDecoder(s.step, plain).decode(encoder, lengths, {s.step->default_prompt()})[b].tokens !=
                    got[b][0].tokens;
       }
     }
   }
-  EXPECT_GT(changed, 0) << "the LM changed no transcript";
+  EXPECT_GT(changed, 0) << "fusion changed no transcript";
 }
 
 TEST(TransformerDecoderStep, BadFilesAndInputsGetTypedErrors) {
