@@ -167,4 +167,30 @@ for mode, name, text in tables:
 
 # ---- sentencepiece_model: the sample BPE model.
 copy("sentencepiece_model", os.path.join(ROOT, "examples", "data", "bpe.model"))
+# ---- safetensors_model, again: a tiny AED Transformer decoder (TransformerDecoderStep's format). Its own generator,
+# so the seeds above do not change.
+aed_rng = random.Random(23)
+
+
+def aed_weights(*shape):
+    count = 1
+    for d in shape:
+        count *= d
+    return (list(shape), [round(aed_rng.uniform(-1, 1), 3) for _ in range(count)])
+
+
+AV, AD, AE, AF, AP = 6, 4, 3, 5, 8  # tokens, width, encoder width, feed-forward width, positions
+aed = {"embedding.tokens": aed_weights(AV, AD), "embedding.positions": aed_weights(AP, AD)}
+for norm in ("self_norm", "cross_norm", "ffn_norm"):
+    aed[f"layers.0.{norm}.weight"], aed[f"layers.0.{norm}.bias"] = aed_weights(AD), aed_weights(AD)
+for attn, width in (("self_attn", AD), ("cross_attn", AE)):
+    for proj in ("query", "key", "value", "out"):
+        cols = width if proj in ("key", "value") else AD
+        aed[f"layers.0.{attn}.{proj}.weight"], aed[f"layers.0.{attn}.{proj}.bias"] = aed_weights(AD, cols), aed_weights(AD)
+aed["layers.0.ffn.in.weight"], aed["layers.0.ffn.in.bias"] = aed_weights(AF, AD), aed_weights(AF)
+aed["layers.0.ffn.out.weight"], aed["layers.0.ffn.out.bias"] = aed_weights(AD, AF), aed_weights(AD)
+aed["final_norm.weight"], aed["final_norm.bias"] = aed_weights(AD), aed_weights(AD)
+aed["classifier.weight"], aed["classifier.bias"] = aed_weights(AV, AD), aed_weights(AV)
+put("safetensors_model", "aed_tiny.safetensors", safetensors(aed, {"heads": "2", "bos_id": "4", "eos_id": "5",
+                                                                   "prompt": "4,1"}))
 print("seed corpora written to", CORPUS)
