@@ -193,4 +193,30 @@ aed["final_norm.weight"], aed["final_norm.bias"] = aed_weights(AD), aed_weights(
 aed["classifier.weight"], aed["classifier.bias"] = aed_weights(AV, AD), aed_weights(AV)
 put("safetensors_model", "aed_tiny.safetensors", safetensors(aed, {"heads": "2", "bos_id": "4", "eos_id": "5",
                                                                    "prompt": "4,1"}))
+# ---- safetensors_model, again: a tiny RNN-T whose tensors start at offsets that are not multiples of their element
+# sizes, as the format allows: a BF16 tensor of odd length first moves every float32 tensor after it by 6 bytes (read
+# through aligned copies). Its own generator, so the seeds above do not change.
+odd_rng = random.Random(29)
+
+
+def odd_weights(*shape):
+    count = 1
+    for d in shape:
+        count *= d
+    return (list(shape), [round(odd_rng.uniform(-1, 1), 3) for _ in range(count)])
+
+
+odd_header, odd_data = {"__metadata__": {"asrdec.format": "transducer-v1", "model_type": "rnnt", "vocab_size": str(V),
+                                         "predictor": "stateless", "predictor_context": "1"}}, b""
+odd_header["extra.odd_bf16"] = {"dtype": "BF16", "shape": [3], "data_offsets": [0, 6]}
+odd_data += struct.pack("<3H", 0x3F80, 0xC000, 0x3F00)
+for name, (shape, values) in {"predictor.embeds.0.weight": odd_weights(V + 1, 3), "joint.pred.weight": odd_weights(J, 3),
+                              "joint.pred.bias": odd_weights(J), "joint.out.weight": odd_weights(V + 1, J),
+                              "joint.out.bias": odd_weights(V + 1)}.items():
+    blob = struct.pack(f"<{len(values)}f", *values)
+    odd_header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(odd_data), len(odd_data) + len(blob)]}
+    odd_data += blob
+odd_text = json.dumps(odd_header).encode()
+odd_text += b" " * ((8 - len(odd_text) % 8) % 8)
+put("safetensors_model", "rnnt_unaligned.safetensors", struct.pack("<Q", len(odd_text)) + odd_text + odd_data)
 print("seed corpora written to", CORPUS)

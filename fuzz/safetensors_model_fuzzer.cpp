@@ -29,7 +29,7 @@ void check_tensors(const std::string& path) {
         (void)bytes[static_cast<std::size_t>(view.numel()) * asrdec::dtype_size(view.dtype()) - 1];
       }
     } catch (const asrdec::Error&) {
-      // dtypes asrdec cannot view, misaligned tensors
+      // dtypes asrdec cannot view, more than kMaxDims dimensions
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "asrdec/core/safetensors.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,11 @@ struct SafetensorsFile::Impl {
   std::vector<SafetensorsEntry> entries;
   std::map<std::string, std::size_t> index;
   std::map<std::string, std::string> metadata;
+  // Where each entry's view reads: the mapping, or an aligned copy for a tensor whose data starts at an offset that
+  // is not a multiple of its element size. The format allows any offset (a BF16 tensor of odd length moves every
+  // tensor after it), and views are read with typed loads.
+  std::vector<const std::byte*> addresses;
+  std::vector<std::unique_ptr<std::byte[]>> aligned_copies;
 
   [[noreturn]] void fail(const std::string& message) const { throw ParseError(path, 0, message); }
 
@@ -126,6 +132,18 @@ struct SafetensorsFile::Impl {
     if (covered != data_size) {
       fail(detail::concat(data_size - covered, " unexpected bytes after the ", covered,
                           " bytes of tensor data (the data section must end with the last tensor)"));
+    }
+    // Copied once here, so that tensor() stays a const, allocation-free, thread-safe view.
+    for (const SafetensorsEntry& entry : entries) {
+      const std::byte* address = data + entry.begin;
+      const std::size_t size = entry.end - entry.begin;
+      if (size > 0 && reinterpret_cast<std::uintptr_t>(address) % element_size(entry.dtype) != 0) {
+        // operator new[] aligns to __STDCPP_DEFAULT_NEW_ALIGNMENT__, at least every element size of the format.
+        aligned_copies.emplace_back(new std::byte[size]);
+        std::memcpy(aligned_copies.back().get(), address, size);
+        address = aligned_copies.back().get();
+      }
+      addresses.push_back(address);
     }
   }
 
@@ -228,23 +246,14 @@ TensorView SafetensorsFile::tensor(const std::string& name) const {
                  ", which asrdec cannot use (F32, F16, BF16, I32 or I64)");
   ASRDEC_EXPECTS(e.shape.size() <= static_cast<std::size_t>(TensorView::kMaxDims), Unsupported, impl_->path,
                  ": tensor '", name, "' has ", e.shape.size(), " dimensions (at most ", TensorView::kMaxDims, ")");
-  // Views are read with typed loads; the format's writers align every tensor to its element size (the mapping
-  // itself is page-aligned), so a misaligned one comes from a damaged or hand-made file.
-  const auto address = reinterpret_cast<std::uintptr_t>(impl_->data + e.begin);
-  if (e.end > e.begin && address % dtype_size(dtype) != 0) {
-    throw ParseError(
-        impl_->path, 0,
-        detail::concat("tensor '", name, "' starts at byte ", (impl_->data - impl_->file->data()) + e.begin,
-                       " of the file, not aligned to its ", dtype_size(dtype), "-byte elements"));
-  }
   std::int64_t strides[TensorView::kMaxDims] = {};
   std::int64_t stride = 1;
   for (int d = static_cast<int>(e.shape.size()) - 1; d >= 0; --d) {
     strides[d] = stride;
     stride *= e.shape[static_cast<std::size_t>(d)];
   }
-  return TensorView(impl_->data + e.begin, dtype, static_cast<int>(e.shape.size()), e.shape.data(), strides,
-                    Device::cpu());
+  const std::byte* address = impl_->addresses[impl_->index.at(name)];
+  return TensorView(address, dtype, static_cast<int>(e.shape.size()), e.shape.data(), strides, Device::cpu());
 }
 
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const noexcept { return impl_->metadata; }

@@ -103,6 +103,75 @@ std::string altered_model(const std::string& name, const std::function<void(nloh
   return path;
 }
 
+// Writes a twin of a sample model whose tensors start at offsets that are not multiples of their element sizes, as
+// the format allows: either a BF16 tensor of odd length first (every tensor after it moves by 6 bytes), or a header
+// whose length leaves the data section at an odd byte of the file (every tensor moves).
+std::string unaligned_twin(const std::string& sample, bool odd_tensor_first) {
+  const std::string source = testing::source_path("examples/data/" + sample + "/model.safetensors");
+  std::ifstream in(source, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::uint64_t size = 0;
+  for (int i = 0; i < 8; ++i) size |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, size));
+  std::string data = bytes.substr(8 + size);
+  if (odd_tensor_first) {
+    const std::uint64_t shift = 6;  // three BF16 values: 1.0, -2.0, 0.5
+    for (auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") continue;
+      entry["data_offsets"][0] = entry["data_offsets"][0].get<std::uint64_t>() + shift;
+      entry["data_offsets"][1] = entry["data_offsets"][1].get<std::uint64_t>() + shift;
+    }
+    header["extra.odd_bf16"] = {{"dtype", "BF16"}, {"shape", {3}}, {"data_offsets", {0, shift}}};
+    data = std::string("\x80\x3f\x00\xc0\x00\x3f", shift) + data;
+  }
+  std::string text = header.dump();
+  const std::size_t want = odd_tensor_first ? 0 : 1;  // data at 8 + text.size(): 8-aligned, or odd
+  while (text.size() % 8 != want) text.push_back(' ');
+  const std::string path = testing::temp_path(sample + (odd_tensor_first ? "_odd_tensor.st" : "_odd_header.st"));
+  std::ofstream out(path, std::ios::binary);
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((std::uint64_t{text.size()} >> (8 * i)) & 0xff));
+  out << text << data;
+  return path;
+}
+
+// Unaligned tensors are read through aligned copies: the twin decodes exactly as the shipped model (greedy and beam
+// search, tokens, frames, durations and scores bit for bit).
+TEST(TransducerModelLoad, UnalignedTensorsDecodeAsTheirAlignedTwin) {
+  for (const std::string sample : {"rnnt", "tdt"}) {
+    const std::string dir = testing::source_path("examples/data/" + sample + "/");
+    const NpyArray enc = read_npy(dir + "enc_proj.npy");
+    const NpyArray lengths = read_npy(dir + "lengths.npy");
+    const auto decode = [&](const TransducerModel& model) {
+      std::vector<Hypothesis> out = TransducerGreedyDecoder(model).decode(enc.view(), lengths.view());
+      TransducerBeamConfig beam;
+      beam.beam = 2;
+      const std::vector<Hypothesis> beams = TransducerBeamDecoder(model, beam).decode(enc.view(), lengths.view());
+      out.insert(out.end(), beams.begin(), beams.end());
+      return out;
+    };
+    const std::vector<Hypothesis> want = decode(TransducerModel::load(dir + "model.safetensors", Device::cpu()));
+    for (const bool odd_tensor_first : {true, false}) {
+      SCOPED_TRACE(sample + (odd_tensor_first ? ": a BF16 tensor of odd length first" : ": a header of odd length"));
+      const std::string path = unaligned_twin(sample, odd_tensor_first);
+      const SafetensorsFile file(path);
+      const auto address = reinterpret_cast<std::uintptr_t>(file.tensor("joint.out.weight").data());
+      EXPECT_EQ(address % 4, 0u) << "a view must be aligned to its elements";
+      if (odd_tensor_first) {
+        const TensorView odd = file.tensor("extra.odd_bf16");
+        EXPECT_EQ(detail::to_float(odd.data_as<bfloat16_t>()[1]), -2.0f);
+      }
+      const std::vector<Hypothesis> got = decode(TransducerModel::load(path, Device::cpu()));
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].tokens, want[i].tokens) << i;
+        EXPECT_EQ(got[i].timestamps, want[i].timestamps) << i;
+        EXPECT_EQ(got[i].durations, want[i].durations) << i;
+        EXPECT_EQ(got[i].score, want[i].score) << i;
+      }
+    }
+  }
+}
+
 TEST(TransducerModelLoad, ErrorsNameTheFileAndTheProblem) {
   const auto load = [](const std::string& path) { return TransducerModel::load(path, Device::cpu()); };
   ASRDEC_EXPECT_THROW_MSG(load(altered_model("format.st", [](auto& h) { h["__metadata__"]["asrdec.format"] = "x"; })),

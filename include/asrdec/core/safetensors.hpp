@@ -4,9 +4,11 @@
  * Read-only access to safetensors files (the weights format of Hugging Face and most toolkits): an 8-byte
  * little-endian header length, a JSON header mapping tensor names to dtype, shape and byte range, then the raw
  * data. The file is memory-mapped; tensor() returns host views into the mapping, valid while the
- * SafetensorsFile lives. Element types F32, F16, BF16, I32 and I64 can be viewed; other types are listed but
- * tensor() rejects them with Unsupported. A malformed header, a range outside the file or a size that does not
- * match the shape raises ParseError. Immutable after construction, so safe to share across threads.
+ * SafetensorsFile (or a copy of it) lives. A tensor whose data starts at an offset that is not a multiple of its
+ * element size (the format allows any offset, e.g. after a BF16 tensor of odd length) is copied once, when the file
+ * is opened, to aligned memory, and viewed there. Element types F32, F16, BF16, I32 and I64 can be viewed; other types
+ * are listed but tensor() rejects them with Unsupported. A malformed header, a range outside the file or a size that
+ * does not match the shape raises ParseError. Immutable after construction, so safe to share across threads.
  */
 
 #include <cstddef>
