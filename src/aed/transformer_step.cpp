@@ -13,6 +13,8 @@
 #include "asrdec/core/safetensors.hpp"
 #if ASRDEC_WITH_CUDA
 #include "aed/transformer_step_cuda.hpp"
+#include "core/dot.hpp"
+#include "core/weights.hpp"
 #endif
 
 namespace asrdec {

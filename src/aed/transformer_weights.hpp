@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "asrdec/aed/transformer_step.hpp"
-#include "transducer/model/weights.hpp"
+#include "core/dot.hpp"
 
 namespace asrdec::detail {
 

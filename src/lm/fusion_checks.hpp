@@ -23,6 +23,11 @@ void check_fusion_vocab(const NgramLm* lm, const BoostingTree* boost, std::int64
 
 /** Streaming with a boosting tree (may be null: zeros): the root of each row's phrase list, read by first chunks.
  *  Throws InvalidArgument, naming `owner`, for a first row's phrase list outside the tree's lists. */
+/** CTC log-probabilities of `columns` columns (V + 1) with the blank in column `blank`, fused with an LM or a tree
+ *  (either may be null; neither: no check): InvalidArgument unless they have V tokens and the blank is last (token
+ *  ids index the LM). */
+void check_ctc_fusion(const NgramLm* lm, const BoostingTree* boost, std::int64_t columns, std::int32_t blank);
+
 std::vector<std::int32_t> boost_roots_of(const std::vector<ChunkRow>& rows, const BoostingTree* boost,
                                          const char* owner);
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "asrdec/config.hpp"
-#include "ctc/ctc_input.hpp"
+#include "core/ctc_input.hpp"
 #include "wfst/wfst_channel.hpp"
 
 namespace asrdec::detail {

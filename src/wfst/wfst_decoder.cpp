@@ -7,10 +7,10 @@
 
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/error.hpp"
+#include "core/ctc_input.hpp"
 #include "core/exclusive_use.hpp"
 #include "core/thread_pool.hpp"
 #include "core/utterance_channels.hpp"
-#include "ctc/ctc_input.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_channel.hpp"
 
@@ -97,7 +97,7 @@ struct WfstDecoder::Impl {
   }
 
   detail::CtcInput problem(const TensorView& logprobs, const TensorView& lengths) const {
-    detail::CtcInput p = detail::make_ctc_input(logprobs, lengths, device, config.blank_id, nullptr, nullptr);
+    detail::CtcInput p = detail::make_ctc_input(logprobs, lengths, device, config.blank_id);
     ASRDEC_CHECK_ARG(p.lengths_on_host, "lengths: WFST decoding needs them in host memory, got ",
                      lengths.device().to_string());
     ASRDEC_CHECK_ARG(graph.max_input_label() <= p.columns, "the graph's input label ", graph.max_input_label(),

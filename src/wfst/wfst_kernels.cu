@@ -10,8 +10,8 @@
 
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
+#include "core/ctc_input.hpp"
 #include "core/cuda/check.hpp"
-#include "ctc/ctc_step.hpp"
 #include "wfst/wfst_kernels.hpp"
 
 namespace asrdec::detail {

@@ -9,8 +9,8 @@
 #include <limits>
 
 #include "asrdec/core/error.hpp"
+#include "core/ctc_input.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
-#include "ctc/ctc_input.hpp"
 
 namespace asrdec {
 namespace {

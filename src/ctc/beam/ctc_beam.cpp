@@ -10,12 +10,12 @@
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
+#include "core/bad_value.hpp"
 #include "core/exclusive_use.hpp"
 #include "core/thread_pool.hpp"
 #include "core/utterance_channels.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
 #include "ctc/beam/ctc_beam_step.hpp"
-#include "ctc/ctc_step.hpp"
 #include "hyps/beam_channel.hpp"
 #include "hyps/beam_search_step.hpp"
 #include "hyps/ranked_beams.hpp"
@@ -63,7 +63,8 @@ namespace detail {
 
 CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengths, const CtcBeamConfig& config,
                              Device device) {
-  CtcInput input = make_ctc_input(logprobs, lengths, device, config.blank_id, config.lm.get(), config.boost.get());
+  CtcInput input = make_ctc_input(logprobs, lengths, device, config.blank_id);
+  check_ctc_fusion(config.lm.get(), config.boost.get(), input.columns, input.blank);
   ASRDEC_CHECK_ARG(input.lengths_on_host, "lengths: CTC beam search needs them in host memory, got ",
                    lengths.device().to_string());
   return input;

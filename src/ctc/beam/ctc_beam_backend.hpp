@@ -6,8 +6,8 @@
 
 #include "asrdec/config.hpp"
 #include "asrdec/ctc/ctc_beam.hpp"
+#include "core/ctc_input.hpp"
 #include "core/utterance_channels.hpp"
-#include "ctc/ctc_input.hpp"
 #include "hyps/beam_channel.hpp"
 
 namespace asrdec::detail {

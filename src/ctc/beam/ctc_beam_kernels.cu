@@ -2,9 +2,9 @@
 
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
+#include "core/ctc_input.hpp"
 #include "core/cuda/check.hpp"
 #include "ctc/beam/ctc_beam_kernels.hpp"
-#include "ctc/ctc_step.hpp"
 
 namespace asrdec::detail {
 namespace {

@@ -5,7 +5,6 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
-#include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
 #include "lm/fusion_checks.hpp"
 
@@ -77,6 +76,18 @@ struct CtcGreedyDecoder::Impl {
   detail::OwnerSlot owner;
 };
 
+namespace {
+
+// A call's input, with the fused models checked against its vocabulary.
+detail::CtcInput fused_input(const TensorView& logprobs, const TensorView& lengths, Device device,
+                             const CtcGreedyConfig& config) {
+  detail::CtcInput problem = detail::make_ctc_input(logprobs, lengths, device, config.blank_id);
+  detail::check_ctc_fusion(config.lm.get(), config.boost.get(), problem.columns, problem.blank);
+  return problem;
+}
+
+}  // namespace
+
 CtcGreedyDecoder::CtcGreedyDecoder(Device device, CtcGreedyConfig config, BatchLimits limits) {
   config.validate();
   limits.validate();
@@ -104,8 +115,7 @@ std::vector<Hypothesis> CtcGreedyDecoder::decode(const TensorView& logprobs, con
                                                  StreamHandle stream) {
   Impl& self = detail::live(impl_, "CtcGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode");
-  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
-                                              self.config.lm.get(), self.config.boost.get());
+  const auto problem = fused_input(logprobs, lengths, self.device, self.config);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
   return self.backend->decode(problem, stream);
 }
@@ -114,8 +124,7 @@ CtcGreedyBatchResult CtcGreedyDecoder::decode_async(const TensorView& logprobs, 
                                                     StreamHandle stream) {
   Impl& self = detail::live(impl_, "CtcGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_async");
-  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
-                                              self.config.lm.get(), self.config.boost.get());
+  const auto problem = fused_input(logprobs, lengths, self.device, self.config);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
   return self.backend->decode_async(problem, stream);
 }
@@ -130,8 +139,7 @@ std::vector<Hypothesis> CtcGreedyDecoder::decode_chunks(const std::vector<ChunkR
                                                         const TensorView& lengths, StreamHandle stream) {
   Impl& self = detail::live(impl_, "CtcGreedyDecoder");
   const detail::ExclusiveCall call(self.owner, "CtcGreedyDecoder::decode_chunks");
-  const auto problem = detail::make_ctc_input(logprobs, lengths, self.device, self.config.blank_id,
-                                              self.config.lm.get(), self.config.boost.get());
+  const auto problem = fused_input(logprobs, lengths, self.device, self.config);
   ASRDEC_CHECK_ARG(problem.lengths_on_host, "CtcGreedyDecoder::decode_chunks: lengths must be in host memory, got ",
                    lengths.device().to_string());
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,

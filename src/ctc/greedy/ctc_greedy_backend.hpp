@@ -8,8 +8,8 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/ctc/ctc_greedy.hpp"
+#include "core/ctc_input.hpp"
 #include "core/utterance_channels.hpp"
-#include "ctc/ctc_input.hpp"
 
 namespace asrdec::detail {
 

@@ -13,6 +13,8 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "core/bad_value.hpp"
+#include "core/ctc_input.hpp"
 #include "core/thread_pool.hpp"
 #include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"

@@ -8,10 +8,10 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
+#include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/lane_copies.hpp"
-#include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
 #include "ctc/greedy/ctc_greedy_kernels.hpp"
 

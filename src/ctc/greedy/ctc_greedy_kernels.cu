@@ -1,6 +1,8 @@
 #include <cub/block/block_scan.cuh>
 
 #include "asrdec/detail/float16.hpp"
+#include "core/bad_value.hpp"
+#include "core/ctc_input.hpp"
 #include "core/cuda/check.hpp"
 #include "ctc/ctc_step.hpp"
 #include "ctc/greedy/ctc_greedy_kernels.hpp"

@@ -3,10 +3,11 @@
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
+#include "core/dot.hpp"
 #include "core/logsumexp.hpp"
+#include "core/weights.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/model/bad_enc_value.hpp"
-#include "transducer/model/weights.hpp"
 
 namespace asrdec::detail {
 namespace {

@@ -2,7 +2,8 @@
 
 #include "asrdec/config.hpp"
 #include "asrdec/detail/activation.hpp"
-#include "transducer/model/weights.hpp"
+#include "core/dot.hpp"
+#include "core/weights.hpp"
 
 namespace asrdec::detail {
 

@@ -7,10 +7,10 @@
 #include "asrdec/core/error.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/gemm.hpp"
+#include "core/weights.hpp"
 #include "transducer/model/lstm_predictor.hpp"
 #include "transducer/model/predictor_kernels.hpp"
 #include "transducer/model/stateless_predictor.hpp"
-#include "transducer/model/weights.hpp"
 
 namespace asrdec::detail {
 namespace {

@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "transducer/model/weights.hpp"
+#include "core/dot.hpp"
+#include "core/weights.hpp"
 
 namespace asrdec::detail {
 

@@ -1,6 +1,6 @@
 #include "asrdec/config.hpp"
+#include "core/weights.hpp"
 #include "transducer/model/joint_impl.hpp"
-#include "transducer/model/weights.hpp"
 
 namespace asrdec {
 

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: preparing weight tensors for the executors, and the CPU's deterministic dot product.
+// Internal: preparing model weights (any family's) for the executors: checked host floats, rounded to the dtype a
+// CUDA GEMM would take them in, or converted to that dtype's bytes.
 
 #include <cstdint>
 #include <string>
@@ -23,9 +24,5 @@ std::vector<std::byte> to_bytes(const TensorView& tensor, DType dtype, const std
 /** Throws InvalidArgument "<name>: expected shape [a, b], got [c, d]" unless the host tensor has that shape
  *  and holds floats. */
 void expect_shape(const TensorView& tensor, const std::string& name, std::initializer_list<std::int64_t> shape);
-
-/** sum_i a[i] * b[i] in fp32 with a fixed order (eight interleaved partial sums, combined pairwise), so the
- *  result depends only on the inputs, never on the batch a row belongs to. */
-float dot(const float* a, const float* b, std::int64_t n);
 
 }  // namespace asrdec::detail

@@ -1,15 +1,12 @@
-#include "ctc/ctc_input.hpp"
+#include "core/ctc_input.hpp"
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
-#include "ctc/ctc_step.hpp"
-#include "lm/fusion_checks.hpp"
 
 namespace asrdec::detail {
 
-CtcInput make_ctc_input(const TensorView& logprobs, const TensorView& lengths, Device device, std::int32_t blank_id,
-                        const NgramLm* lm, const BoostingTree* boost) {
+CtcInput make_ctc_input(const TensorView& logprobs, const TensorView& lengths, Device device, std::int32_t blank_id) {
   TensorCheck(logprobs, "logprobs")
       .ndim(3, "[B, T, V+1]")
       .dtype_one_of({DType::f32, DType::f16, DType::bf16})
@@ -32,14 +29,6 @@ CtcInput make_ctc_input(const TensorView& logprobs, const TensorView& lengths, D
   problem.blank = blank_id < 0 ? static_cast<std::int32_t>(problem.columns - 1) : blank_id;
   ASRDEC_CHECK_ARG(problem.blank < problem.columns, "blank_id ", blank_id, " is out of range for logprobs with ",
                    problem.columns, " columns (valid: 0..", problem.columns - 1, ", or -1 for the last)");
-  if (lm != nullptr || boost != nullptr) {
-    check_fusion_vocab(lm, boost, problem.columns - 1,
-                       concat("logprobs has ", problem.columns, " columns (V + 1 expected)"));
-    ASRDEC_CHECK_ARG(problem.blank == problem.columns - 1,
-                     "LM fusion and boosting need blank in the last column (token ids index the LM); blank_id is ",
-                     problem.blank, " of ", problem.columns, " columns");
-  }
-
   TensorCheck(lengths, "lengths")
       .ndim(1, "[B]")
       .dtype_one_of({DType::i32, DType::i64})
