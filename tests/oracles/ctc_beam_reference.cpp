@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/detail/portable_math.hpp"
 #include "core/ctc_input.hpp"
 #include "ctc/beam/ctc_beam_backend.hpp"
 
@@ -23,14 +24,15 @@ struct RefHyp {
   std::int32_t lm_state = 0, boost_state = 0;
 };
 
-/** best + ln Σ exp(x − best), summed in the given order (the decoder's recombination rule). */
+/** best + ln Σ exp(x − best), summed in the given order (the decoder's recombination rule), with the exp and log that
+ *  the decoders use on every executor (glibc's and CUDA's differ in the last bit, which can decide a threshold). */
 float log_sum_exp(const std::vector<float>& xs) {
   float best = xs.front();
   for (float x : xs) best = std::max(best, x);
   if (best == -std::numeric_limits<float>::infinity()) return best;
   float sum = 0.0f;
-  for (float x : xs) sum += std::exp(x - best);
-  return best + std::log(sum);
+  for (float x : xs) sum += detail::portable_exp(x - best);
+  return best + detail::portable_log(sum);
 }
 
 struct Extension {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/detail/portable_math.hpp"
 #include "hyps/beam_search_step.hpp"
 #include "oracles/beam_reference_model.hpp"
 #include "transducer/beam/beam_backend.hpp"
@@ -166,11 +167,11 @@ class AlsdReference {
       for (const std::size_t j : group) {
         if (beam[j].score > beam[best].score) best = j;
       }
-      // In float and in beam order, as the decoders add, so that exact ties stay ties.
+      // In float and in beam order, with the decoders' exp and log, as the decoders add, so that exact ties stay ties.
       float sum = 0.0f;
-      for (const std::size_t j : group) sum += std::exp(beam[j].score - beam[best].score);
+      for (const std::size_t j : group) sum += detail::portable_exp(beam[j].score - beam[best].score);
       RefHyp merged = beam[best];
-      merged.score = beam[best].score + std::log(sum);
+      merged.score = beam[best].score + detail::portable_log(sum);
       out.push_back(std::move(merged));
     }
     return out;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "asrdec/detail/portable_math.hpp"
 #include "oracles/beam_reference_model.hpp"
 
 namespace asrdec::detail {
@@ -125,10 +126,10 @@ std::vector<Hypothesis> wind_beam_reference(ReferenceBeamModel& scorer, const Tr
       for (const std::size_t j : same) {
         if (next[j].score > next[best].score) best = j;
       }
-      float sum = 0.0f;
-      for (const std::size_t j : same) sum += std::exp(next[j].score - next[best].score);
+      float sum = 0.0f;  // with the decoders' exp and log
+      for (const std::size_t j : same) sum += detail::portable_exp(next[j].score - next[best].score);
       for (const std::size_t j : same) gone[j] = j != best;
-      next[best].score = same.size() > 1 ? next[best].score + std::log(sum) : next[best].score;
+      next[best].score = same.size() > 1 ? next[best].score + detail::portable_log(sum) : next[best].score;
     }
     std::vector<RefHyp> kept;
     for (std::size_t i = 0; i < next.size(); ++i) {

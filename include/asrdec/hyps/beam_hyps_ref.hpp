@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "asrdec/detail/hd.hpp"
+#include "asrdec/detail/portable_math.hpp"
 
 namespace asrdec {
 
@@ -172,13 +173,15 @@ ASRDEC_HD_INLINE void beam_stage_recombination(const BeamHypsRef& h, std::int64_
     h.staged_score[s] = best;
     return;
   }
-  float sum = 0.0f;  // in slot order, so that every executor adds alike
+  // In slot order, with exp and log that round alike on the host and the device, so that every executor keeps the
+  // same bits (a merged score can meet a pruning threshold exactly).
+  float sum = 0.0f;
   for (std::int32_t j = 0; j < h.beam; ++j) {
     const std::int64_t o = beam_slot(h, b, j);
     if (j != k && !beam_same_hypothesis(h, s, o)) continue;
-    sum += expf(h.scores[o] - best);
+    sum += detail::portable_exp(h.scores[o] - best);
   }
-  h.staged_score[s] = best + logf(sum);
+  h.staged_score[s] = best + detail::portable_log(sum);
 }
 
 /** Phase 2 of recombination. */

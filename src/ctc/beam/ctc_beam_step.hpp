@@ -98,9 +98,9 @@ inline void ctc_merge_equal_transcripts(const BeamHypsRef& h, std::int64_t b) {
     for (std::int32_t j = 0; j < h.beam; ++j) {
       const std::int64_t o = beam_slot(h, b, j);
       if (j != k && (h.hash[o] != h.hash[s] || h.tokens[o] != h.tokens[s])) continue;
-      sum += expf(h.scores[o] - best);
+      sum += portable_exp(h.scores[o] - best);  // as beam_stage_recombination: the same bits on every executor
     }
-    h.staged_score[s] = best + logf(sum);
+    h.staged_score[s] = best + portable_log(sum);
   }
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
