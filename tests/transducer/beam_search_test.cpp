@@ -76,6 +76,11 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
     return spec;
   }
 
+  // Batched beam search against the oracle on the random cases of `seed` (EqualsTheOracle).
+  void check_oracle(std::uint64_t seed);
+  // max_device_bytes refuses a history that outgrows it (DeviceBytesCapRefusesGrowthAndKeepsTheDecoder).
+  void check_device_bytes_cap(std::uint64_t seed);
+
   // A random config of the case's algorithm, beam at most `max_beam`.
   TransducerBeamConfig config(std::mt19937_64& rng, std::int32_t max_beam) const {
     TransducerBeamConfig config;
@@ -117,8 +122,7 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
   }
 };
 
-TEST_P(TransducerBeamSearch, EqualsTheOracle) {
-  const std::uint64_t seed = testing::test_seed();
+void TransducerBeamSearch::check_oracle(std::uint64_t seed) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   std::int64_t utterances = 0, multiple = 0, differs = 0;
@@ -141,7 +145,8 @@ TEST_P(TransducerBeamSearch, EqualsTheOracle) {
       const Placed placed = place(e);
       const Stream caller(device());
       expect_same_beams(decoder.decode_nbest(placed.view, e.lens(), call == 1 ? caller.handle() : nullptr), want,
-                        std::string(to_string(config.algorithm)) + ", call " + std::to_string(call), agreement(spec));
+                        std::string(to_string(config.algorithm)) + ", call " + std::to_string(call), agreement(spec),
+                        testing::perturbed_oracle(random, e.enc(), e.lens(), config, agreement(spec)));
       if (::testing::Test::HasFailure()) return;
       const auto greedy = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), greedy_symbols(config));
       for (std::size_t b = 0; b < want.size(); ++b) {
@@ -157,6 +162,8 @@ TEST_P(TransducerBeamSearch, EqualsTheOracle) {
   std::printf("%lld utterances, %lld with several hypotheses, %lld whose best differs from greedy\n",
               static_cast<long long>(utterances), static_cast<long long>(multiple), static_cast<long long>(differs));
 }
+
+TEST_P(TransducerBeamSearch, EqualsTheOracle) { check_oracle(testing::test_seed()); }
 
 // Hypotheses that emit up to max_symbols tokens on every frame need more history than a decode starts with
 // (2·T + 16 entries a slot): the CPU executors widen it between steps, the CUDA executor decodes the batch again
@@ -181,7 +188,8 @@ TEST_P(TransducerBeamSearch, HistoryThatOutgrowsItsStartEqualsTheOracle) {
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, 3, 48);
     const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
     const Placed placed = place(e);
-    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want, to_string(config.algorithm), agreement(spec));
+    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want, to_string(config.algorithm), agreement(spec),
+                      testing::perturbed_oracle(random, e.enc(), e.lens(), config, agreement(spec)));
     if (::testing::Test::HasFailure()) return;
     // A hypothesis of n tokens took at least n steps (ALSD++, AES++: and one per frame), an entry each.
     for (std::size_t b = 0; b < want.size(); ++b) {
@@ -197,12 +205,14 @@ TEST_P(TransducerBeamSearch, HistoryThatOutgrowsItsStartEqualsTheOracle) {
 // max_device_bytes caps what a CUDA decoder's buffers take, history included: a call whose history would widen past
 // the cap is refused with OutOfMemory and the decoder keeps decoding what fits. On the CPU there is no device memory
 // to count, and the cap does not apply.
-TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
-  const std::uint64_t seed = testing::test_seed();
+void TransducerBeamSearch::check_device_bytes_cap(std::uint64_t seed) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   testing::RandomTransducerSpec spec = this->spec(rng);
-  spec.bias_mode = "token";
+  // One token wins every step and (TDT) stays on its frame: max_symbols tokens on every frame. A TDT model whose
+  // durations lack 0, or whose tokens move on, emits at most one token a frame and never outgrows the history.
+  spec.bias_mode = "token_stays";
+  if (spec.tdt) spec.durations = {0, 1, 2};
   const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
   const TransducerModel cpu_model = random.build(Device::cpu());
   const TransducerModel model = random.build(device());
@@ -228,6 +238,15 @@ TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
   }
   const Placed placed = place(e);
   const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+  // The premise, from the oracle: a best path takes more entries (one per step; ALSD++ and AES++ also one per frame)
+  // than a slot's history starts with, so the decode must widen it.
+  std::int64_t entries = 0;
+  for (std::size_t b = 0; b < want.size(); ++b) {
+    const std::int64_t tokens = static_cast<std::int64_t>(want[b].front().tokens.size());
+    entries = std::max<std::int64_t>(entries, tokens + (wind() ? 0 : e.lengths[b]));
+  }
+  const std::int32_t start = beam_history_start(limits.max_frames, std::numeric_limits<std::int32_t>::max());
+  ASSERT_GT(entries, start) << "the input does not outgrow the history it starts with: nothing to refuse";
   if (GetParam().cuda) {
     ASRDEC_EXPECT_THROW_MSG(decoder.decode_nbest(placed.view, e.lens()), OutOfMemory, "max_device_bytes");
     EXPECT_EQ(decoder.device_bytes(), bytes);
@@ -240,6 +259,10 @@ TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
   } else {
     expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want, "CPU", agreement(spec));
   }
+}
+
+TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
+  check_device_bytes_cap(testing::test_seed());
 }
 
 TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
@@ -266,7 +289,8 @@ TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
     TransducerBeamDecoder decoder(model, config, BatchLimits{2, 4});
     const Placed placed = place(e);
     expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want,
-                      std::string("fused ") + to_string(config.algorithm), agreement(spec));
+                      std::string("fused ") + to_string(config.algorithm), agreement(spec),
+                      testing::perturbed_oracle(random, e.enc(), e.lens(), oracle_config, agreement(spec)));
     if (::testing::Test::HasFailure()) return;
     for (std::size_t b = 0; b < want.size(); ++b) changed += want[b].front().tokens != plain[b].front().tokens ? 1 : 0;
     utterances += e.batch;
@@ -325,7 +349,8 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     if (i % 2 == 1) spec.blank = -1;  // fusion needs blank = V
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const TransducerModel model = random.build(device());
-    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, 24);
+    // Case 0 streams a batch of no frames at all (every utterance empty), which random lengths reach only now and then.
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 8, i == 0 ? 0 : 24);
     TransducerBeamConfig config = this->config(rng, 6);
     testing::FusionKeep keep;
     if (i % 2 == 1) {
@@ -340,7 +365,9 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     // fixed limits, large enough for every call: the joint's GEMM then has one shape, and a row gets the same bits
     // in every lane.
     BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
-    if (GetParam().cuda) limits = BatchLimits{std::max<std::int64_t>(e.batch, schedule.max_open), e.frames};
+    if (GetParam().cuda) {
+      limits = BatchLimits{std::max<std::int64_t>(e.batch, schedule.max_open), std::max<std::int64_t>(e.frames, 1)};
+    }
     limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
     // The reference decodes whole utterances on one thread: the streamed results on several must equal it.
     TransducerBeamConfig one_thread = config;
@@ -552,6 +579,27 @@ TEST_P(TransducerBeamSearch, BadInputIsRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, TransducerBeamSearch, ::testing::ValuesIn(all_cases()), case_name);
+
+// Seeds that once failed on a GPU, replayed on every CUDA row: on the row that failed they draw the same cases again
+// (the CPU rows draw other cases from a seed, and each algorithm its own).
+class TransducerBeamRecordedSeeds : public TransducerBeamSearch {};
+
+TEST_P(TransducerBeamRecordedSeeds, EqualsTheOracle) {
+  check_oracle(2473970470903615640ull);  // 2026-11-27, H200, WIND per_step: two tokens too many
+}
+
+TEST_P(TransducerBeamRecordedSeeds, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
+  // 2026-11-27, H200, ALSD++ eager: a TDT model whose tokens moved on emitted too few tokens to outgrow the history.
+  check_device_bytes_cap(1954441270372038203ull);
+}
+
+std::vector<BeamCase> cuda_cases() {
+  std::vector<BeamCase> cases = all_cases();
+  cases.erase(std::remove_if(cases.begin(), cases.end(), [](const BeamCase& c) { return !c.cuda; }), cases.end());
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, TransducerBeamRecordedSeeds, ::testing::ValuesIn(cuda_cases()), case_name);
 
 TEST(TransducerBeamConfigs, BadConfigsAreRejected) {
   std::mt19937_64 rng(7);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 namespace asrdec::testing {
 namespace {
@@ -69,9 +70,13 @@ RandomTransducer make_random_transducer(const RandomTransducerSpec& spec, std::m
   m.out_weight = tensor({outputs, J}, 1.0f);
   m.out_bias = tensor({outputs}, 0.5f);
   float* bias = m.storage.back().data();
-  if (spec.bias_mode == "token") bias[(m.spec.blank + 1) % (V + 1)] += spec.quantised ? 4.0f : 6.0f;
+  const bool token_stays = spec.bias_mode == "token_stays";  // a token, then duration 0: max_symbols on every frame
+  if (spec.bias_mode == "token" || token_stays) bias[(m.spec.blank + 1) % (V + 1)] += spec.quantised ? 4.0f : 6.0f;
   if (spec.bias_mode == "blank") bias[m.spec.blank] += spec.quantised ? 2.0f : 3.0f;
-  if (spec.bias_mode == "zero_duration" && D > 0) bias[V + 1] += 6.0f;
+  if (token_stays && D > 0 && spec.durations.front() != 0) {
+    throw std::invalid_argument("bias mode token_stays needs TDT durations that start with 0");
+  }
+  if ((spec.bias_mode == "zero_duration" || token_stays) && D > 0) bias[V + 1] += 6.0f;
   if (spec.stateless) {
     std::int64_t width = 0;
     for (std::int64_t i = 0; i < spec.context; ++i) {
@@ -103,6 +108,20 @@ TransducerModel RandomTransducer::build(Device device) const {
                      : make_lstm_predictor(lstm, spec.blank, spec.dtype, device);
   return TransducerModel(joint, predictor, spec.vocab, spec.blank,
                          spec.tdt ? spec.durations : std::vector<std::int32_t>{});
+}
+
+TransducerModel RandomTransducer::build_perturbed(double relative, std::mt19937_64& noise) const {
+  // The views point into `storage`, and a model copies its weights when it is built: perturb them in place for the
+  // build, then put them back.
+  auto& values = const_cast<std::vector<std::vector<float>>&>(storage);
+  const std::vector<std::vector<float>> kept = values;
+  std::normal_distribution<double> normal;
+  for (auto& tensor : values) {
+    for (float& v : tensor) v = static_cast<float>(v * (1.0 + relative * normal(noise)));
+  }
+  TransducerModel model = build(Device::cpu());
+  values = kept;
+  return model;
 }
 
 RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& spec, std::int64_t max_batch,

@@ -27,7 +27,7 @@ struct RandomTransducerSpec {
   std::vector<std::int32_t> durations = {0, 1, 2, 3, 4};
   JointActivation activation = JointActivation::relu;
   DType dtype = DType::f32;
-  std::string bias_mode = "none";  // none | token | blank | zero_duration
+  std::string bias_mode = "none";  // none | token | blank | zero_duration | token_stays (token, then duration 0)
   std::string describe() const;
 };
 
@@ -41,6 +41,9 @@ struct RandomTransducer {
 
   /** The model on `device`. */
   TransducerModel build(Device device) const;
+  /** The model on the CPU with every weight multiplied by 1 + relative·N(0, 1), drawn from `noise`: what rounding in
+   *  another order (a GPU's GEMM) amounts to, for telling a near tie from a wrong result. */
+  TransducerModel build_perturbed(double relative, std::mt19937_64& noise) const;
 };
 
 RandomTransducerSpec random_spec(std::mt19937_64& rng);
