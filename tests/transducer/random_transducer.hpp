@@ -65,14 +65,18 @@ RandomEncoded random_encoded(std::mt19937_64& rng, const RandomTransducerSpec& s
 struct Agreement {
   double relative = 1e-4;           ///< scores within this (relative, at least absolute 1e-5)
   bool near_ties_may_swap = false;  ///< hypotheses whose scores tie within `relative` may come out in either order
+  double token_absolute = 1e-5;     ///< per-token log-probabilities within this, at least (absolute)
 };
 
 /** What a CUDA executor must meet against the CPU oracle on a model of `dtype`. Float32 models: scores within
  *  1e-4 (the GPU sums in another order). fp16 and bf16 models round intermediates (the predictor state, the
  *  joint hidden) to their dtype, and a summation order that moves such a value across a rounding boundary
  *  changes it by one unit in its last place: scores then agree within four units of the dtype's rounding (2^-11
- *  for fp16, 2^-8 for bf16). In every dtype, two hypotheses whose scores tie within that tolerance are a tie,
- *  and may come out in either order (seen on an H100: a float32 WIND beam N-best swapped two such entries). */
+ *  for fp16, 2^-8 for bf16). A token's log-probability is a logit less the log-sum-exp of its row, so it moves by the
+ *  logits' error, absolute, whatever its own size (seen on an H200: -0.3629 against -0.3644 on an fp16 model): on
+ *  these models, whose logits are of order one, per-token scores agree within that tolerance absolute. In every dtype,
+ * two hypotheses whose scores tie within that tolerance are a tie, and may come out in either order (seen on an H100: a
+ * float32 WIND beam N-best swapped two such entries). */
 Agreement cuda_agreement(DType dtype);
 
 /** Fails with a readable diff unless the two hypothesis lists have identical tokens, timestamps and durations,
