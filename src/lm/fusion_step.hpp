@@ -7,18 +7,13 @@
 #include <cstdint>
 
 #include "asrdec/detail/hd.hpp"
+#include "asrdec/detail/rounded.hpp"
 
 namespace asrdec::detail {
 
 /** weight * score, rounded once. On the device the product is kept out of fused multiply-adds so that
  *  `acoustic + weighted(...)` rounds exactly as on the CPU. */
-ASRDEC_HD_INLINE float weighted(float weight, float score) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(weight, score);
-#else
-  return weight * score;
-#endif
-}
+ASRDEC_HD_INLINE float weighted(float weight, float score) { return rounded_mul(weight, score); }
 
 /** One fused model's per-utterance side of a greedy decode (an n-gram LM or a boosting tree), struct-of-arrays
  *  over the batch. `scores`/`next` hold the full-vocabulary query of each utterance's current `state` (row

@@ -109,7 +109,7 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
       for (std::int64_t a = g_->emitting_begin[from.state]; a < g_->epsilon_begin[from.state]; ++a) {
         const float acoustic = wfst_acoustic_cost(config_.acoustic_scale, logp[g_->ilabel[a] - 1]);
         const float cost = wfst_emitting_way(from.cost, g_->weight[a], boost(channel, g_->olabel[a]), acoustic);
-        if (!(cost < (bounded ? wfst_add(best, beam) : kInf))) continue;
+        if (!(cost < (bounded ? rounded_add(best, beam) : kInf))) continue;
         best = std::min(best, cost);
         relax(g_->next_state[a], FrameToken{0, cost, 0, index, a, false});
       }
@@ -118,7 +118,7 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
   emitting(true);
   // 2. The cutoff from the best way in; the list keeps only what is below it. With min_active, when the beam holds
   //    at most min_active ways in, every finite way is taken again (the bound dropped) and the cutoff widens.
-  float cutoff = wfst_add(best, beam);
+  float cutoff = rounded_add(best, beam);
   if (config_.min_active > 0 && count_below(cutoff) <= config_.min_active) {
     clear_frame();
     queue_.clear();
@@ -126,7 +126,7 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
     emitting(false);
     float worst = -kInf;
     for (const FrameToken& t : list_) worst = std::max(worst, t.cost);
-    cutoff = widen_to_min_active(wfst_add(best, beam), wfst_add(worst, beam));
+    cutoff = widen_to_min_active(rounded_add(best, beam), rounded_add(worst, beam));
   }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < list_.size(); ++i) {
@@ -185,7 +185,7 @@ void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   const std::size_t n = list_.size();
   float best = kInf;
   for (const FrameToken& t : list_) best = std::min(best, t.cost);
-  const float cut = widen_to_min_active(std::min(cutoff_, wfst_add(best, beam)), cutoff_);
+  const float cut = widen_to_min_active(std::min(cutoff_, rounded_add(best, beam)), cutoff_);
   order_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (list_[i].cost < cut) order_.push_back(static_cast<std::int32_t>(i));

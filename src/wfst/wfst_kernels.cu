@@ -262,14 +262,14 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
           const float acoustic = wfst_acoustic_cost(P.acoustic_scale, L.logp[G.ilabel[a] - 1]);
           const float cost = wfst_emitting_way(from_cost, G.weight[a], boost_of(L, G.olabel[a]), acoustic);
           const float running = wfst_cost_of_ordered(*reinterpret_cast<volatile unsigned int*>(&s_best));
-          if (!(cost < (bounded ? wfst_add(running, beam) : kInf))) continue;
+          if (!(cost < (bounded ? rounded_add(running, beam) : kInf))) continue;
           atomicMin(&s_best, wfst_ordered_cost(cost));
           offer(L, &s_count, G.next_state[a], pack_key(cost, 0));
         }
       }
       __syncthreads();
       if (!bounded || P.min_active == 0) break;
-      const float bound = wfst_add(wfst_cost_of_ordered(s_best), beam);
+      const float bound = rounded_add(wfst_cost_of_ordered(s_best), beam);
       if (tid == 0) s_live[0] = 0;
       __syncthreads();
       int below = 0;
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
       }
       __syncthreads();
     }
-    cutoff = wfst_add(wfst_cost_of_ordered(s_best), beam);
+    cutoff = rounded_add(wfst_cost_of_ordered(s_best), beam);
     // 2. The cutoff (widened by min_active); the survivors start the ε-closure.
     const int expanded = s_count;
     if (P.min_active > 0) {
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
       }
       atomicMax(&s_worst, worst);
       __syncthreads();
-      const float all = wfst_add(wfst_cost_of_ordered(s_worst), beam);
+      const float all = rounded_add(wfst_cost_of_ordered(s_worst), beam);
       cutoff = widen_to_min_active(L, expanded, P.min_active, cutoff, all, s_hist, &s_select, &s_remaining, s_live);
     }
     for (int j = tid; j < expanded; j += blockDim.x) {
@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
   if (tid == 0) s_alive = 0;
   __syncthreads();
   const float best = wfst_cost_of_ordered(s_best);
-  const float bound = wfst_add(best, beam);
+  const float bound = rounded_add(best, beam);
   float cut = bound < cutoff ? bound : cutoff;
   if (P.min_active > 0) {
     cut = widen_to_min_active(L, count, P.min_active, cut, cutoff, s_hist, &s_select, &s_remaining, s_live);
@@ -513,7 +513,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
   }
   const bool histogram = candidates > P.max_active;
   if (histogram) {
-    const float range = wfst_sub(cut, best);
+    const float range = rounded_sub(cut, best);
     for (int b = tid; b < 256; b += blockDim.x) s_hist[b] = 0;
     __syncthreads();
     for (int j = tid; j < count; j += blockDim.x) {
@@ -525,7 +525,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
     __syncthreads();
   }
   {
-    const float range = wfst_sub(cut, best);
+    const float range = rounded_sub(cut, best);
     for (int j = tid; j < count; j += blockDim.x) {
       if ((L.mark[j] & kCandidate) == 0) continue;
       if (histogram && wfst_cost_bin(key_cost(L.key[L.list_state[j]]), best, range) > s_last_bin) continue;

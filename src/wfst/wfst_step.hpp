@@ -7,50 +7,32 @@
 
 #include "asrdec/detail/float16.hpp"
 #include "asrdec/detail/hd.hpp"
+#include "asrdec/detail/rounded.hpp"
 
 namespace asrdec::detail {
 
+// Costs round once per operation on both executors (asrdec/detail/rounded.hpp), so the CPU and CUDA executors compute
+// bit-identical costs.
+
 /** Bins of the max_active cost histogram over [best, cutoff). */
 constexpr std::int32_t kWfstHistogramBins = 255;
-
-// Cost arithmetic in one rounding per operation on both executors (device code uses the _rn intrinsics, which
-// are never contracted into fused multiply-adds), so the CPU and CUDA executors compute bit-identical costs.
-ASRDEC_HD_INLINE float wfst_add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-ASRDEC_HD_INLINE float wfst_sub(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
 
 /** The acoustic cost of consuming a frame's column with log-probability `logp` (an impossible column stays
  *  impossible whatever the scale, 0 included). */
 ASRDEC_HD_INLINE float wfst_acoustic_cost(float acoustic_scale, float logp) {
   if (logp == -__builtin_huge_valf()) return __builtin_huge_valf();
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(-acoustic_scale, logp);
-#else
-  return -acoustic_scale * logp;
-#endif
+  return rounded_mul(-acoustic_scale, logp);
 }
 
 /** The cost of a way in along an emitting arc: the predecessor's cost, the arc's weight less its word's boost,
  *  then the acoustic cost (in this order). */
 ASRDEC_HD_INLINE float wfst_emitting_way(float from, float weight, float boost, float acoustic) {
-  return wfst_add(wfst_add(from, wfst_sub(weight, boost)), acoustic);
+  return rounded_add(rounded_add(from, rounded_sub(weight, boost)), acoustic);
 }
 
 /** The cost of a way in along an ε-arc. */
 ASRDEC_HD_INLINE float wfst_epsilon_way(float from, float weight, float boost) {
-  return wfst_add(from, wfst_sub(weight, boost));
+  return rounded_add(from, rounded_sub(weight, boost));
 }
 
 /** Recombination: a way into a state with total `cost`, `depth` ε-arcs after the frame's emitting arc (0 for an

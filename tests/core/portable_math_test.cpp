@@ -31,25 +31,33 @@ float random_float(std::mt19937_64& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
 }
 
+// `function` against the correctly rounded `reference` (float of a double result) on n arguments from `draw`: within
+// two ulps everywhere, and correctly rounded for most.
+template <class Function, class Reference, class Draw>
+void expect_within_two_ulps(const char* name, Function function, Reference reference, Draw draw, int n) {
+  std::int64_t worst = 0, exact = 0;
+  for (int i = 0; i < n; ++i) {
+    const float x = draw(i);
+    const auto want = static_cast<float>(reference(static_cast<double>(x)));
+    const float got = function(x);
+    const std::int64_t error = ulps(got, want);
+    ASSERT_LE(error, 2) << name << "(" << x << "): " << got << " vs " << want;
+    worst = std::max(worst, error);
+    exact += error == 0 ? 1 : 0;
+  }
+  EXPECT_GT(exact, n * 8 / 10) << name << ": most results should be the correctly rounded ones";
+  std::printf("%s: worst %lld ulps, %lld of %d correctly rounded\n", name, static_cast<long long>(worst),
+              static_cast<long long>(exact), n);
+}
+
 TEST(PortableMath, ExpIsWithinTwoUlpsEverywhere) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  std::int64_t worst = 0, exact = 0;
-  const int n = 400000;
-  for (int i = 0; i < n; ++i) {
-    // Most merges see arguments in [-30, 0]; the rest of the range for the edges (subnormal results included).
-    const float x = i % 4 == 0 ? random_float(rng, -103.9f, 88.7f) : random_float(rng, -30.0f, 0.0f);
-    const auto want = static_cast<float>(std::exp(static_cast<double>(x)));
-    const float got = detail::portable_exp(x);
-    const std::int64_t error = ulps(got, want);
-    ASSERT_LE(error, 2) << "exp(" << x << "): " << got << " vs " << want;
-    worst = std::max(worst, error);
-    exact += error == 0 ? 1 : 0;
-  }
-  EXPECT_GT(exact, n * 8 / 10) << "most results should be the correctly rounded ones";
-  std::printf("exp: worst %lld ulps, %lld of %d correctly rounded\n", static_cast<long long>(worst),
-              static_cast<long long>(exact), n);
+  // Most merges see arguments in [-30, 0]; the rest of the range for the edges (subnormal results included).
+  expect_within_two_ulps(
+      "exp", detail::portable_exp, [](double x) { return std::exp(x); },
+      [&](int i) { return i % 4 == 0 ? random_float(rng, -103.9f, 88.7f) : random_float(rng, -30.0f, 0.0f); }, 400000);
   EXPECT_EQ(detail::portable_exp(0.0f), 1.0f);
   EXPECT_EQ(detail::portable_exp(-kInf), 0.0f);
   EXPECT_EQ(detail::portable_exp(kInf), kInf);
@@ -62,28 +70,16 @@ TEST(PortableMath, LogIsWithinTwoUlpsEverywhere) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  std::int64_t worst = 0, exact = 0;
-  const int n = 400000;
-  for (int i = 0; i < n; ++i) {
-    // Sums of a merge lie in [1, beam]; the rest of the range through random bit patterns (subnormals included).
+  // Sums of a merge lie in [1, beam]; the rest of the range through random bit patterns (subnormals included).
+  const auto draw = [&](int i) {
+    if (i % 2 == 0) return random_float(rng, 1.0f, 64.0f);
+    const auto bits = static_cast<std::uint32_t>(1 + rng() % 0x7f7fffffu);  // every positive finite float
     float x;
-    if (i % 2 == 0) {
-      x = random_float(rng, 1.0f, 64.0f);
-    } else {
-      const auto bits = static_cast<std::uint32_t>(rng() % 0x7f800000u);  // every positive finite float, and zero
-      std::memcpy(&x, &bits, 4);
-      if (x == 0.0f) continue;
-    }
-    const auto want = static_cast<float>(std::log(static_cast<double>(x)));
-    const float got = detail::portable_log(x);
-    const std::int64_t error = (want > 0.0f) == (got > 0.0f) || want == 0.0f ? ulps(got, want) : 99;
-    ASSERT_LE(error, 2) << "log(" << x << "): " << got << " vs " << want;
-    worst = std::max(worst, error);
-    exact += error == 0 ? 1 : 0;
-  }
-  EXPECT_GT(exact, n * 8 / 10 - n / 100) << "most results should be the correctly rounded ones";
-  std::printf("log: worst %lld ulps, %lld of %d correctly rounded\n", static_cast<long long>(worst),
-              static_cast<long long>(exact), n);
+    std::memcpy(&x, &bits, 4);
+    return x;
+  };
+  expect_within_two_ulps(
+      "log", detail::portable_log, [](double x) { return std::log(x); }, draw, 400000);
   EXPECT_EQ(detail::portable_log(1.0f), 0.0f);
   EXPECT_EQ(detail::portable_log(0.0f), -kInf);
   EXPECT_EQ(detail::portable_log(-0.0f), -kInf);
