@@ -11,10 +11,10 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/safetensors.hpp"
-#if ASRDEC_WITH_CUDA
-#include "aed/transformer_step_cuda.hpp"
 #include "core/dot.hpp"
 #include "core/weights.hpp"
+#if ASRDEC_WITH_CUDA
+#include "aed/transformer_step_cuda.hpp"
 #endif
 
 namespace asrdec {
