@@ -16,8 +16,6 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int kBeamTightenings = 8;
-constexpr std::size_t kClosurePopsPerToken = 1024;
-constexpr std::size_t kClosurePopsExtra = 1 << 20;
 
 }  // namespace
 
@@ -26,7 +24,6 @@ WfstSearcher::WfstSearcher(const WfstGraph& graph, const WfstDecoderConfig& conf
   for (const std::int32_t column : config.word_start_columns) word_start_labels_.push_back(column + 1);
   std::sort(word_start_labels_.begin(), word_start_labels_.end());
   slot_.assign(static_cast<std::size_t>(g_->num_states), -1);
-  queued_.assign(static_cast<std::size_t>(g_->num_states), 0);
 }
 
 void WfstSearcher::clear_frame() {
@@ -34,47 +31,58 @@ void WfstSearcher::clear_frame() {
   list_.clear();
 }
 
-void WfstSearcher::relax(std::int32_t state, const FrameToken& way) {
+bool WfstSearcher::relax(std::int32_t state, const FrameToken& way) {
   std::int32_t& slot = slot_[static_cast<std::size_t>(state)];
   if (slot < 0) {
     slot = static_cast<std::int32_t>(list_.size());
     list_.push_back(way);
     list_.back().state = state;
-  } else {
-    FrameToken& current = list_[static_cast<std::size_t>(slot)];
-    if (!wfst_better(way.cost, way.depth, way.arc, current.cost, current.depth, current.arc)) return;
-    current = way;
-    current.state = state;
+    return true;
   }
-  if (!queued_[static_cast<std::size_t>(state)]) {
-    queued_[static_cast<std::size_t>(state)] = 1;
-    queue_.push_back(slot);
-  }
+  FrameToken& current = list_[static_cast<std::size_t>(slot)];
+  if (!wfst_better(way.cost, way.depth, way.arc, current.cost, current.depth, current.arc)) return false;
+  current = way;
+  current.state = state;
+  return true;
 }
 
-// ε-closure of the frame list below `cutoff` (label-correcting: a state goes back on the queue whenever its way in
-// improves). ε-cycles cost > 0 (checked at load, and with boosts), so it ends; the relaxation cap only guards
-// against float rounding on nearly free cycles, and counts as an overflow.
+// ε-closure of the frame list below `cutoff`, in rounds (Bellman-Ford with the values of each round's start): round
+// r + 1 relaxes the ε-arcs of the tokens whose way in changed in round r, from their values at the end of round r;
+// round 0 is the frontier the caller set (the list after the emitting step, or the start). Every way of round r has
+// ε-depth r, so what a round keeps depends only on the set of ways it offers, never on the order they are tried: an
+// executor that relaxes a round's arcs in parallel keeps the same tokens bit for bit, also where float rounding makes
+// two ways tie and where the relaxation cap (wfst_closure_cut) stops the closure. ε-cycles cost > 0, so it ends.
 void WfstSearcher::closure(float cutoff) {
   closure_cut_ = false;
-  for (std::size_t head = 0; head < queue_.size(); ++head) {
-    if (head > kClosurePopsPerToken * list_.size() + kClosurePopsExtra) {
-      for (std::size_t rest = head; rest < queue_.size(); ++rest) {
-        queued_[static_cast<std::size_t>(list_[static_cast<std::size_t>(queue_[rest])].state)] = 0;
-      }
+  std::int64_t relaxed = 0;
+  for (std::int32_t round = 1; !frontier_.empty(); ++round) {
+    if (wfst_closure_cut(relaxed, static_cast<std::int64_t>(list_.size()))) {
       closure_cut_ = true;
       break;
     }
-    const std::int32_t i = queue_[head];
-    const FrameToken from = list_[static_cast<std::size_t>(i)];
-    queued_[static_cast<std::size_t>(from.state)] = 0;
-    for (std::int64_t a = g_->epsilon_begin[from.state]; a < g_->emitting_begin[from.state + 1]; ++a) {
-      const float cost = wfst_epsilon_way(from.cost, g_->weight[a], boost(*boosts_of_, g_->olabel[a]));
-      if (!(cost < cutoff)) continue;
-      relax(g_->next_state[a], FrameToken{0, cost, from.depth + 1, i, a, true});
+    relaxed += static_cast<std::int64_t>(frontier_.size());
+    snapshot_.clear();
+    for (const std::int32_t i : frontier_) snapshot_.push_back(list_[static_cast<std::size_t>(i)]);
+    next_frontier_.clear();
+    for (std::size_t f = 0; f < frontier_.size(); ++f) {
+      const FrameToken& from = snapshot_[f];
+      for (std::int64_t a = g_->epsilon_begin[from.state]; a < g_->emitting_begin[from.state + 1]; ++a) {
+        const float cost = wfst_epsilon_way(from.cost, g_->weight[a], boost(*boosts_of_, g_->olabel[a]));
+        if (!(cost < cutoff)) continue;
+        const std::int32_t state = g_->next_state[a];
+        if (!relax(state, FrameToken{0, cost, from.depth + 1, frontier_[f], a, true})) continue;
+        const auto changed = static_cast<std::size_t>(slot_[static_cast<std::size_t>(state)]);
+        if (changed >= changed_in_.size()) changed_in_.resize(list_.size(), -1);
+        if (changed_in_[changed] != round) {
+          changed_in_[changed] = round;
+          next_frontier_.push_back(static_cast<std::int32_t>(changed));
+        }
+      }
     }
+    frontier_.swap(next_frontier_);
   }
-  queue_.clear();
+  frontier_.clear();
+  std::fill_n(changed_in_.begin(), std::min(changed_in_.size(), list_.size()), -1);
 }
 
 void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
@@ -91,8 +99,8 @@ void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
   }
   boosts_of_ = &channel;
   clear_frame();
-  queue_.clear();
   relax(g_->start, FrameToken{0, 0.0f, 0, -1, -1, false});
+  frontier_.assign(1, 0);
   cutoff_ = config_.beam;
   closure(cutoff_);
   commit(channel, config_.beam, closure_cut_);
@@ -100,7 +108,6 @@ void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
 
 bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float beam) {
   clear_frame();
-  queue_.clear();
   // 1. Emitting arcs of the active tokens; a running bound drops ways that cannot pass the final cutoff.
   float best = kInf;
   const auto emitting = [&](bool bounded) {
@@ -121,7 +128,6 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
   float cutoff = rounded_add(best, beam);
   if (config_.min_active > 0 && count_below(cutoff) <= config_.min_active) {
     clear_frame();
-    queue_.clear();
     best = kInf;
     emitting(false);
     float worst = -kInf;
@@ -137,15 +143,11 @@ bool WfstSearcher::expand(const WfstChannel& channel, const float* logp, float b
       ++kept;
     } else {
       slot_[static_cast<std::size_t>(t.state)] = -1;
-      queued_[static_cast<std::size_t>(t.state)] = 0;
     }
   }
   list_.resize(kept);
-  queue_.clear();
-  for (std::size_t i = 0; i < list_.size(); ++i) {
-    queued_[static_cast<std::size_t>(list_[i].state)] = 1;
-    queue_.push_back(static_cast<std::int32_t>(i));
-  }
+  frontier_.resize(list_.size());
+  for (std::size_t i = 0; i < list_.size(); ++i) frontier_[i] = static_cast<std::int32_t>(i);
   // 3. ε-closure below the cutoff.
   cutoff_ = cutoff;
   closure(cutoff);

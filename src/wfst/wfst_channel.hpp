@@ -64,7 +64,8 @@ class WfstSearcher {
 
   // Frame step with a given beam; false when the frame outgrew max_tokens_per_frame (the list is then kept as is).
   bool expand(const WfstChannel& channel, const float* logp, float beam);
-  void relax(std::int32_t state, const FrameToken& way);
+  /** Offers `way` into `state`; true when it became the state's way in (a new token, or a better way). */
+  bool relax(std::int32_t state, const FrameToken& way);
   void closure(float cutoff);
   void commit(WfstChannel& channel, float beam, bool overflow);
   /** min_active (Kaldi's GetCutoff): `bound` widened to the cost of the (min_active+1)-th cheapest token of the
@@ -88,8 +89,10 @@ class WfstSearcher {
   std::vector<std::int32_t> word_start_labels_;  // sorted input labels of word_start_columns
   std::vector<std::int32_t> slot_;               // [states] index in list_, or -1
   std::vector<FrameToken> list_;                 // the frame being built
-  std::vector<std::int32_t> queue_;
-  std::vector<char> queued_;
+  std::vector<std::int32_t> frontier_;      // ε-closure: the list tokens whose way in changed in the last round
+  std::vector<std::int32_t> next_frontier_;  // … and in this round
+  std::vector<FrameToken> snapshot_;         // … the last round's values, which this round relaxes from
+  std::vector<std::int32_t> changed_in_;     // [list index] the round that last changed the token (-1: none)
   float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
   bool closure_cut_ = false;                // the closure hit its relaxation cap (float rounding on an ε-cycle)
   std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_

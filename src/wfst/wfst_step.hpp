@@ -45,6 +45,13 @@ ASRDEC_HD_INLINE bool wfst_better(float cost, std::int32_t depth, std::int64_t a
   return cost < best_cost || (cost == best_cost && (depth < best_depth || (depth == best_depth && arc < best_arc)));
 }
 
+/** The ε-closure's relaxation cap, tested before each round: the closure stops (and the frame counts as an overflow)
+ *  once its rounds have relaxed the ε-arcs of more than 1024 tokens per token of the frame list, plus 2^20. ε-cycles
+ *  cost more than 0 (checked at load, and with boosts), so only float rounding on a nearly free cycle can reach it. */
+ASRDEC_HD_INLINE bool wfst_closure_cut(std::int64_t relaxed, std::int64_t tokens) {
+  return relaxed > 1024 * tokens + (std::int64_t{1} << 20);
+}
+
 /** A cost as an unsigned key that orders like the float (−0 as +0), for atomicMin on packed keys. */
 ASRDEC_HD_INLINE std::uint32_t wfst_ordered_cost(float cost) {
   std::uint32_t bits = float_to_bits(cost);
