@@ -123,6 +123,23 @@ inline WfstDecoderConfig exact_config() {
   return config;
 }
 
+// A search config of one of four kinds: 0 exact, 1 pruned (beam, max_active), 2 queue pressure
+// (max_tokens_per_frame 1-3), 3 min_active at a tight beam.
+inline WfstDecoderConfig random_search_config(std::mt19937_64& rng, int kind) {
+  WfstDecoderConfig config = kind == 0 ? exact_config() : WfstDecoderConfig{};
+  if (kind == 1) {
+    config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
+    config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
+  } else if (kind == 3) {
+    config.beam = 0.2f + static_cast<float>(rng() % 20) / 10.0f;
+    config.min_active = 1 + static_cast<std::int64_t>(rng() % 8);
+    config.max_active = config.min_active + static_cast<std::int64_t>(rng() % 4);
+  } else if (kind == 2) {
+    config.max_tokens_per_frame = 1 + static_cast<std::int64_t>(rng() % 3);
+  }
+  return config;
+}
+
 inline void expect_matches_oracle(const WfstResult& got, const testing::OracleBest& want, std::int32_t length,
                                   const std::string& what, bool words_may_tie = false) {
   SCOPED_TRACE(what);

@@ -59,21 +59,8 @@ TEST(WfstDecoderCUDA, EqualsTheCpuAndOpenFstOnRandomGraphs) {
   std::int64_t utterances = 0, overflowed = 0, boosted = 0, rejected = 0;
   for (int i = 0; i < 150 || utterances < 500; ++i) {
     auto [random, graph] = accepted_graph(rng, rejected);
-    WfstDecoderConfig config = exact_config();
-    const int kind = i % 4;  // exact, pruned, queue pressure, min_active at a tight beam
-    if (kind == 1) {
-      config = WfstDecoderConfig{};
-      config.beam = 0.5f + static_cast<float>(rng() % 40) / 10.0f;
-      config.max_active = 1 + static_cast<std::int64_t>(rng() % 4);
-    } else if (kind == 3) {
-      config = WfstDecoderConfig{};
-      config.beam = 0.2f + static_cast<float>(rng() % 20) / 10.0f;
-      config.min_active = 1 + static_cast<std::int64_t>(rng() % 8);
-      config.max_active = config.min_active + static_cast<std::int64_t>(rng() % 4);
-    } else if (kind == 2) {
-      config = WfstDecoderConfig{};
-      config.max_tokens_per_frame = 1 + static_cast<std::int64_t>(rng() % 3);
-    }
+    const int kind = i % 4;
+    WfstDecoderConfig config = random_search_config(rng, kind);
     config.use_final_probs = i % 4 != 3;
     config.acoustic_scale = i % 5 == 0 ? 0.5f + static_cast<float>(rng() % 100) / 50.0f : 1.0f;
     config.graph_mode = modes[(i / 3) % 3];

@@ -1,0 +1,419 @@
+#pragma once
+// Internal: the WFST frame step of one lane written once for a parallel executor — the CPU executor's rules
+// (wfst_channel.cpp) as phases that any number of threads run in any order, separated by barriers, with memory that
+// grows with the frame's tokens rather than the graph's states. `Exec` is the lane's executor: a CUDA thread block, or
+// the host emulation of the tests, which runs each phase's threads in a chosen order (tests/wfst/wfst_lane_step_test:
+// the frames equal WfstSearcher's bit for bit, whatever the order).
+//
+// Per frame: the best emitting way in (a minimum), then every emitting way below best + beam offered to the table
+// (wfst_lane_table.hpp; recombination by wfst_lane_key.hpp), min_active's widened cutoff, the ε-closure in rounds from
+// each round's starting values (as WfstSearcher::closure), beam halving when the frame outgrows max_tokens_per_frame,
+// then the commit: the active tokens by the cut, the overflow selection and the max_active histogram. Ways are
+// numbered over the active tokens' arcs (a prefix sum of their out-degrees), so work spreads evenly over the threads
+// whatever the states' degrees.
+//
+// Exec provides: for_each(n, f) (f(i) for i < n, spread over the threads), barrier(), single(f) (one thread),
+// load(p), atomic_cas/atomic_add/atomic_exch on int32, atomic_add on int64, atomic_min on uint64 and uint32,
+// atomic_max on uint32, and exclusive_scan(values, n) (in place over int64, returning the total).
+
+#include <cstdint>
+
+#include "asrdec/detail/hd.hpp"
+#include "wfst/lane_step/wfst_lane_key.hpp"
+#include "wfst/lane_step/wfst_lane_select.hpp"
+#include "wfst/lane_step/wfst_lane_table.hpp"
+#include "wfst/wfst_step.hpp"
+
+namespace asrdec::detail {
+
+/** The graph as the lane reads it (host or device arrays of WfstGraphArrays). */
+struct WfstLaneGraph {
+  const std::int64_t* emitting_begin;  ///< [states + 1]
+  const std::int64_t* epsilon_begin;   ///< [states + 1]
+  const std::int32_t* ilabel;
+  const std::int32_t* olabel;
+  const float* weight;
+  const std::int32_t* next_state;
+  std::int32_t num_states;
+  std::int32_t start;
+};
+
+/** The last i < n with sorted[i] <= value (`sorted` ascending, sorted[0] <= value): binary search. */
+ASRDEC_HD_INLINE std::int32_t wfst_last_at_most(const std::int64_t* sorted, std::int32_t n, std::int64_t value) {
+  std::int32_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const std::int32_t mid = lo + (hi - lo + 1) / 2;
+    if (sorted[mid] <= value) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+/** The state an arc leaves (arcs are stored by source state; a state without arcs shares its begin with the next). */
+ASRDEC_HD_INLINE std::int32_t wfst_arc_source(const WfstLaneGraph& g, std::int64_t arc) {
+  return wfst_last_at_most(g.emitting_begin, g.num_states, arc);
+}
+
+struct WfstLaneConfig {
+  float beam;
+  float acoustic_scale;
+  std::int64_t max_active;
+  std::int64_t min_active;
+  std::int64_t max_tokens;  ///< max_tokens_per_frame
+};
+
+/** Lane status bits. */
+constexpr std::int32_t kWfstLaneFull = 1;    ///< a frame has more tokens than the lane's capacity
+constexpr std::int32_t kWfstLaneBroken = 2;  ///< a way in could not be rebuilt from its key (internal error)
+
+/** The previous frame's active tokens, the ones this frame expands. */
+struct WfstLaneActive {
+  const std::int32_t* state;
+  const float* cost;
+  const std::int64_t* index;  ///< history index, the emitting ways' back-pointer
+  std::int32_t count;
+  WfstLaneTable by_state;  ///< state → position in these arrays
+};
+
+/** The frame's tokens, by token number (the table's numbering). */
+struct WfstLaneTokens {
+  float* cost;
+  std::int32_t* depth;
+  std::int64_t* arc;
+  std::int64_t* prev;  ///< history index (emitting), or the predecessor's token number (ε, `local`)
+  std::int32_t* local;
+  std::int32_t* active;       ///< commit: the next frame expands it
+  float* snapshot;            ///< the cost a closure round relaxes from
+  std::int32_t* frontier[2];  ///< slots whose way in changed in the last round, in this round
+  std::int64_t* scan;         ///< [capacity + 1] out-degrees, then their prefix sums
+};
+
+/** One lane's shared scalars (a CUDA block's shared memory, or a host struct). */
+struct WfstLaneScalars {
+  std::uint32_t best;   ///< ordered cost
+  std::uint32_t worst;  ///< ordered cost
+  std::int32_t frontier_count[2];
+  std::int32_t below;  ///< tokens under a bound
+  std::int32_t kept;
+  std::int32_t status;
+  float cutoff;  ///< the frame's cutoff after its ε-closure (WfstSearcher::cutoff_)
+  bool closure_cut;
+  std::int64_t total;  ///< work items of a phase
+  std::int64_t counts[kWfstHistogramBins];
+  std::int64_t select_counts[256];
+  std::uint64_t select_state[2];
+};
+
+template <class Exec>
+class WfstLaneStep {
+ public:
+  ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, const WfstLaneTable& table,
+                         const WfstLaneTokens& tokens, WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec)
+      : g_(g), c_(c), t_(table), k_(tokens), s_(scalars), boost_(boost_by_word), exec_(exec) {}
+
+  /** The start of an utterance: the start state and its ε-closure, committed (as WfstSearcher::start); status
+   *  kWfstLaneFull when the closure does not fit the lane. */
+  ASRDEC_HD void start() {
+    wfst_table_clear(t_, exec_);
+    exec_.single([&] {
+      s_.status = 0;
+      const WfstOffer offer = wfst_table_offer(t_, exec_, g_.start, wfst_way_key(0.0f, -1));
+      k_.cost[0] = 0.0f;
+      k_.depth[0] = 0;
+      k_.arc[0] = -1;
+      k_.prev[0] = -1;
+      k_.local[0] = 0;
+      k_.frontier[0][0] = offer.slot;
+      s_.frontier_count[0] = 1;
+    });
+    exec_.barrier();
+    closure(c_.beam);
+    if (s_.status == 0) commit(c_.beam, s_.closure_cut);
+  }
+
+  /** One frame of log-probabilities `logp` over the active tokens of the last: as WfstSearcher::advance. Returns the
+   *  frame's overflow flag. Afterwards the frame's tokens are numbers 0 … count − 1 of the table (lanes.tokens),
+   *  `active` marking the next frame's; the caller takes them and clears the table. */
+  ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
+    exec_.single([&] { s_.status = 0; });
+    exec_.barrier();
+    float beam = c_.beam;
+    bool fits = expand(active, logp, beam);
+    for (int i = 0; i < 8 && !fits && s_.status == 0; ++i) {
+      beam *= 0.5f;
+      fits = expand(active, logp, beam);
+    }
+    const bool overflow = !fits || s_.closure_cut;
+    if (s_.status == 0) commit(beam, overflow);
+    return overflow;
+  }
+
+  /** Tokens of the frame (after start() or advance()). */
+  ASRDEC_HD std::int32_t count() const { return *t_.count; }
+
+ private:
+  ASRDEC_HD float boost(std::int32_t word) const { return boost_ == nullptr ? 0.0f : boost_[word]; }
+
+  ASRDEC_HD float emitting_way(const WfstLaneActive& active, std::int32_t from, std::int64_t arc,
+                               const float* logp) const {
+    const float acoustic = wfst_acoustic_cost(c_.acoustic_scale, logp[g_.ilabel[arc] - 1]);
+    return wfst_emitting_way(active.cost[from], g_.weight[arc], boost(g_.olabel[arc]), acoustic);
+  }
+
+  // Work item i of the arcs numbered by k_.scan over `n` tokens: the token's position and the arc.
+  ASRDEC_HD void item(std::int64_t i, std::int32_t n, std::int32_t& position, std::int64_t& offset) const {
+    position = wfst_last_at_most(k_.scan, n, i);
+    offset = i - k_.scan[position];
+  }
+
+  // Numbers the emitting arcs of the active tokens (k_.scan) and returns how many there are.
+  ASRDEC_HD std::int64_t number_emitting(const WfstLaneActive& active) {
+    exec_.for_each(active.count, [&](std::int64_t i) {
+      const std::int32_t s = active.state[i];
+      k_.scan[i] = g_.epsilon_begin[s] - g_.emitting_begin[s];
+    });
+    exec_.barrier();
+    const std::int64_t total = exec_.exclusive_scan(k_.scan, active.count);
+    exec_.barrier();
+    return total;
+  }
+
+  // Offers every emitting way below `bound`; false when the frame does not fit the lane.
+  ASRDEC_HD void offer_emitting(const WfstLaneActive& active, const float* logp, std::int64_t total, float bound) {
+    exec_.for_each(total, [&](std::int64_t i) {
+      std::int32_t from = 0;
+      std::int64_t offset = 0;
+      item(i, active.count, from, offset);
+      const std::int64_t arc = g_.emitting_begin[active.state[from]] + offset;
+      const float cost = emitting_way(active, from, arc, logp);
+      if (!(cost < bound)) return;
+      if (wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc)).slot < 0) {
+        exec_.atomic_or(&s_.status, kWfstLaneFull);
+      }
+    });
+    exec_.barrier();
+  }
+
+  ASRDEC_HD std::int32_t tokens() const { return *t_.count < t_.capacity ? *t_.count : t_.capacity; }
+
+  // Tokens whose way in costs less than `bound` (keys of the table).
+  ASRDEC_HD std::int64_t count_below(float bound) {
+    exec_.single([&] { s_.below = 0; });
+    exec_.barrier();
+    const std::uint32_t limit = wfst_ordered_cost(bound);
+    exec_.for_each(tokens(), [&](std::int64_t i) {
+      if (static_cast<std::uint32_t>(t_.key[t_.slot_of[i]] >> 32) < limit) exec_.atomic_add(&s_.below, 1);
+    });
+    exec_.barrier();
+    return s_.below;
+  }
+
+  // min_active (WfstSearcher::widen_to_min_active): `bound` widened to the (min_active + 1)-th cheapest way in when
+  // the frame has more than min_active tokens, else to `all`.
+  ASRDEC_HD float widen(float bound, float all) {
+    const std::int64_t keep = c_.min_active;
+    if (keep == 0 || count_below(bound) > keep) return bound;
+    if (tokens() <= keep) return bound > all ? bound : all;
+    const std::uint64_t ordered = wfst_lane_select(exec_, WfstSelectScratch{s_.select_counts, s_.select_state},
+                                                   tokens(), keep, 32, [&](std::int64_t i, std::uint64_t& value) {
+                                                     value = t_.key[t_.slot_of[i]] >> 32;
+                                                     return true;
+                                                   });
+    const float nth = wfst_cost_of_ordered(static_cast<std::uint32_t>(ordered));
+    return bound > nth ? bound : nth;
+  }
+
+  // Steps 1-3 of a frame with `beam` (WfstSearcher::expand); true when it fits max_tokens_per_frame.
+  ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam) {
+    wfst_table_clear(t_, exec_);
+    const std::int64_t total = number_emitting(active);
+    // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these).
+    exec_.single([&] { s_.best = wfst_ordered_cost(__builtin_huge_valf()); });
+    exec_.barrier();
+    exec_.for_each(total, [&](std::int64_t i) {
+      std::int32_t from = 0;
+      std::int64_t offset = 0;
+      item(i, active.count, from, offset);
+      const float cost = emitting_way(active, from, g_.emitting_begin[active.state[from]] + offset, logp);
+      if (cost < __builtin_huge_valf()) exec_.atomic_min(&s_.best, wfst_ordered_cost(cost));
+    });
+    exec_.barrier();
+    const float best = wfst_cost_of_ordered(s_.best);
+    float cutoff = rounded_add(best, beam);
+    offer_emitting(active, logp, total, cutoff);
+    if (s_.status != 0) return false;
+    // 2. min_active: when the beam holds at most min_active ways in, every finite way is taken and the cutoff widens.
+    if (c_.min_active > 0 && tokens() <= c_.min_active) {
+      wfst_table_clear(t_, exec_);
+      offer_emitting(active, logp, total, __builtin_huge_valf());
+      if (s_.status != 0) return false;
+      exec_.single([&] { s_.worst = 0; });
+      exec_.barrier();
+      exec_.for_each(tokens(), [&](std::int64_t i) {
+        exec_.atomic_max(&s_.worst, static_cast<std::uint32_t>(t_.key[t_.slot_of[i]] >> 32));
+      });
+      exec_.barrier();
+      const float worst = tokens() > 0 ? wfst_cost_of_ordered(s_.worst) : -__builtin_huge_valf();
+      cutoff = widen(rounded_add(best, beam), rounded_add(worst, beam));
+      wfst_table_clear(t_, exec_);
+      offer_emitting(active, logp, total, cutoff);
+      if (s_.status != 0) return false;
+    }
+    // Round 0: the emitting winners, frozen; all of them start the ε-closure.
+    exec_.for_each(tokens(), [&](std::int64_t i) {
+      const std::int32_t slot = t_.slot_of[i];
+      const std::uint64_t key = t_.key[slot];
+      const std::int64_t arc = wfst_key_arc(key);
+      const std::int32_t from = active.by_state.token[wfst_table_find(active.by_state, wfst_arc_source(g_, arc))];
+      const float cost = emitting_way(active, from, arc, logp);
+      if (wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
+      k_.cost[i] = cost;
+      k_.depth[i] = 0;
+      k_.arc[i] = arc;
+      k_.prev[i] = active.index[from];
+      k_.local[i] = 0;
+      t_.key[slot] = wfst_frozen_key(key);
+      k_.frontier[0][i] = slot;
+    });
+    exec_.single([&] { s_.frontier_count[0] = tokens(); });
+    exec_.barrier();
+    if (s_.status != 0) return false;
+    // 3. ε-closure below the cutoff.
+    closure(cutoff);
+    return s_.status == 0 && *t_.count <= c_.max_tokens;
+  }
+
+  // The ε-closure from frontier 0 (WfstSearcher::closure): round r relaxes the ε-arcs of the tokens whose way in
+  // changed in round r − 1, from their costs at the round's start; its winners are frozen before the next round.
+  ASRDEC_HD void closure(float cutoff) {
+    exec_.single([&] {
+      s_.cutoff = cutoff;
+      s_.closure_cut = false;
+    });
+    exec_.barrier();
+    std::int64_t relaxed = 0;
+    int from = 0;
+    for (std::int32_t round = 1; s_.frontier_count[from] > 0; ++round, from ^= 1) {
+      const std::int32_t n = s_.frontier_count[from];
+      if (wfst_closure_cut(relaxed, tokens())) {
+        exec_.single([&] { s_.closure_cut = true; });
+        exec_.barrier();
+        break;
+      }
+      relaxed += n;
+      const int to = from ^ 1;
+      const std::int32_t* frontier = k_.frontier[from];
+      exec_.for_each(n, [&](std::int64_t f) {
+        const std::int32_t token = t_.token[frontier[f]];
+        k_.snapshot[token] = k_.cost[token];
+        const std::int32_t state = t_.state[frontier[f]];
+        k_.scan[f] = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
+      });
+      exec_.single([&] { s_.frontier_count[to] = 0; });
+      exec_.barrier();
+      const std::int64_t total = exec_.exclusive_scan(k_.scan, n);
+      exec_.barrier();
+      exec_.for_each(total, [&](std::int64_t i) {
+        std::int32_t f = 0;
+        std::int64_t offset = 0;
+        item(i, n, f, offset);
+        const std::int32_t slot = frontier[f];
+        const std::int64_t arc = g_.epsilon_begin[t_.state[slot]] + offset;
+        const float cost = wfst_epsilon_way(k_.snapshot[t_.token[slot]], g_.weight[arc], boost(g_.olabel[arc]));
+        if (!(cost < cutoff)) return;
+        const WfstOffer offer = wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc));
+        if (offer.slot < 0) {
+          exec_.atomic_or(&s_.status, kWfstLaneFull);
+          return;
+        }
+        if (offer.improved && exec_.atomic_exch(&t_.round[offer.slot], round) != round) {
+          k_.frontier[to][exec_.atomic_add(&s_.frontier_count[to], 1)] = offer.slot;
+        }
+      });
+      exec_.barrier();
+      if (s_.status != 0) return;
+      // The round's winners: their way in, rebuilt from the arc their key names.
+      const std::int32_t changed = s_.frontier_count[to];
+      exec_.for_each(changed, [&](std::int64_t f) {
+        const std::int32_t slot = k_.frontier[to][f];
+        const std::uint64_t key = t_.key[slot];
+        const std::int64_t arc = wfst_key_arc(key);
+        const std::int32_t source = t_.token[wfst_table_find(t_, wfst_arc_source(g_, arc))];
+        const float cost = wfst_epsilon_way(k_.snapshot[source], g_.weight[arc], boost(g_.olabel[arc]));
+        if (!wfst_key_is_fresh(key) || wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
+        const std::int32_t token = t_.token[slot];
+        k_.cost[token] = cost;
+        k_.depth[token] = round;
+        k_.arc[token] = arc;
+        k_.prev[token] = source;
+        k_.local[token] = 1;
+        t_.key[slot] = wfst_frozen_key(key);
+      });
+      exec_.barrier();
+      if (s_.status != 0) return;
+    }
+  }
+
+  // Step 4 (WfstSearcher::commit): the tokens the next frame expands.
+  ASRDEC_HD void commit(float beam, bool overflow) {
+    const std::int32_t n = tokens();
+    exec_.single([&] { s_.best = wfst_ordered_cost(__builtin_huge_valf()); });
+    exec_.barrier();
+    exec_.for_each(n, [&](std::int64_t i) { exec_.atomic_min(&s_.best, wfst_ordered_cost(k_.cost[i])); });
+    exec_.barrier();
+    const float best = wfst_cost_of_ordered(s_.best);
+    const float tight = rounded_add(best, beam);
+    const float cut = widen(s_.cutoff < tight ? s_.cutoff : tight, s_.cutoff);
+    exec_.single([&] { s_.kept = 0; });
+    exec_.barrier();
+    exec_.for_each(n, [&](std::int64_t i) {
+      k_.active[i] = k_.cost[i] < cut ? 1 : 0;
+      if (k_.active[i] != 0) exec_.atomic_add(&s_.kept, 1);
+    });
+    exec_.barrier();
+    const std::int64_t kept = s_.kept;
+    if (overflow && kept > c_.max_tokens) {  // the cheapest max_tokens_per_frame, by (cost, state)
+      const auto order = [&](std::int64_t i) {
+        return static_cast<std::uint64_t>(wfst_ordered_cost(k_.cost[i])) << 32 |
+               static_cast<std::uint32_t>(t_.state[t_.slot_of[i]]);
+      };
+      const std::uint64_t last = wfst_lane_select(exec_, WfstSelectScratch{s_.select_counts, s_.select_state}, n,
+                                                  c_.max_tokens - 1, 64, [&](std::int64_t i, std::uint64_t& value) {
+                                                    value = order(i);
+                                                    return k_.active[i] != 0;
+                                                  });
+      exec_.for_each(n, [&](std::int64_t i) {
+        if (k_.active[i] != 0 && order(i) > last) k_.active[i] = 0;
+      });
+      exec_.single([&] { s_.kept = static_cast<std::int32_t>(c_.max_tokens); });
+      exec_.barrier();
+    }
+    if (s_.kept > c_.max_active) {  // the max_active histogram over [best, cut)
+      const float range = rounded_sub(cut, best);
+      exec_.for_each(kWfstHistogramBins, [&](std::int64_t b) { s_.counts[b] = 0; });
+      exec_.barrier();
+      exec_.for_each(n, [&](std::int64_t i) {
+        if (k_.active[i] != 0) exec_.atomic_add(&s_.counts[wfst_cost_bin(k_.cost[i], best, range)], std::int64_t{1});
+      });
+      exec_.barrier();
+      const std::int32_t last = wfst_last_kept_bin(s_.counts, c_.max_active);
+      exec_.for_each(n, [&](std::int64_t i) {
+        if (k_.active[i] != 0 && wfst_cost_bin(k_.cost[i], best, range) > last) k_.active[i] = 0;
+      });
+      exec_.barrier();
+    }
+  }
+
+  const WfstLaneGraph& g_;
+  const WfstLaneConfig& c_;
+  WfstLaneTable t_;
+  WfstLaneTokens k_;
+  WfstLaneScalars& s_;
+  const float* boost_;
+  Exec& exec_;
+};
+
+}  // namespace asrdec::detail
