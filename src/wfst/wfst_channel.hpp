@@ -89,15 +89,15 @@ class WfstSearcher {
   std::vector<std::int32_t> word_start_labels_;  // sorted input labels of word_start_columns
   std::vector<std::int32_t> slot_;               // [states] index in list_, or -1
   std::vector<FrameToken> list_;                 // the frame being built
-  std::vector<std::int32_t> frontier_;      // ε-closure: the list tokens whose way in changed in the last round
-  std::vector<std::int32_t> next_frontier_;  // … and in this round
-  std::vector<FrameToken> snapshot_;         // … the last round's values, which this round relaxes from
-  std::vector<std::int32_t> changed_in_;     // [list index] the round that last changed the token (-1: none)
-  float cutoff_ = 0.0f;                     // the frame's cutoff (step 2)
-  bool closure_cut_ = false;                // the closure hit its relaxation cap (float rounding on an ε-cycle)
-  std::vector<std::int32_t> order_;         // commit: the active tokens, by index in list_
-  std::vector<float> costs_;                // min_active: the frame's costs, partly ordered
-  const WfstChannel* boosts_of_ = nullptr;  // whose boosts relax() applies
+  std::vector<std::int32_t> frontier_;           // ε-closure: the list tokens whose way in changed in the last round
+  std::vector<std::int32_t> next_frontier_;      // … and in this round
+  std::vector<FrameToken> snapshot_;             // … the last round's values, which this round relaxes from
+  std::vector<std::int32_t> changed_in_;         // [list index] the round that last changed the token (-1: none)
+  float cutoff_ = 0.0f;                          // the frame's cutoff (step 2)
+  bool closure_cut_ = false;                     // the closure hit its relaxation cap (float rounding on an ε-cycle)
+  std::vector<std::int32_t> order_;              // commit: the active tokens, by index in list_
+  std::vector<float> costs_;                     // min_active: the frame's costs, partly ordered
+  const WfstChannel* boosts_of_ = nullptr;       // whose boosts relax() applies
 };
 
 }  // namespace asrdec::detail
