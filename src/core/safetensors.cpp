@@ -252,7 +252,7 @@ TensorView SafetensorsFile::tensor(const std::string& name) const {
     strides[d] = stride;
     stride *= e.shape[static_cast<std::size_t>(d)];
   }
-  const std::byte* address = impl_->addresses[impl_->index.at(name)];
+  const std::byte* address = impl_->addresses[static_cast<std::size_t>(&e - impl_->entries.data())];
   return TensorView(address, dtype, static_cast<int>(e.shape.size()), e.shape.data(), strides, Device::cpu());
 }
 

@@ -15,7 +15,6 @@ namespace asrdec::detail {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr int kBeamTightenings = 8;
 
 }  // namespace
 
@@ -158,7 +157,7 @@ void WfstSearcher::advance(WfstChannel& channel, const float* logp) {
   boosts_of_ = &channel;
   float beam = config_.beam;
   bool fits = expand(channel, logp, beam);
-  for (int i = 0; i < kBeamTightenings && !fits; ++i) {
+  for (int i = 0; i < kWfstBeamTightenings && !fits; ++i) {
     beam *= 0.5f;
     fits = expand(channel, logp, beam);
   }

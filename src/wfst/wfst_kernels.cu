@@ -23,7 +23,6 @@ constexpr int kGatherThreads = 256;
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr unsigned long long kNoKey = ~0ull;
 constexpr std::int32_t kClaimed = -2;
-constexpr int kBeamTightenings = 8;  // as the CPU executor
 constexpr unsigned long long kClosurePopsPerToken = 1024;
 constexpr unsigned long long kClosurePopsExtra = 1ull << 20;
 constexpr float kInf = __builtin_huge_valf();
@@ -365,7 +364,7 @@ __global__ void __launch_bounds__(kFrameThreads) wfst_frame_kernel(WfstKernelArg
     atomicAdd(&s_alive, alive);
     __syncthreads();
     fits = static_cast<std::int64_t>(s_alive) <= P.max_tokens_per_frame;
-    if (fits || attempt == kBeamTightenings) break;
+    if (fits || attempt == kWfstBeamTightenings) break;
     clear_list(L, count);
     __syncthreads();
     beam *= 0.5f;

@@ -14,6 +14,9 @@ namespace asrdec::detail {
 // Costs round once per operation on both executors (asrdec/detail/rounded.hpp), so the CPU and CUDA executors compute
 // bit-identical costs.
 
+/** Times a frame that outgrows max_tokens_per_frame is decoded again with half the beam. */
+constexpr int kWfstBeamTightenings = 8;
+
 /** Bins of the max_active cost histogram over [best, cutoff). */
 constexpr std::int32_t kWfstHistogramBins = 255;
 

@@ -1,6 +1,6 @@
 // The parallel WFST frame step (src/wfst/lane_step) run by a host emulation of a thread block, whose threads take
 // each phase's work items in a chosen order (identity, reversed, shuffled), against WfstSearcher, the CPU executor:
-// every frame's tokens (state, cost bits, ε-depth's arc, the predecessor), the active tokens, the overflow flag and the
+// every frame's tokens (state, cost bits, arc, the predecessor), the active tokens, the overflow flag and the
 // final results must be the same, whatever the order. Random graphs in the CUDA tests' four kinds (exact, pruned,
 // queue pressure, min_active at a tight beam) with boosts, and the sample TLG under the pressure limits.
 
@@ -118,12 +118,16 @@ class EmulatedLane {
         detail::WfstLaneGraph{a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(),
                               a.weight.data(),         a.next_state.data(),    a.num_states,    a.start};
     const auto n = static_cast<std::size_t>(capacity);
-    cost_.resize(n), depth_.resize(n), arc_.resize(n), prev_.resize(n), local_.resize(n), active_.resize(n);
+    cost_.resize(n), arc_.resize(n), prev_.resize(n), local_.resize(n), active_.resize(n);
     snapshot_.resize(n), frontier0_.resize(n), frontier1_.resize(n), scan_.resize(n + 1);
-    tokens_ =
-        detail::WfstLaneTokens{cost_.data(),  depth_.data(),  arc_.data(),      prev_.data(),
-                               local_.data(), active_.data(), snapshot_.data(), {frontier0_.data(), frontier1_.data()},
-                               scan_.data()};
+    tokens_ = detail::WfstLaneTokens{cost_.data(),
+                                     arc_.data(),
+                                     prev_.data(),
+                                     local_.data(),
+                                     active_.data(),
+                                     snapshot_.data(),
+                                     {frontier0_.data(), frontier1_.data()},
+                                     scan_.data()};
   }
 
   const WfstChannel& channel() const { return channel_; }
@@ -201,7 +205,7 @@ class EmulatedLane {
   detail::WfstLaneConfig config_;
   HostTable table_, previous_;
   std::vector<float> cost_, snapshot_;
-  std::vector<std::int32_t> depth_, local_, active_, frontier0_, frontier1_;
+  std::vector<std::int32_t> local_, active_, frontier0_, frontier1_;
   std::vector<std::int64_t> arc_, prev_, scan_;
   detail::WfstLaneTokens tokens_{};
   detail::WfstLaneScalars scalars_{};

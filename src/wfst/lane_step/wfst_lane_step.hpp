@@ -81,7 +81,6 @@ struct WfstLaneActive {
 /** The frame's tokens, by token number (the table's numbering). */
 struct WfstLaneTokens {
   float* cost;
-  std::int32_t* depth;
   std::int64_t* arc;
   std::int64_t* prev;  ///< history index (emitting), or the predecessor's token number (ε, `local`)
   std::int32_t* local;
@@ -122,7 +121,6 @@ class WfstLaneStep {
       s_.status = 0;
       const WfstOffer offer = wfst_table_offer(t_, exec_, g_.start, wfst_way_key(0.0f, -1));
       k_.cost[0] = 0.0f;
-      k_.depth[0] = 0;
       k_.arc[0] = -1;
       k_.prev[0] = -1;
       k_.local[0] = 0;
@@ -142,7 +140,7 @@ class WfstLaneStep {
     exec_.barrier();
     float beam = c_.beam;
     bool fits = expand(active, logp, beam);
-    for (int i = 0; i < 8 && !fits && s_.status == 0; ++i) {
+    for (int i = 0; i < kWfstBeamTightenings && !fits && s_.status == 0; ++i) {
       beam *= 0.5f;
       fits = expand(active, logp, beam);
     }
@@ -271,7 +269,6 @@ class WfstLaneStep {
       const float cost = emitting_way(active, from, arc, logp);
       if (wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
       k_.cost[i] = cost;
-      k_.depth[i] = 0;
       k_.arc[i] = arc;
       k_.prev[i] = active.index[from];
       k_.local[i] = 0;
@@ -346,7 +343,6 @@ class WfstLaneStep {
         if (!wfst_key_is_fresh(key) || wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
         const std::int32_t token = t_.token[slot];
         k_.cost[token] = cost;
-        k_.depth[token] = round;
         k_.arc[token] = arc;
         k_.prev[token] = source;
         k_.local[token] = 1;
