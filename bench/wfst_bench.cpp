@@ -119,6 +119,10 @@ void wfst_decode(benchmark::State& state, Device device) {
   if (!device.is_cpu()) decoder.decode(logprobs, lengths);  // lanes allocated and graphs captured before timing
   for (auto _ : state) benchmark::DoNotOptimize(decoder.decode(logprobs, lengths));
   set_rtfx(state, b.total_frames);
+  if (!device.is_cpu()) {
+    state.counters["lane_MB"] = static_cast<double>(decoder.lane_device_bytes()) / 1e6;
+    state.counters["host_rows"] = static_cast<double>(decoder.host_fallbacks());  // rows decoded on the CPU, all calls
+  }
 }
 
 // CPU scaling: the batch on `threads` threads (argument 3); compare with threads = 1 of the same run.

@@ -76,7 +76,9 @@ void bind_wfst(nb::module_& m) {
                                              field("use_final_probs", config.use_final_probs),
                                              field("blank_id", config.blank_id),
                                              field("word_start_columns", config.word_start_columns),
-                                             field("max_open_utterances", config.max_open_utterances)};
+                                             field("max_open_utterances", config.max_open_utterances),
+                                             field("device_frame_tokens", config.device_frame_tokens),
+                                             field("device_history_tokens", config.device_history_tokens)};
             add_execution(keywords, config);
             apply_keywords(kwargs, keywords, "WfstDecoder");
             new (self) WfstDecoder(graph, config, device_of(device));
@@ -121,6 +123,9 @@ void bind_wfst(nb::module_& m) {
           "Streaming: row b continues utterance rows[b] (docs/streaming.md).")
       .def("cancel", &WfstDecoder::cancel, "utterance"_a)
       .def_prop_ro("open_utterances", &WfstDecoder::open_utterances)
+      .def_prop_ro("lane_device_bytes", &WfstDecoder::lane_device_bytes)
+      .def_prop_ro("host_fallbacks", &WfstDecoder::host_fallbacks,
+                   "CUDA: rows of decode() that a lane could not hold, decoded on the CPU instead.")
       .def_prop_ro("device", &WfstDecoder::device)
       .def_prop_ro("graph_mode", [](const WfstDecoder& d) { return std::string(to_string(d.graph_mode())); })
       .def("__repr__", [](const WfstDecoder& d) { return d.config().to_string(); });

@@ -1,7 +1,8 @@
 #pragma once
-// Internal: the CUDA executor behind WfstDecoder. Channels (per-stream state, wfst_channel.hpp) stay on the host;
-// the executor decodes their frames on the device, lane by lane, and appends the frames' tokens to them, so
-// results, streaming and history collection are the CPU's code.
+// Internal: the CUDA executor behind WfstDecoder. Whole utterances (decode) stay on the device from the start to
+// their best path (wfst_rows_kernel.hpp); the host turns paths into results with the CPU's code. Streams
+// (decode_chunks) and n-best lists keep their channels (wfst_channel.hpp) on the host: the executor decodes their
+// frames on the device and appends the frames' tokens to them, so results and history collection are the CPU's.
 
 #include <memory>
 #include <vector>
@@ -21,9 +22,16 @@ class WfstBackend {
   /** Decodes frames [0, lengths[b]) of every row b through channels[b] on `stream` (nullptr: the legacy default
    *  stream); returns when they are in the channels. */
   virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels, StreamHandle stream) = 0;
+  /** Whole utterances: frames [0, lengths[b]) of every row b from the start, and the result of its best path by the
+   *  final rule (as WfstSearcher::start, advance and result(final = true)); `boost_rows[b]`: row b's boosts by word
+   *  (WfstSearcher::boost_row; empty: none). Values must have been checked. */
+  virtual std::vector<WfstResult> decode(const CtcInput& problem, const std::vector<std::vector<float>>& boost_rows,
+                                         StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
-  /** Device bytes of one lane (WfstDecoder::lane_device_bytes). */
+  /** Device bytes of one lane of decode() (WfstDecoder::lane_device_bytes). */
   virtual std::int64_t lane_device_bytes() const = 0;
+  /** Rows of decode() decoded on the CPU since construction (WfstDecoder::host_fallbacks). */
+  virtual std::int64_t host_fallbacks() const = 0;
 };
 
 #if ASRDEC_WITH_CUDA

@@ -84,18 +84,25 @@ void WfstSearcher::closure(float cutoff) {
   std::fill_n(changed_in_.begin(), std::min(changed_in_.size(), list_.size()), -1);
 }
 
-void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) {
-  channel = WfstChannel{};
-  if (!boosts.empty()) {
-    channel.boost_by_word.assign(static_cast<std::size_t>(graph_->max_output_label()) + 1, 0.0f);
-    for (const auto& [word, score] : boosts) {
-      ASRDEC_CHECK_ARG(word >= 1 && word <= graph_->max_output_label(), "word boosting: word id ", word,
-                       " is not an output label of the graph (1 … ", graph_->max_output_label(), ")");
-      ASRDEC_CHECK_ARG(std::isfinite(score), "word boosting: the score of word ", word, " is ", score);
-      channel.boost_by_word[static_cast<std::size_t>(word)] += score;
-    }
-    graph_->check_word_boosts(channel.boost_by_word);
+std::vector<float> WfstSearcher::boost_row(const WordBoosts& boosts) const {
+  std::vector<float> row;
+  if (boosts.empty()) return row;
+  row.assign(static_cast<std::size_t>(graph_->max_output_label()) + 1, 0.0f);
+  for (const auto& [word, score] : boosts) {
+    ASRDEC_CHECK_ARG(word >= 1 && word <= graph_->max_output_label(), "word boosting: word id ", word,
+                     " is not an output label of the graph (1 … ", graph_->max_output_label(), ")");
+    ASRDEC_CHECK_ARG(std::isfinite(score), "word boosting: the score of word ", word, " is ", score);
+    row[static_cast<std::size_t>(word)] += score;
   }
+  graph_->check_word_boosts(row);
+  return row;
+}
+
+void WfstSearcher::start(WfstChannel& channel, const WordBoosts& boosts) { start_with(channel, boost_row(boosts)); }
+
+void WfstSearcher::start_with(WfstChannel& channel, std::vector<float> boost_by_word) {
+  channel = WfstChannel{};
+  channel.boost_by_word = std::move(boost_by_word);
   boosts_of_ = &channel;
   clear_frame();
   relax(g_->start, FrameToken{0, 0.0f, 0, -1, -1, false});
@@ -373,33 +380,39 @@ std::vector<WfstResult> WfstSearcher::nbest(const WfstChannel& channel, std::int
 
 void WfstSearcher::trace(const WfstChannel& channel, std::int64_t best, float best_total, std::int32_t blank_label,
                          WfstResult& r) const {
-  const WfstToken& last = channel.history[static_cast<std::size_t>(best)];
   r.cost = best_total;
-  r.graph_cost = r.reached_final ? g_->final_weight[static_cast<std::size_t>(last.state)] : 0.0f;
-
-  std::vector<std::int64_t> path;
+  std::vector<WfstPathStep> steps;
+  std::size_t walked = 0;
   for (std::int64_t i = best; i >= 0; i = channel.history[static_cast<std::size_t>(i)].prev) {
     // Back-pointers form a tree; a walk longer than the history would mean a cycle (an internal error).
-    ASRDEC_EXPECTS(path.size() <= channel.history.size(), Error,
+    ASRDEC_EXPECTS(++walked <= channel.history.size() + 1, Error,
                    "WFST traceback: circular back-pointers in the token history (internal error)");
-    path.push_back(i);
+    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
+    if (t.arc >= 0) steps.push_back(WfstPathStep{static_cast<std::int32_t>(t.arc), t.frame});
   }
-  std::reverse(path.begin(), path.end());
-  const std::int32_t last_frame = std::max(channel.frames - 1, 0);
+  std::reverse(steps.begin(), steps.end());
+  trace_path(steps, channel.history[static_cast<std::size_t>(best)].state, channel.boost_by_word, channel.frames,
+             blank_label, r);
+}
+
+void WfstSearcher::trace_path(const std::vector<WfstPathStep>& steps, std::int32_t last_state,
+                              const std::vector<float>& boost_by_word, std::int32_t frames, std::int32_t blank_label,
+                              WfstResult& r) const {
+  r.graph_cost = r.reached_final ? g_->final_weight[static_cast<std::size_t>(last_state)] : 0.0f;
+  const std::int32_t last_frame = std::max(frames - 1, 0);
   std::int32_t start = -1, stop = -1, arc_frame = 0;
   const auto close_word = [&]() {
     if (r.words.empty()) return;
     r.word_start_frames.push_back(start >= 0 ? start : arc_frame);
     r.word_end_frames.push_back(start >= 0 ? stop : arc_frame);
   };
-  for (const std::int64_t i : path) {
-    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
-    if (t.arc < 0) continue;
-    const std::int32_t ilabel = g_->ilabel[static_cast<std::size_t>(t.arc)];
-    const std::int32_t olabel = g_->olabel[static_cast<std::size_t>(t.arc)];
-    r.graph_cost += g_->weight[static_cast<std::size_t>(t.arc)] - boost(channel, olabel);
-    // An emitting arc consumed frame t.frame − 1; an ε-arc lies before the next frame.
-    const std::int32_t frame = ilabel != 0 ? t.frame - 1 : std::min(t.frame, last_frame);
+  for (const WfstPathStep& step : steps) {
+    const auto arc = static_cast<std::size_t>(step.arc);
+    const std::int32_t ilabel = g_->ilabel[arc];
+    const std::int32_t olabel = g_->olabel[arc];
+    r.graph_cost += g_->weight[arc] - boost(boost_by_word, olabel);
+    // An emitting arc consumed frame step.frame − 1; an ε-arc lies before the next frame.
+    const std::int32_t frame = ilabel != 0 ? step.frame - 1 : std::min(step.frame, last_frame);
     if (olabel != 0) {
       close_word();
       r.words.push_back(olabel);
@@ -412,24 +425,22 @@ void WfstSearcher::trace(const WfstChannel& channel, std::int64_t best, float be
     }
   }
   close_word();
-  token_word_frames(channel, path, blank_label, r);
+  token_word_frames(steps, blank_label, r);
   // The graph part is summed along the path; the acoustic part is the rest (the search keeps one cost per token).
   r.acoustic_cost = r.cost - r.graph_cost;
 }
 
 // Word frames from word-starting tokens (wfst_decoder.hpp), replacing the output-arc frames when the path has exactly
 // one word-starting token per word.
-void WfstSearcher::token_word_frames(const WfstChannel& channel, const std::vector<std::int64_t>& path,
-                                     std::int32_t blank_label, WfstResult& r) const {
+void WfstSearcher::token_word_frames(const std::vector<WfstPathStep>& steps, std::int32_t blank_label,
+                                     WfstResult& r) const {
   if (word_start_labels_.empty() || r.words.empty()) return;
   std::vector<std::int32_t> starts, ends;
   std::int32_t previous = 0;  // input label of the previous frame (0: none yet, or blank)
-  for (const std::int64_t i : path) {
-    const WfstToken& t = channel.history[static_cast<std::size_t>(i)];
-    if (t.arc < 0) continue;
-    const std::int32_t ilabel = g_->ilabel[static_cast<std::size_t>(t.arc)];
+  for (const WfstPathStep& step : steps) {
+    const std::int32_t ilabel = g_->ilabel[static_cast<std::size_t>(step.arc)];
     if (ilabel == 0) continue;
-    const std::int32_t frame = t.frame - 1;
+    const std::int32_t frame = step.frame - 1;
     if (ilabel == blank_label) {
       previous = 0;
       continue;

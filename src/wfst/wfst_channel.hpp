@@ -38,8 +38,13 @@ class WfstSearcher {
  public:
   WfstSearcher(const WfstGraph& graph, const WfstDecoderConfig& config);
 
+  /** `boosts` as a row of boosts by word id (summed per word; empty when there are none), validated: words of the
+   *  graph, finite scores, and no ε-cycle made to cost ≤ 0 (InvalidArgument). */
+  std::vector<float> boost_row(const WordBoosts& boosts) const;
   /** A new channel: the start state's ε-closure (before any frame), with `boosts` (validated). */
   void start(WfstChannel& channel, const WordBoosts& boosts);
+  /** The same with boosts already made a row by boost_row (empty: none). */
+  void start_with(WfstChannel& channel, std::vector<float> boost_by_word);
   /** One frame: `logp` holds the frame's log-probabilities (at least max_input_label columns). */
   void advance(WfstChannel& channel, const float* logp);
   /** Appends one frame decoded elsewhere (the CUDA executor): `tokens` as described by WfstStoredToken, whose
@@ -51,6 +56,12 @@ class WfstSearcher {
   /** The n best distinct word sequences among the paths of the final frame's tokens (see WfstDecoder::decode_nbest),
    *  best first; empty when no path survived. */
   std::vector<WfstResult> nbest(const WfstChannel& channel, std::int32_t blank_label, std::int64_t n) const;
+  /** The words, word frames and cost split of a path found elsewhere (the CUDA executor): `steps` in order, ending in
+   *  `last_state`, with the boosts `boost_by_word` (empty: none), after `frames` frames; r.cost and r.reached_final
+   *  must be set. */
+  void trace_path(const std::vector<WfstPathStep>& steps, std::int32_t last_state,
+                  const std::vector<float>& boost_by_word, std::int32_t frames, std::int32_t blank_label,
+                  WfstResult& r) const;
 
  private:
   struct FrameToken {
@@ -72,16 +83,16 @@ class WfstSearcher {
    *  frame list when it holds more than min_active, else to `all` (a bound above every token). */
   float widen_to_min_active(float bound, float all);
   std::int64_t count_below(float bound) const;
-  float boost(const WfstChannel& channel, std::int32_t word) const {
-    return channel.boost_by_word.empty() ? 0.0f : channel.boost_by_word[static_cast<std::size_t>(word)];
+  static float boost(const std::vector<float>& boost_by_word, std::int32_t word) {
+    return boost_by_word.empty() ? 0.0f : boost_by_word[static_cast<std::size_t>(word)];
   }
+  float boost(const WfstChannel& channel, std::int32_t word) const { return boost(channel.boost_by_word, word); }
   void clear_frame();
   void collect_history(WfstChannel& channel) const;
   /** The result of the path ending in history entry `best` with total cost `best_total` (r.reached_final set). */
   void trace(const WfstChannel& channel, std::int64_t best, float best_total, std::int32_t blank_label,
              WfstResult& r) const;
-  void token_word_frames(const WfstChannel& channel, const std::vector<std::int64_t>& path, std::int32_t blank_label,
-                         WfstResult& r) const;
+  void token_word_frames(const std::vector<WfstPathStep>& steps, std::int32_t blank_label, WfstResult& r) const;
 
   const WfstGraph* graph_;
   const WfstGraphArrays* g_;

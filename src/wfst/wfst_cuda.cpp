@@ -1,9 +1,15 @@
-// The CUDA executor of WFST beam search (wfst_decoder.hpp). Rows of a call are decoded in groups of `lanes_`;
-// per group, programs of kWfstFramesPerProgram frame steps (one CUDA graph each) alternate between two output
-// segments: while the device fills one, the host copies the other's tokens and appends them to the channels.
+// The CUDA executor of WFST beam search (wfst_decoder.hpp).
 //
-// Memory: the lanes' arrays are dense over the graph's states (about 100 bytes per state per lane, most of it the
-// two segments), so the number of lanes is chosen from the free device memory when they are allocated.
+// Whole utterances (decode): one launch of the rows kernel (wfst_rows_kernel.hpp) per call. Its lanes are sized by
+// tokens (wfst_lane_layout.hpp: a few MB each, whatever the graph), as many as the batch, max_device_bytes and 1024
+// allow; each takes rows from a queue and leaves the best path of each. The host makes results from the paths with the
+// CPU's code; a row a lane could not hold (more tokens in a frame, or more live back-pointers, than a lane has room
+// for) is decoded again on the CPU, exactly.
+//
+// Streams (advance): rows are decoded in groups of `lanes_`; per group, programs of kWfstFramesPerProgram frame steps
+// (one CUDA graph each) alternate between two output segments: while the device fills one, the host copies the
+// other's tokens and appends them to the channels. These lanes' arrays are dense over the graph's states (about 100
+// bytes per state per lane, most of it the two segments).
 
 #include <algorithm>
 #include <array>
@@ -16,8 +22,10 @@
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
+#include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_kernels.hpp"
+#include "wfst/wfst_rows_kernel.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -51,7 +59,9 @@ class WfstCuda final : public WfstBackend {
         lifecycle_(device, config.graph_mode),
         copy_stream_(device),
         input_(1, device),
-        bad_value_(1, device) {
+        bad_value_(1, device),
+        queue_(2, device),
+        fallback_(graph, config) {
     const WfstGraphArrays& a = graph.arrays();
     ASRDEC_EXPECTS(graph.num_arcs() < (std::int64_t{1} << 31) && a.num_states < (1 << 30), Unsupported,
                    "WFST decoding on CUDA supports graphs of up to 2^31 arcs and 2^30 states; ", graph.source(),
@@ -62,6 +72,11 @@ class WfstCuda final : public WfstBackend {
       segment_free_[s].create();
     }
     preload_wfst_kernels();
+    preload_wfst_rows_kernel();
+    row_layout_ = wfst_lane_layout(
+        config.device_frame_tokens > 0 ? static_cast<std::int32_t>(config.device_frame_tokens) : kWfstLaneTokens,
+        config.device_history_tokens > 0 ? static_cast<std::int32_t>(config.device_history_tokens) : kWfstLaneHistory,
+        static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads);
     Stream setup(device_);
     cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {
@@ -77,13 +92,13 @@ class WfstCuda final : public WfstBackend {
     upload(olabel_, a.olabel);
     upload(next_state_, a.next_state);
     upload(weight_, a.weight);
+    if (config.use_final_probs) upload(final_weight_, a.final_weight);
     setup.synchronize();
   }
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
-  std::int64_t lane_device_bytes() const override {
-    return static_cast<std::int64_t>(lane_bytes(graph_.max_input_label()));
-  }
+  std::int64_t lane_device_bytes() const override { return row_layout_.bytes; }
+  std::int64_t host_fallbacks() const override { return host_rows_; }
 
   void check_values(const CtcInput& p, StreamHandle user_stream) override {
     if (p.batch == 0 || p.logprobs.numel() == 0) return;
@@ -132,9 +147,149 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
+  std::vector<WfstResult> decode(const CtcInput& p, const std::vector<std::vector<float>>& boost_rows,
+                                 StreamHandle user_stream) override {
+    std::vector<WfstResult> results(static_cast<std::size_t>(p.batch));
+    if (p.batch == 0) return results;
+    DeviceGuard guard(device_);
+    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    const auto batch = static_cast<std::size_t>(p.batch);
+    std::int64_t path_capacity = 0;
+    for (const std::int32_t length : p.host_lengths) path_capacity += 4 * static_cast<std::int64_t>(length) + 64;
+    try {
+      ensure_row_lanes(p.batch, path_capacity, stream);
+      // The rows' boosts, packed: row b reads row boost_row[b] of the table, or none.
+      const std::size_t width = static_cast<std::size_t>(graph_.max_output_label()) + 1;
+      std::size_t boosted = 0;
+      for (const std::vector<float>& row : boost_rows) boosted += row.empty() ? 0 : 1;
+      host_boost_row_.reserve_discard(batch);
+      host_boosts_.reserve_discard(std::max<std::size_t>(boosted * width, 1));
+      if (boosts_.size() < boosted * width) boosts_ = DeviceBuffer<float>(boosted * width, device_);
+      if (boost_row_.size() < batch) boost_row_ = DeviceBuffer<std::int32_t>(batch, device_);
+      std::size_t next = 0;
+      for (std::size_t b = 0; b < batch; ++b) {
+        const std::vector<float>& row = b < boost_rows.size() ? boost_rows[b] : std::vector<float>{};
+        host_boost_row_[b] = row.empty() ? -1 : static_cast<std::int32_t>(next);
+        if (!row.empty()) std::copy(row.begin(), row.end(), host_boosts_.data() + (next++) * width);
+      }
+      copy_bytes_async(boost_row_.data(), device_, host_boost_row_.data(), Device::cpu(), batch * 4, stream);
+      if (boosted > 0) {
+        copy_bytes_async(boosts_.data(), device_, host_boosts_.data(), Device::cpu(), boosted * width * 4, stream);
+      }
+      upload_lengths(p, stream);
+      fill_bytes_async(queue_.data(), device_, 0, queue_.bytes(), stream);
+      WfstRowsArgs a{};
+      const WfstGraphArrays& g = graph_.arrays();
+      a.graph = WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
+                              weight_.data(),         next_state_.data(),    g.num_states,   g.start};
+      a.final_weight = config_.use_final_probs ? final_weight_.data() : nullptr;
+      a.config = WfstLaneConfig{config_.beam, config_.acoustic_scale, config_.max_active, config_.min_active,
+                                config_.max_tokens_per_frame};
+      a.input = input_of(p);
+      a.lengths = lengths_.data();
+      a.boost_row = boost_row_.data();
+      a.boosts = boosts_.data();
+      a.boost_width = static_cast<std::int64_t>(width);
+      a.batch = static_cast<std::int32_t>(p.batch);
+      a.layout = row_layout_;
+      a.lanes = row_lanes_.data();
+      a.next_row = reinterpret_cast<std::int32_t*>(queue_.data());
+      a.outcomes = outcomes_.data();
+      a.paths = paths_.data();
+      a.path_capacity = path_capacity;
+      a.paths_used = queue_.data() + 1;
+      launch_wfst_rows(p.logprobs.dtype(), a, static_cast<std::int32_t>(std::min(row_lane_count_, p.batch)), stream);
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outcomes_.data(), outcomes_.data(), batch * sizeof(WfstRowOutcome),
+                                        cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_paths_.data(), paths_.data(),
+                                        static_cast<std::size_t>(path_capacity) * sizeof(WfstPathStep),
+                                        cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    } catch (...) {
+      cudaStreamSynchronize(stream);
+      rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
+      throw;
+    }
+    const std::int32_t blank_label = p.blank + 1;
+    for (std::size_t b = 0; b < batch; ++b) {
+      const WfstRowOutcome& o = host_outcomes_[b];
+      ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
+                     "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
+      const std::vector<float> none;
+      const std::vector<float>& boosts = b < boost_rows.size() ? boost_rows[b] : none;
+      if (o.status != 0) {
+        results[b] = decode_on_host(p, static_cast<std::int64_t>(b), boosts, stream);
+        host_rows_ += 1;
+        continue;
+      }
+      const WfstPathStep* steps = host_paths_.data() + o.path_offset;
+      results[b] = wfst_row_result(fallback_, o, std::vector<WfstPathStep>(steps, steps + o.path_length),
+                                   p.host_lengths[b], boosts, blank_label);
+    }
+    return results;
+  }
+
  private:
   static WfstInputArgs input_of(const CtcInput& p) {
     return WfstInputArgs{p.logprobs.data(), p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)};
+  }
+
+  // Lanes of decode() for `batch` rows (as many as max_device_bytes and kMaxLanes allow) and the per-call buffers;
+  // never shrunk. Every lane byte is 0xff (an empty lane) after allocation, and after each row.
+  void ensure_row_lanes(std::int64_t batch, std::int64_t path_capacity, cudaStream_t stream) {
+    const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / row_layout_.bytes);
+    ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", row_layout_.bytes,
+                   " bytes of device memory, above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
+    const std::int64_t lanes = std::min(batch, max_lanes);
+    if (lanes > row_lane_count_ || !rows_clean_) {
+      const std::int64_t count = std::max(lanes, row_lane_count_);
+      if (count > row_lane_count_) {
+        row_lanes_ = DeviceBuffer<unsigned char>();  // the old lanes go first: both may not fit
+        row_lane_count_ = 0;
+        row_lanes_ = DeviceBuffer<unsigned char>(static_cast<std::size_t>(count * row_layout_.bytes), device_);
+        row_lane_count_ = count;
+      }
+      fill_bytes_async(row_lanes_.data(), device_, 0xff, row_lanes_.bytes(), stream);
+      rows_clean_ = true;
+    }
+    const auto rows = static_cast<std::size_t>(batch);
+    if (outcomes_.size() < rows) {
+      outcomes_ = DeviceBuffer<WfstRowOutcome>(rows, device_);
+      host_outcomes_ = PinnedBuffer<WfstRowOutcome>(rows, Device::cpu());
+    }
+    const auto steps = static_cast<std::size_t>(path_capacity);
+    if (paths_.size() < steps) {
+      paths_ = DeviceBuffer<WfstPathStep>(steps, device_);
+      host_paths_ = PinnedBuffer<WfstPathStep>(steps, Device::cpu());
+    }
+  }
+
+  // Row b from the start on the CPU executor (a row no lane could hold): its frames copied to the host.
+  WfstResult decode_on_host(const CtcInput& p, std::int64_t b, const std::vector<float>& boosts, cudaStream_t stream) {
+    const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+    const std::int64_t element = dtype_size(p.logprobs.dtype());
+    const std::int64_t span =
+        length == 0 ? 0 : (length - 1) * p.logprobs.stride(1) + (p.columns - 1) * p.logprobs.stride(2) + 1;
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(std::max<std::int64_t>(span * element, 1)));
+    if (span > 0) {
+      const auto* row = static_cast<const unsigned char*>(p.logprobs.data()) + b * p.logprobs.stride(0) * element;
+      ASRDEC_CUDA_CHECK(
+          cudaMemcpyAsync(bytes.data(), row, static_cast<std::size_t>(span * element), cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    CtcInput row = p;
+    row.logprobs = TensorView(bytes.data(), p.logprobs.dtype(), {1, std::max(p.frames, std::int64_t{1}), p.columns},
+                              {0, p.logprobs.stride(1), p.logprobs.stride(2)});
+    WfstChannel channel;
+    fallback_.start_with(channel, boosts);
+    std::vector<float> frame(static_cast<std::size_t>(p.columns));
+    for (std::int32_t t = 0; t < length; ++t) {
+      read_ctc_frame(row, 0, t, false, frame.data());
+      fallback_.advance(channel, frame.data());
+    }
+    return fallback_.result(channel, true, p.blank + 1);
   }
 
   void upload_lengths(const CtcInput& p, cudaStream_t stream) {
@@ -383,6 +538,23 @@ class WfstCuda final : public WfstBackend {
   DeviceBuffer<std::int64_t> emitting_begin_, epsilon_begin_;
   DeviceBuffer<std::int32_t> ilabel_, olabel_, next_state_;
   DeviceBuffer<float> weight_;
+  DeviceBuffer<float> final_weight_;
+  // decode(): the rows kernel's lanes and per-call buffers; a searcher for the rows no lane could hold.
+  DeviceBuffer<unsigned long long> queue_;  // [0]: the next row (int32), [1]: path steps used
+  WfstSearcher fallback_;
+  WfstLaneLayout row_layout_;
+  DeviceBuffer<unsigned char> row_lanes_;
+  std::int64_t row_lane_count_ = 0;
+  bool rows_clean_ = true;
+  std::int64_t host_rows_ = 0;
+  DeviceBuffer<std::int32_t> boost_row_;
+  DeviceBuffer<float> boosts_;
+  PinnedBuffer<std::int32_t> host_boost_row_;
+  PinnedBuffer<float> host_boosts_;
+  DeviceBuffer<WfstRowOutcome> outcomes_;
+  PinnedBuffer<WfstRowOutcome> host_outcomes_;
+  DeviceBuffer<WfstPathStep> paths_;
+  PinnedBuffer<WfstPathStep> host_paths_;
   std::int64_t lanes_ = 0;
   std::int64_t columns_ = 0;
   DeviceBuffer<unsigned long long> key_, emit_win_, eps_win_;

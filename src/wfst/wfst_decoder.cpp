@@ -31,6 +31,12 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(blank_id >= -1, "WfstDecoderConfig.blank_id must be -1 (last column) or a column, got ", blank_id);
   ASRDEC_CHECK_ARG(max_device_bytes >= 1, "WfstDecoderConfig.max_device_bytes must be at least 1, got ",
                    max_device_bytes);
+  ASRDEC_CHECK_ARG(device_frame_tokens >= 0 && device_frame_tokens <= (std::int64_t{1} << 24),
+                   "WfstDecoderConfig.device_frame_tokens must be in [0, 2^24] (0: the default), got ",
+                   device_frame_tokens);
+  ASRDEC_CHECK_ARG(
+      device_history_tokens == 0 || (device_history_tokens >= 16 && device_history_tokens <= (std::int64_t{1} << 28)),
+      "WfstDecoderConfig.device_history_tokens must be 0 (the default) or in [16, 2^28], got ", device_history_tokens);
   ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
                    "WfstDecoderConfig.threads must be in [0, 1024] (0: every core), got ", threads);
   ASRDEC_CHECK_ARG(max_open_utterances >= 1 && max_open_utterances <= BatchLimits::kMaxBatch,
@@ -47,8 +53,10 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_tokens_per_frame=", max_tokens_per_frame, ", acoustic_scale=", acoustic_scale,
                 ", use_final_probs=", use_final_probs ? "true" : "false", ", blank_id=", blank_id,
                 ", check_values=", check_values ? "true" : "false", ", graph_mode=", asrdec::to_string(graph_mode),
-                ", max_device_bytes=", max_device_bytes, ", threads=", threads,
-                ", max_open_utterances=", max_open_utterances, "}");
+                ", max_device_bytes=", max_device_bytes,
+                device_frame_tokens > 0 ? concat(", device_frame_tokens=", device_frame_tokens) : std::string(),
+                device_history_tokens > 0 ? concat(", device_history_tokens=", device_history_tokens) : std::string(),
+                ", threads=", threads, ", max_open_utterances=", max_open_utterances, "}");
 }
 
 // The CPU executor's parallel loops: functions of this file, not members, so that the closures they hand the thread
@@ -213,6 +221,13 @@ std::vector<std::vector<WfstResult>> WfstDecoder::decode_nbest(const TensorView&
   std::vector<std::vector<WfstResult>> results;
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
+  if (self.cuda && n == 1) {  // whole utterances on the device, only paths back
+    if (self.config.check_values) self.check_values(p, stream);
+    std::vector<std::vector<float>> boost_rows(static_cast<std::size_t>(p.batch));
+    for (std::size_t b = 0; b < boosts.size(); ++b) boost_rows[b] = self.searcher.boost_row(boosts[b]);
+    for (WfstResult& r : self.cuda->decode(p, boost_rows, stream)) results.push_back({std::move(r)});
+    return results;
+  }
   if (self.cuda) {
     if (self.config.check_values) self.check_values(p, stream);
     std::vector<detail::WfstChannel> channels(static_cast<std::size_t>(p.batch));
@@ -283,6 +298,10 @@ std::int64_t WfstDecoder::open_utterances() const { return detail::live(impl_, "
 std::int64_t WfstDecoder::lane_device_bytes() const {
   const Impl& self = detail::live(impl_, "WfstDecoder");
   return self.cuda ? self.cuda->lane_device_bytes() : 0;
+}
+std::int64_t WfstDecoder::host_fallbacks() const {
+  const Impl& self = detail::live(impl_, "WfstDecoder");
+  return self.cuda ? self.cuda->host_fallbacks() : 0;
 }
 const WfstGraph& WfstDecoder::graph() const { return detail::live(impl_, "WfstDecoder").graph; }
 const WfstDecoderConfig& WfstDecoder::config() const { return detail::live(impl_, "WfstDecoder").config; }

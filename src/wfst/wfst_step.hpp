@@ -79,6 +79,12 @@ struct WfstStoredToken {
   std::int32_t active;
 };
 
+/** One step of a path (the start excluded): the arc taken and the frames consumed after it (WfstToken::frame). */
+struct WfstPathStep {
+  std::int32_t arc;
+  std::int32_t frame;
+};
+
 /** The histogram bin of a token cost in [best, best + range) (range > 0): 0 … kWfstHistogramBins − 1. */
 ASRDEC_HD_INLINE std::int32_t wfst_cost_bin(float cost, float best, float range) {
   const float position = (cost - best) / range * static_cast<float>(kWfstHistogramBins);

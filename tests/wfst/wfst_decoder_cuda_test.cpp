@@ -133,7 +133,10 @@ TEST(WfstDecoderCUDA, SampleTlgEqualsTheCpuUnderPressure) {
     for (std::int32_t column = 0; column < 8; ++column) config.word_start_columns.push_back(column);
     SCOPED_TRACE(config.to_string());
     const std::vector<WfstResult> want = WfstDecoder(graph, config).decode(host, lens);
-    const std::vector<WfstResult> got = WfstDecoder(graph, config, cuda).decode(device_view, lens);
+    WfstDecoder decoder(graph, config, cuda);
+    const std::vector<WfstResult> got = decoder.decode(device_view, lens);
+    EXPECT_EQ(decoder.host_fallbacks(), 0) << "the default lanes could not hold the sample";
+    EXPECT_LE(decoder.lane_device_bytes(), 4 << 20);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t b = 0; b < got.size(); ++b) {
       expect_same_with_overflow(got[b], want[b], "utterance " + std::to_string(b));
@@ -142,6 +145,38 @@ TEST(WfstDecoderCUDA, SampleTlgEqualsTheCpuUnderPressure) {
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(overflowed, 0) << "max_tokens_per_frame never overflowed";
+}
+
+// Lanes too small for some frames or some utterances' live paths, and fewer lanes than rows: rows go through the
+// lanes' queue, and those no lane can hold are decoded on the CPU, with the CPU's results.
+TEST(WfstDecoderCUDA, SmallLanesQueueRowsAndFallBackExactly) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  std::int64_t rejected = 0, fallbacks = 0, rows = 0;
+  for (int i = 0; i < 80; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
+    config.device_history_tokens = i % 2 == 0 ? 16 : 64;
+    config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+    const Batch batch = random_batch(rng, random.columns, 9, 40);
+    const TwoCopies frames(batch, i % 2 == 0 ? DType::f16 : DType::f32, cuda);
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    const std::vector<WfstResult> want = WfstDecoder(graph, config).decode(frames.host(), batch.lens());
+    WfstDecoder decoder(graph, config, cuda);
+    const std::vector<WfstResult> got = decoder.decode(frames.on(cuda), batch.lens());
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t b = 0; b < got.size(); ++b) expect_same_with_overflow(got[b], want[b], "row " + std::to_string(b));
+    if (::testing::Test::HasFailure()) return;
+    fallbacks += decoder.host_fallbacks();
+    rows += static_cast<std::int64_t>(got.size());
+  }
+  EXPECT_GT(fallbacks, 0) << "no row fell back to the CPU";
+  EXPECT_LT(fallbacks, rows) << "every row fell back to the CPU";
+  std::printf("%lld rows, %lld decoded on the CPU\n", static_cast<long long>(rows), static_cast<long long>(fallbacks));
 }
 
 TEST(WfstDecoderCUDA, ChunkedStreamsEqualTheCpu) {

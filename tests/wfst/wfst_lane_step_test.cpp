@@ -15,6 +15,7 @@
 #include <random>
 #include <tuple>
 
+#include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/random_wfst.hpp"
 #include "wfst/wfst_channel.hpp"
 
@@ -74,8 +75,9 @@ class HostLaneExec {
     if (v > old) *p = v;
     return old;
   }
-  std::int64_t exclusive_scan(std::int64_t* values, std::int64_t n) {
-    std::int64_t sum = 0;
+  template <class T>
+  T exclusive_scan(T* values, std::int64_t n) {
+    T sum = 0;
     for (std::int64_t i = 0; i < n; ++i) sum += std::exchange(values[i], sum);
     return sum;
   }
@@ -336,6 +338,225 @@ TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+}
+
+// A whole utterance through one lane as the CUDA rows kernel runs it (wfst_lane_decode.hpp: the lane's own history,
+// collections, the final rule and the traceback, in a lane laid out by wfst_lane_layout.hpp), against the searcher's
+// final result. Returns the lane's status (0: compared).
+struct HostFrames {
+  const float* values;
+  std::int32_t columns;
+  const float* frame(HostLaneExec&, std::int32_t t, float*) const {
+    return values + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
+  }
+};
+
+std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
+                                        const WordBoosts& boosts, const std::vector<float>& frames, std::int32_t length,
+                                        std::int32_t columns, std::int32_t capacity, std::int32_t history,
+                                        HostLaneExec& exec, const std::string& what, std::int64_t& collections) {
+  SCOPED_TRACE(what);
+  WfstSearcher searcher(graph, config);
+  WfstChannel want;
+  searcher.start(want, boosts);
+  for (std::int32_t t = 0; t < length; ++t) {
+    searcher.advance(want, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
+  }
+  const detail::WfstLaneLayout layout =
+      detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7);
+  std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
+  detail::WfstLaneShared shared{};
+  const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
+  const WfstGraphArrays& a = graph.arrays();
+  const detail::WfstLaneGraph g{a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(),
+                                a.weight.data(),         a.next_state.data(),    a.num_states,    a.start};
+  const detail::WfstLaneConfig c{config.beam, config.acoustic_scale, config.max_active, config.min_active,
+                                 config.max_tokens_per_frame};
+  const std::vector<float> boost_row = searcher.boost_row(boosts);
+  HostFrames input{frames.data(), columns};
+  detail::WfstRowOutcome outcome{};
+  detail::wfst_lane_decode(exec, g, c, config.use_final_probs ? a.final_weight.data() : nullptr,
+                           boost_row.empty() ? nullptr : boost_row.data(), views, shared, length, input, outcome);
+  // The lane is left empty, ready for the next utterance.
+  const auto empty = [&](std::int64_t begin, std::int64_t end) {
+    return std::all_of(lane.begin() + begin, lane.begin() + end, [](unsigned char b) { return b == 0xff; });
+  };
+  EXPECT_TRUE(empty(layout.table_state, layout.table_token) && empty(layout.table_key, layout.table_slot_of) &&
+              empty(layout.by_state_state, layout.by_state_token))
+      << "the lane's tables are not empty after the utterance";
+  EXPECT_EQ(shared.history.active_count, 0);
+  collections += shared.history.collections;
+  if (outcome.status != 0) {
+    EXPECT_EQ(outcome.status & detail::kWfstLaneBroken, 0);
+    return outcome.status;
+  }
+  std::vector<detail::WfstPathStep> steps;
+  for (std::int32_t i = outcome.path_length - 1; i >= 0; --i) {
+    steps.push_back(detail::WfstPathStep{views.history.scratch[2 * i], views.history.scratch[2 * i + 1]});
+  }
+  const std::int32_t blank = columns;
+  const WfstResult got = detail::wfst_row_result(searcher, outcome, steps, length, boost_row, blank);
+  const WfstResult expected = searcher.result(want, true, blank);
+  expect_same(got, expected, "final result");
+  EXPECT_EQ(got.overflow, expected.overflow);
+  EXPECT_EQ(got.reached_final, expected.reached_final);
+  EXPECT_EQ(got.word_start_frames, expected.word_start_frames);
+  EXPECT_EQ(got.word_end_frames, expected.word_end_frames);
+  return 0;
+}
+
+TEST(WfstLaneDecode, WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, full = 0, history_full = 0, rejected = 0, collections = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    const int kind = i % 4;
+    WfstDecoderConfig config = random_search_config(rng, kind);
+    config.use_final_probs = i % 3 != 2;
+    const Batch batch = random_batch(rng, random.columns, 3, 40);
+    const auto order = static_cast<HostLaneExec::Order>(i % 3);
+    HostLaneExec exec(order, rng());
+    // Lanes of 4 tokens are sometimes too small for a frame; arenas of 24 back-pointers collect often and are
+    // sometimes too small for the live paths: both must say so.
+    const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
+    const std::int32_t history = i % 5 == 4 ? 12 : 48;
+    for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
+      WordBoosts boosts;
+      if (i % 4 == 1 && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
+      if (!boosts.empty() && boosts[0].first > graph.max_output_label()) boosts.clear();
+      std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
+      for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
+      try {
+        graph.check_word_boosts(row);
+      } catch (const InvalidArgument&) {
+        boosts.clear();
+      }
+      const std::string what = "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", order " +
+                               std::to_string(static_cast<int>(order)) + ", capacity " + std::to_string(capacity) +
+                               ", history " + std::to_string(history) + ", " + config.to_string();
+      const std::int32_t status =
+          expect_row_equals_searcher(graph, config, boosts, batch.utterances[b], batch.lengths[b], random.columns,
+                                     capacity, history, exec, what, collections);
+      if (::testing::Test::HasFailure()) return;
+      full += (status & detail::kWfstLaneFull) != 0 ? 1 : 0;
+      history_full += (status & detail::kWfstLaneHistoryFull) != 0 ? 1 : 0;
+      utterances += 1;
+    }
+  }
+  EXPECT_GT(full, 0) << "no lane ran out of tokens";
+  EXPECT_GT(history_full, 0) << "no arena ran out of room";
+  EXPECT_GT(collections, 250) << "arenas were collected too rarely to test it";
+  std::printf(
+      "%lld utterances, %lld lanes too small for a frame, %lld arenas too small, %lld collections, %lld "
+      "rejected graphs\n",
+      static_cast<long long>(utterances), static_cast<long long>(full), static_cast<long long>(history_full),
+      static_cast<long long>(collections), static_cast<long long>(rejected));
+}
+
+// The sample TLG, whole utterances under the pressure limits, with arenas small enough that they collect.
+TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
+  const SampleFrames sample = sample_frames(6);
+  const auto columns = static_cast<std::int32_t>(sample.columns);
+  CtcGraphOptions options;
+  const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  std::mt19937_64 rng(7);
+  int case_index = 0;
+  std::int64_t collections = 0;
+  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
+    WfstDecoderConfig config;
+    config.acoustic_scale = 2.0f;
+    config.max_active = max_active;
+    config.max_tokens_per_frame = max_tokens;
+    for (std::size_t u = 0; u < sample.utterances.size(); ++u, ++case_index) {
+      const std::vector<float>& frames = sample.utterances[u];
+      const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(columns));
+      HostLaneExec exec(static_cast<HostLaneExec::Order>(case_index % 3), rng());
+      const std::int32_t status =
+          expect_row_equals_searcher(graph, config, {}, frames, length, columns, 1 << 14, 1 << 9, exec,
+                                     config.to_string() + ", utterance " + std::to_string(u), collections);
+      EXPECT_EQ(status, 0);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  EXPECT_GT(collections, 0) << "no arena was collected";
+  std::printf("%lld collections\n", static_cast<long long>(collections));
+}
+
+// An active token whose ε-predecessor in the frame is pruned (a negative ε-arc makes the successor cheaper, and
+// max_active keeps only it): the predecessor must still be kept for the traceback, as the searcher keeps the whole
+// frame. Frame 1 holds state 1 (cost 4, word 1), state 2 (cost 2) and state 3 (cost 1 by the ε-arc 1 → 3 with word 2
+// and weight −3); max_active 1 keeps state 3 alone; frame 2 ends in the final state 4 through 3, so the best path
+// reads words 1 2.
+TEST(WfstLaneDecode, KeepsThePrunedEpsilonAncestorsOfActiveTokens) {
+  fst::StdVectorFst f;
+  for (int s = 0; s < 5; ++s) f.AddState();
+  f.SetStart(0);
+  f.AddArc(0, fst::StdArc(1, 1, 4.0f, 1));
+  f.AddArc(0, fst::StdArc(1, 0, 2.0f, 2));
+  f.AddArc(1, fst::StdArc(0, 2, -3.0f, 3));
+  f.AddArc(3, fst::StdArc(1, 0, 0.0f, 4));
+  f.AddArc(2, fst::StdArc(1, 3, 1.5f, 4));
+  f.SetFinal(4, 0.0f);
+  const WfstGraph graph = detail::wfst_graph_from_fst(f, "pruned ancestor");
+  WfstDecoderConfig config;
+  config.beam = 10.0f;
+  config.max_active = 1;
+  const std::vector<float> frames = {0.0f, -1.0f, 0.0f, -1.0f};
+  for (int order = 0; order < 3; ++order) {
+    HostLaneExec exec(static_cast<HostLaneExec::Order>(order), 11);
+    std::int64_t collections = 0;
+    EXPECT_EQ(expect_row_equals_searcher(graph, config, {}, frames, 2, 2, 16, 64, exec,
+                                         "order " + std::to_string(order), collections),
+              0);
+    WfstSearcher searcher(graph, config);
+    WfstChannel channel;
+    searcher.start(channel, {});
+    searcher.advance(channel, frames.data());
+    EXPECT_EQ(active_states(channel), std::vector<std::int32_t>{3}) << "the case no longer prunes state 1";
+    searcher.advance(channel, frames.data() + 2);
+    EXPECT_EQ(searcher.result(channel, true, 2).words, (std::vector<std::int32_t>{1, 2}));
+  }
+}
+
+// A lane's memory grows with tokens, not graph states: the default lane for a 257-column model (the sample's) fits in
+// 4 MB, whatever the graph; and the arrays of the layout do not overlap.
+TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
+  const detail::WfstLaneLayout l =
+      detail::wfst_lane_layout(detail::kWfstLaneTokens, detail::kWfstLaneHistory, 257, 256);
+  EXPECT_LE(l.bytes, 4 << 20);
+  EXPECT_EQ(l.bytes % 256, 0);
+  const std::vector<std::int64_t> offsets = {l.table_state,
+                                             l.table_token,
+                                             l.table_key,
+                                             l.table_round,
+                                             l.table_slot_of,
+                                             l.cost,
+                                             l.arc,
+                                             l.prev,
+                                             l.local,
+                                             l.active,
+                                             l.snapshot,
+                                             l.frontier0,
+                                             l.frontier1,
+                                             l.scan,
+                                             l.kept,
+                                             l.index,
+                                             l.next_state,
+                                             l.next_cost,
+                                             l.next_index,
+                                             l.by_state_state,
+                                             l.by_state_token,
+                                             l.by_state_slot_of,
+                                             l.entries,
+                                             l.scratch,
+                                             l.carry,
+                                             l.frame_logp};
+  EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
+  EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
+  EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);
+  std::printf("default lane: %lld bytes\n", static_cast<long long>(l.bytes));
 }
 
 }  // namespace

@@ -58,13 +58,17 @@
  *
  * Executors: the CPU executor spreads the rows of a call over `threads` threads (the calling thread included), each
  * row decoded whole by one thread, so results do not depend on the number of threads. The CUDA executor
- * (Device::cuda(i); logprobs in that device's memory, lengths on the host) decodes up to 1024 rows at once, one
- * thread block per row, with the same rules and cost arithmetic, so its results equal the CPU's. Its per-row
- * buffers are dense over the graph's states (about 100 bytes × states per row: lane_device_bytes()), so the rows
- * decoded at once are limited by WfstDecoderConfig::max_device_bytes; a frame's tokens are copied to the host while
- * the next frames decode, and the tracebacks run on the host. Frames run in CUDA graphs of 16 frame steps
- * (graph_mode). Work runs on the caller's stream (nullptr: the legacy default stream), after what was enqueued there
- * before; the calls return host results, so the stream is synchronised before they return.
+ * (Device::cuda(i); logprobs in that device's memory, lengths on the host) has the same rules and cost arithmetic,
+ * so its results equal the CPU's. decode() runs a whole call in one kernel: each lane (a thread block) takes rows from
+ * a queue and decodes each from the start to its best path on the device, keeping its tokens and back-pointers in
+ * memory sized by tokens, not by the graph (lane_device_bytes(), a few MB); the host receives only the paths. Lanes
+ * are as many as the batch, max_device_bytes and 1024 allow. A row with a frame of more tokens than a lane holds
+ * (device_frame_tokens), or live paths longer than its history (device_history_tokens), is decoded again on the CPU,
+ * with the same result (host_fallbacks() counts them). decode_chunks() and decode_nbest() with n > 1 keep each
+ * stream's history on the host: rows are decoded in groups of lanes dense over the graph's states (about 100 bytes
+ * × states per lane), frames in CUDA graphs of 16 frame steps (graph_mode), and each frame's tokens are copied to the
+ * host while the next frames decode. Work runs on the caller's stream (nullptr: the legacy default stream), after
+ * what was enqueued there before; the calls return host results, so the stream is synchronised before they return.
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
  */
@@ -114,6 +118,13 @@ struct ASRDEC_API WfstDecoderConfig {
    *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more throws OutOfMemory with the
    *  number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. */
   std::int64_t max_device_bytes = std::int64_t{1} << 30;
+  /** CUDA only: tokens a lane of decode() holds in one frame (rounded up to a power of two; 0: 16384). A frame with
+   *  more sends its utterance to the CPU executor (host_fallbacks()). About 136 bytes a token. */
+  std::int64_t device_frame_tokens = 0;
+  /** CUDA only: back-pointers a lane of decode() keeps for its utterance (0: 65536); older ones that no surviving
+   *  path uses are dropped when it is full, and an utterance whose live paths need more goes to the CPU executor.
+   *  20 bytes each. */
+  std::int64_t device_history_tokens = 0;
   /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means every core the
    *  process may use. Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
   std::int32_t threads = 0;
@@ -122,8 +133,9 @@ struct ASRDEC_API WfstDecoderConfig {
 
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
    *  min_active outside [0, max_active],
-   *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, threads outside [0, 1024], or
-   *  max_open_utterances outside [1, 2^24]. */
+   *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, device_frame_tokens outside
+   *  [0, 2^24], device_history_tokens outside {0} ∪ [16, 2^28], threads outside [0, 1024], or max_open_utterances
+   *  outside [1, 2^24]. */
   void validate() const;
   std::string to_string() const;
 };
@@ -198,9 +210,13 @@ class ASRDEC_API WfstDecoder {
   /** Utterances started and not yet ended or cancelled. */
   std::int64_t open_utterances() const;
   [[deprecated("use open_utterances()")]] std::int64_t open_streams() const { return open_utterances(); }
-  /** CUDA: the device bytes one lane (a row decoded at once) takes for this graph (dense over its states); a call
-   *  decodes min(rows, 1024, config().max_device_bytes / this) rows at a time. 0 on the CPU. */
+  /** CUDA: the device bytes one lane of decode() takes (by device_frame_tokens, device_history_tokens and the
+   *  graph's input labels, not its states); a call decodes min(rows, 1024, config().max_device_bytes / this) rows at
+   *  a time. 0 on the CPU. */
   std::int64_t lane_device_bytes() const;
+  /** CUDA: rows of decode() so far that a lane could not hold, decoded on the CPU instead (same results). 0 on the
+   *  CPU. */
+  std::int64_t host_fallbacks() const;
 
   const WfstGraph& graph() const;
   const WfstDecoderConfig& config() const;

@@ -140,7 +140,7 @@ class WfstLaneStep {
     exec_.barrier();
     float beam = c_.beam;
     bool fits = expand(active, logp, beam);
-    for (int i = 0; i < kWfstBeamTightenings && !fits && s_.status == 0; ++i) {
+    for (int i = 0; i < kWfstBeamTightenings && !fits && retry(); ++i) {
       beam *= 0.5f;
       fits = expand(active, logp, beam);
     }
@@ -153,6 +153,20 @@ class WfstLaneStep {
   ASRDEC_HD std::int32_t count() const { return *t_.count; }
 
  private:
+  // Whether a frame that did not fit may be tried again with a tighter beam: it outgrew max_tokens_per_frame, or the
+  // lane's capacity when that is above max_tokens_per_frame (the search's own list would not have fitted either); the
+  // lane's status is then cleared. Anything else stops the frame.
+  ASRDEC_HD bool retry() {
+    const std::int32_t status = s_.status;
+    exec_.barrier();  // every thread has read the status before it changes
+    if (status == kWfstLaneFull && t_.capacity > c_.max_tokens) {
+      exec_.single([&] { s_.status = 0; });
+      exec_.barrier();
+      return true;
+    }
+    return status == 0;
+  }
+
   ASRDEC_HD float boost(std::int32_t word) const { return boost_ == nullptr ? 0.0f : boost_[word]; }
 
   ASRDEC_HD float emitting_way(const WfstLaneActive& active, std::int32_t from, std::int64_t arc,

@@ -1,0 +1,264 @@
+#pragma once
+// Internal: what a lane keeps of an utterance between frames, in its own memory — the back-pointers (an arena of
+// (arc, predecessor, frame) entries, the device's WfstChannel::history), the next frame's active tokens, and at the
+// end the best token and its path — so that a whole utterance is decoded without the host. Written once for a
+// parallel executor (`Exec`, as wfst_lane_step.hpp) and checked against WfstSearcher by the host emulation of
+// tests/wfst/wfst_lane_step_test.cpp.
+//
+// Per frame (after WfstLaneStep::start or advance), wfst_lane_store keeps the active tokens and their ε-ancestors in
+// the frame (every token on an utterance's last frame, which the final rule reads), as WfstSearcher keeps the whole
+// frame: a token that is neither is never on a path. When the arena has no room, the entries no kept token can reach
+// are dropped (WfstSearcher::collect_history) by marking along the back-pointers and compacting in order.
+
+#include <cstdint>
+
+#include "asrdec/detail/hd.hpp"
+#include "wfst/lane_step/wfst_lane_step.hpp"
+
+namespace asrdec::detail {
+
+/** Lane status bits beside wfst_lane_step.hpp's. */
+constexpr std::int32_t kWfstLaneHistoryFull = 4;  ///< the live back-pointers outgrew the arena
+constexpr std::int32_t kWfstLanePathFull = 8;     ///< the output had no room for the path
+
+/** A back-pointer: the arc into the token (-1: the start), the predecessor's arena index (-1: none), the frames
+ *  consumed (WfstToken without state and cost, which no traceback reads). */
+struct WfstArenaEntry {
+  std::int32_t arc;
+  std::int32_t prev;
+  std::int32_t frame;
+};
+
+struct WfstLaneHistory {
+  WfstArenaEntry* entries;  ///< [capacity]
+  std::int32_t* scratch;    ///< [capacity] a collection's marks, then new indices; the traceback's path (reversed)
+  WfstArenaEntry* carry;    ///< [width] a collection's entries in flight
+  std::int32_t capacity;
+  std::int32_t width;  ///< entries moved per round of a collection
+};
+
+/** The next frame's active tokens, as WfstLaneActive reads them (by_state needs no keys). */
+struct WfstLaneNext {
+  std::int32_t* state;
+  float* cost;
+  std::int64_t* index;  ///< arena index
+  WfstLaneTable by_state;
+};
+
+/** The lane's scalars beside WfstLaneScalars. */
+struct WfstHistoryScalars {
+  std::int32_t used;          ///< arena entries in use
+  std::int32_t active_count;  ///< WfstLaneNext's tokens
+  std::int32_t status;
+  std::int32_t path_length;
+  std::int32_t collections;  ///< of the utterance so far
+  std::uint64_t best;  ///< (ordered total, state) of the best token
+};
+
+/** Per-token scratch of wfst_lane_store. */
+struct WfstStoreArrays {
+  std::int32_t* kept;   ///< [capacity] 1: stored
+  std::int32_t* index;  ///< [capacity] arena index of a stored token
+};
+
+template <class Exec>
+class WfstLaneHistoryOps {
+ public:
+  ASRDEC_HD WfstLaneHistoryOps(const WfstLaneTable& table, const WfstLaneTokens& tokens, const WfstStoreArrays& store,
+                               const WfstLaneHistory& history, const WfstLaneNext& next, WfstHistoryScalars& scalars,
+                               Exec& exec)
+      : t_(table), k_(tokens), st_(store), h_(history), next_(next), s_(scalars), exec_(exec) {}
+
+  /** An empty arena and no active token (a new utterance). */
+  ASRDEC_HD void begin() {
+    exec_.single([&] {
+      s_.used = 0;
+      s_.active_count = 0;
+      s_.status = 0;
+      s_.collections = 0;
+    });
+    exec_.barrier();
+  }
+
+  /** Stores the frame's `n` tokens (WfstLaneStep's numbering) as consumed `frame` frames: the kept ones into the
+   *  arena, the active ones into `next`; `all`: every token. Sets kWfstLaneHistoryFull when they do not fit. */
+  ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all) {
+    const std::int32_t before = s_.active_count;
+    exec_.for_each(before, [&](std::int64_t i) { next_.by_state.state[next_.by_state.slot_of[i]] = -1; });
+    exec_.for_each(n, [&](std::int64_t i) { st_.kept[i] = all || k_.active[i] != 0 ? 1 : 0; });
+    exec_.barrier();
+    if (!all) {  // the ε-ancestors of active tokens
+      exec_.for_each(n, [&](std::int64_t i) {
+        if (k_.active[i] == 0) return;
+        for (std::int64_t j = i; k_.local[j] != 0;) {
+          const std::int64_t p = k_.prev[j];
+          if (exec_.atomic_exch(&st_.kept[p], 1) != 0) break;
+          j = p;
+        }
+      });
+      exec_.barrier();
+    }
+    // One scan numbers both: stored tokens in the low half, active ones in the high half.
+    exec_.for_each(n, [&](std::int64_t i) {
+      k_.scan[i] = st_.kept[i] != 0 ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : 0;
+    });
+    exec_.barrier();
+    const std::int64_t total = exec_.exclusive_scan(k_.scan, static_cast<std::int64_t>(n));
+    exec_.barrier();
+    const auto stored = static_cast<std::int32_t>(total & 0xffffffff);
+    const auto actives = static_cast<std::int32_t>(total >> 32);
+    if (s_.used + stored > h_.capacity) collect(n);
+    if (s_.used + stored > h_.capacity) {
+      exec_.single([&] {
+        s_.status |= kWfstLaneHistoryFull;
+        s_.active_count = 0;
+      });
+      exec_.barrier();
+      return;
+    }
+    const std::int32_t base = s_.used;
+    exec_.for_each(n, [&](std::int64_t i) {
+      if (st_.kept[i] == 0) return;
+      const std::int32_t e = base + static_cast<std::int32_t>(k_.scan[i] & 0xffffffff);
+      const std::int32_t prev = k_.local[i] != 0 ? base + static_cast<std::int32_t>(k_.scan[k_.prev[i]] & 0xffffffff)
+                                                 : static_cast<std::int32_t>(k_.prev[i]);
+      h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame};
+      st_.index[i] = e;
+      if (k_.active[i] == 0) return;
+      const auto a = static_cast<std::int32_t>(k_.scan[i] >> 32);
+      const std::int32_t state = t_.state[t_.slot_of[i]];
+      next_.state[a] = state;
+      next_.cost[a] = k_.cost[i];
+      next_.index[a] = e;
+      wfst_table_put(next_.by_state, exec_, state, a);
+    });
+    exec_.barrier();
+    exec_.single([&] {
+      s_.used = base + stored;
+      s_.active_count = actives;
+    });
+    exec_.barrier();
+  }
+
+  /** Empties `next` (the lane is then ready for another utterance). */
+  ASRDEC_HD void clear_next() {
+    exec_.for_each(s_.active_count, [&](std::int64_t i) { next_.by_state.state[next_.by_state.slot_of[i]] = -1; });
+    exec_.barrier();
+    exec_.single([&] { s_.active_count = 0; });
+    exec_.barrier();
+  }
+
+  /** The best of the frame's `n` tokens after the utterance's last frame (WfstSearcher::result with final = true):
+   *  with `final_weight` (use_final_probs), the least cost + final weight over tokens on final states; when none is,
+   *  or without, the least cost; ties to the lower state. Returns the token, -1 when there is none; `reached_final`
+   *  says which rule chose it. */
+  ASRDEC_HD std::int32_t best_final(std::int32_t n, const float* final_weight, bool& reached_final) {
+    exec_.single([&] { s_.best = kWfstNoWay; });
+    exec_.barrier();
+    const auto key = [&](std::int64_t i, float total) {
+      return static_cast<std::uint64_t>(wfst_ordered_cost(total)) << 32 |
+             static_cast<std::uint32_t>(t_.state[t_.slot_of[i]]);
+    };
+    if (final_weight != nullptr) {
+      exec_.for_each(n, [&](std::int64_t i) {
+        const float f = final_weight[t_.state[t_.slot_of[i]]];
+        if (!(f < __builtin_huge_valf())) return;
+        const float total = rounded_add(k_.cost[i], f);
+        if (total < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(i, total));
+      });
+      exec_.barrier();
+    }
+    reached_final = s_.best != kWfstNoWay;
+    if (!reached_final) {
+      exec_.for_each(n, [&](std::int64_t i) {
+        if (k_.cost[i] < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(i, k_.cost[i]));
+      });
+      exec_.barrier();
+    }
+    const std::uint64_t best = s_.best;
+    exec_.barrier();  // every thread has read it before it changes again
+    if (best == kWfstNoWay) return -1;
+    return t_.token[wfst_table_find(t_, static_cast<std::int32_t>(best & 0xffffffffu))];
+  }
+
+  /** The path into stored token `token`, start excluded, reversed, into h_.scratch as (arc, frame) pairs (at most
+   *  capacity / 2 steps); s_.path_length its steps, -1 when the scratch had no room. */
+  ASRDEC_HD void trace(std::int32_t token) {
+    exec_.single([&] {
+      std::int32_t length = 0;
+      std::int32_t steps = 0;
+      for (std::int32_t e = st_.index[token]; e >= 0; e = h_.entries[e].prev) {
+        if (++steps > s_.used || 2 * (length + 1) > h_.capacity) {  // a cycle cannot happen; never loop on one
+          length = -1;
+          break;
+        }
+        const WfstArenaEntry entry = h_.entries[e];
+        if (entry.arc < 0) continue;
+        h_.scratch[2 * length] = entry.arc;
+        h_.scratch[2 * length + 1] = entry.frame;
+        ++length;
+      }
+      s_.path_length = length;
+    });
+    exec_.barrier();
+  }
+
+ private:
+  // Drops the entries that no token stored next can reach: marks from the emitting predecessors of the kept tokens
+  // along the back-pointers, numbers the marked ones by a scan, moves them down in order, a chunk at a time (a move
+  // never lands on an entry not yet read), and renames the kept tokens' predecessors.
+  ASRDEC_HD void collect(std::int32_t n) {
+    const std::int32_t used = s_.used;
+    exec_.for_each(used, [&](std::int64_t e) { h_.scratch[e] = 0; });
+    exec_.barrier();
+    exec_.for_each(n, [&](std::int64_t i) {
+      if (st_.kept[i] == 0 || k_.local[i] != 0) return;
+      for (std::int64_t j = k_.prev[i]; j >= 0; j = h_.entries[j].prev) {
+        if (exec_.atomic_exch(&h_.scratch[j], 1) != 0) break;
+      }
+    });
+    exec_.barrier();
+    const std::int32_t live = exec_.exclusive_scan(h_.scratch, static_cast<std::int64_t>(used));
+    exec_.barrier();
+    const auto marked = [&](std::int32_t e) { return (e + 1 < used ? h_.scratch[e + 1] : live) != h_.scratch[e]; };
+    for (std::int32_t chunk = 0; chunk < used; chunk += h_.width) {
+      const std::int32_t m = used - chunk < h_.width ? used - chunk : h_.width;
+      exec_.for_each(m, [&](std::int64_t i) {
+        const std::int32_t e = chunk + static_cast<std::int32_t>(i);
+        WfstArenaEntry entry = h_.entries[e];
+        if (!marked(e)) {
+          entry.frame = -1;
+        } else if (entry.prev >= 0) {
+          entry.prev = h_.scratch[entry.prev];
+        }
+        h_.carry[i] = entry;
+      });
+      exec_.barrier();
+      exec_.for_each(m, [&](std::int64_t i) {
+        if (h_.carry[i].frame >= 0) h_.entries[h_.scratch[chunk + i]] = h_.carry[i];
+      });
+      exec_.barrier();
+    }
+    exec_.for_each(n, [&](std::int64_t i) {
+      if (st_.kept[i] != 0 && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
+    });
+    // What was dropped reads as nothing (an index not renamed would end a path, not follow a stale one).
+    exec_.for_each(used - live, [&](std::int64_t i) { h_.entries[live + i] = WfstArenaEntry{-1, -1, -1}; });
+    exec_.barrier();
+    exec_.single([&] {
+      s_.used = live;
+      s_.collections += 1;
+    });
+    exec_.barrier();
+  }
+
+  WfstLaneTable t_;
+  WfstLaneTokens k_;
+  WfstStoreArrays st_;
+  WfstLaneHistory h_;
+  WfstLaneNext next_;
+  WfstHistoryScalars& s_;
+  Exec& exec_;
+};
+
+}  // namespace asrdec::detail
