@@ -1,11 +1,10 @@
 // The CUDA kernel of whole-utterance WFST decoding: wfst_lane_decode.hpp in one thread block per lane. Compiled
 // without FMA contraction (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
 
-#include "wfst/wfst_rows_kernel.hpp"
-
 #include "asrdec/detail/float16.hpp"
 #include "core/cuda/check.hpp"
 #include "wfst/lane_step/wfst_block_exec.cuh"
+#include "wfst/wfst_rows_kernel.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -29,14 +28,16 @@ struct DeviceFrames {
 };
 
 template <class T>
-__global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(WfstRowsArgs a) {
+__global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(const __grid_constant__ WfstRowsArgs a) {
   __shared__ Exec::Storage storage;
   __shared__ WfstLaneShared shared;
   __shared__ std::int32_t row_of_lane;
+  __shared__ WfstLaneViews v;  // read through references by every phase: fast memory, not each thread's stack
   Exec exec(storage);
-  exec.single([&] { shared.count = 0; });  // the lane is empty (every byte 0xff) between rows
-  const WfstLaneViews v = wfst_lane_views(
-      a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes, &shared.count);
+  exec.single([&] {
+    shared.count = 0;  // the lane is empty (every byte 0xff) between rows
+    v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes, &shared.count);
+  });
   for (;;) {
     exec.single([&] { row_of_lane = atomicAdd(a.next_row, 1); });
     exec.barrier();
@@ -51,10 +52,11 @@ __global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(WfstRowsArg
     wfst_lane_decode(exec, a.graph, a.config, a.final_weight, boost, v, shared, a.lengths[row], frames, out);
     // The path, reversed in the lane's scratch, into the output in order.
     const std::int32_t length = out.status == 0 ? out.path_length : 0;
+    exec.barrier();  // every thread has read the status before it may change
     __shared__ long long offset;
     exec.single([&] {
-      offset = length > 0 ? static_cast<long long>(atomicAdd(a.paths_used, static_cast<unsigned long long>(length)))
-                          : 0;
+      offset =
+          length > 0 ? static_cast<long long>(atomicAdd(a.paths_used, static_cast<unsigned long long>(length))) : 0;
       if (offset + length > a.path_capacity) out.status |= kWfstLanePathFull;
       out.path_offset = offset;
     });

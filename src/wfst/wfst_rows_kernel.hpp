@@ -22,16 +22,16 @@ struct WfstRowsArgs {
   const float* final_weight;  ///< null: use_final_probs is off
   WfstLaneConfig config;
   WfstInputArgs input;
-  const std::int32_t* lengths;     ///< [batch]
-  const std::int32_t* boost_row;   ///< [batch] row of `boosts`, -1: none
-  const float* boosts;             ///< [rows × boost_width]
+  const std::int32_t* lengths;    ///< [batch]
+  const std::int32_t* boost_row;  ///< [batch] row of `boosts`, -1: none
+  const float* boosts;            ///< [rows × boost_width]
   std::int64_t boost_width;
   std::int32_t batch;
   WfstLaneLayout layout;
-  unsigned char* lanes;  ///< [lanes × layout.bytes], every byte 0xff between calls
-  std::int32_t* next_row;  ///< the row queue, 0 before the launch
-  WfstRowOutcome* outcomes;         ///< [batch]
-  WfstPathStep* paths;              ///< [path_capacity]
+  unsigned char* lanes;      ///< [lanes × layout.bytes], every byte 0xff between calls
+  std::int32_t* next_row;    ///< the row queue, 0 before the launch
+  WfstRowOutcome* outcomes;  ///< [batch]
+  WfstPathStep* paths;       ///< [path_capacity]
   std::int64_t path_capacity;
   unsigned long long* paths_used;  ///< 0 before the launch
 };

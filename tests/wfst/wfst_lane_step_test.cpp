@@ -109,9 +109,11 @@ struct HostTable {
 // One utterance decoded by the lane step, its tokens kept as WfstSearcher keeps them (a WfstChannel).
 class EmulatedLane {
  public:
-  EmulatedLane(const WfstGraph& graph, const WfstDecoderConfig& config, std::int32_t capacity, HostLaneExec& exec)
+  EmulatedLane(const WfstGraph& graph, const WfstDecoderConfig& config, std::int32_t capacity, HostLaneExec& exec,
+               std::uint32_t thread_per_token_degree)
       : graph_(graph),
-        config_{config.beam, config.acoustic_scale, config.max_active, config.min_active, config.max_tokens_per_frame},
+        config_{config.beam,       config.acoustic_scale,       config.max_active,
+                config.min_active, config.max_tokens_per_frame, thread_per_token_degree},
         table_(capacity),
         previous_(capacity),
         exec_(exec) {
@@ -239,6 +241,12 @@ std::vector<std::int32_t> active_states(const WfstChannel& c) {
   return states;
 }
 
+// ε-closure rounds a thread per token (the default) or by numbered arcs (0), alternating with the case text, so both
+// ways run on every kind of case.
+std::uint32_t degree_for(const std::string& what) {
+  return std::hash<std::string>{}(what) % 2 == 0 ? detail::kWfstThreadPerTokenDegree : 0;
+}
+
 // Decodes one utterance with both; false when the lane could not hold a frame (then nothing more is compared).
 bool expect_lane_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config, const WordBoosts& boosts,
                                  const std::vector<float>& frames, std::int32_t length, std::int32_t columns,
@@ -247,7 +255,7 @@ bool expect_lane_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig
   WfstSearcher searcher(graph, config);
   WfstChannel want;
   searcher.start(want, boosts);
-  EmulatedLane lane(graph, config, capacity, exec);
+  EmulatedLane lane(graph, config, capacity, exec, degree_for(what));
   if (!lane.start(boosts)) {
     EXPECT_NE(lane.status() & detail::kWfstLaneBroken, detail::kWfstLaneBroken) << "start";
     return false;
@@ -370,8 +378,8 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const WfstGraphArrays& a = graph.arrays();
   const detail::WfstLaneGraph g{a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(),
                                 a.weight.data(),         a.next_state.data(),    a.num_states,    a.start};
-  const detail::WfstLaneConfig c{config.beam, config.acoustic_scale, config.max_active, config.min_active,
-                                 config.max_tokens_per_frame};
+  const detail::WfstLaneConfig c{config.beam,       config.acoustic_scale,       config.max_active,
+                                 config.min_active, config.max_tokens_per_frame, degree_for(what)};
   const std::vector<float> boost_row = searcher.boost_row(boosts);
   HostFrames input{frames.data(), columns};
   detail::WfstRowOutcome outcome{};

@@ -3,9 +3,8 @@
 // over the block's threads, barriers are __syncthreads, atomics are CUDA's (on the lane's global or shared memory),
 // scans are cub::BlockScan over chunks of the block's width.
 
-#include <cub/block/block_scan.cuh>
-
 #include <cstdint>
+#include <cub/block/block_scan.cuh>
 
 namespace asrdec::detail {
 

@@ -39,8 +39,8 @@ struct WfstLaneShared {
  *  use_final_probs; `boost`: the row of boosts by word, or null. Leaves the lane empty (its tables cleared). */
 template <class Exec, class Frames>
 ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLaneConfig& c, const float* final_weight,
-                                const float* boost, const WfstLaneViews& v, WfstLaneShared& shared,
-                                std::int32_t length, Frames& frames, WfstRowOutcome& out) {
+                                const float* boost, const WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,
+                                Frames& frames, WfstRowOutcome& out) {
   WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec);
   WfstLaneHistoryOps<Exec> history(v.table, v.tokens, v.store, v.history, v.next, shared.history, exec);
   history.begin();
@@ -57,8 +57,7 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   }
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
     const float* logp = frames.frame(exec, t, v.frame_logp);
-    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count,
-                                v.next.by_state};
+    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count, v.next.by_state};
     overflow = step.advance(active, logp) || overflow;
     status = shared.step.status;
     if (status != 0) break;

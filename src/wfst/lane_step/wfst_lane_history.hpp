@@ -52,7 +52,7 @@ struct WfstHistoryScalars {
   std::int32_t status;
   std::int32_t path_length;
   std::int32_t collections;  ///< of the utterance so far
-  std::uint64_t best;  ///< (ordered total, state) of the best token
+  std::uint64_t best;        ///< (ordered total, state) of the best token
 };
 
 /** Per-token scratch of wfst_lane_store. */
@@ -169,6 +169,7 @@ class WfstLaneHistoryOps {
       exec_.barrier();
     }
     reached_final = s_.best != kWfstNoWay;
+    exec_.barrier();  // every thread has read it before the second rule may lower it
     if (!reached_final) {
       exec_.for_each(n, [&](std::int64_t i) {
         if (k_.cost[i] < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(i, k_.cost[i]));
@@ -252,11 +253,11 @@ class WfstLaneHistoryOps {
     exec_.barrier();
   }
 
-  WfstLaneTable t_;
-  WfstLaneTokens k_;
-  WfstStoreArrays st_;
-  WfstLaneHistory h_;
-  WfstLaneNext next_;
+  const WfstLaneTable& t_;
+  const WfstLaneTokens& k_;
+  const WfstStoreArrays& st_;
+  const WfstLaneHistory& h_;
+  const WfstLaneNext& next_;
   WfstHistoryScalars& s_;
   Exec& exec_;
 };

@@ -24,8 +24,7 @@ struct WfstLaneLayout {
   std::int32_t columns = 0;   ///< the frame's columns the graph reads
   std::int32_t width = 0;     ///< threads of a lane (a collection moves this many entries a round)
   std::int64_t table_state = 0, table_token = 0, table_key = 0, table_round = 0, table_slot_of = 0;
-  std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot = 0, frontier0 = 0, frontier1 = 0,
-               scan = 0;
+  std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot = 0, frontier0 = 0, frontier1 = 0, scan = 0;
   std::int64_t kept = 0, index = 0;
   std::int64_t next_state = 0, next_cost = 0, next_index = 0, by_state_state = 0, by_state_token = 0,
                by_state_slot_of = 0;
@@ -111,13 +110,12 @@ ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned
   v.store = WfstStoreArrays{static_cast<std::int32_t*>(at(l.kept)), static_cast<std::int32_t*>(at(l.index))};
   v.history = WfstLaneHistory{static_cast<WfstArenaEntry*>(at(l.entries)), static_cast<std::int32_t*>(at(l.scratch)),
                               static_cast<WfstArenaEntry*>(at(l.carry)), l.history, l.width};
-  v.next = WfstLaneNext{static_cast<std::int32_t*>(at(l.next_state)),
-                        static_cast<float*>(at(l.next_cost)),
-                        static_cast<std::int64_t*>(at(l.next_index)),
-                        WfstLaneTable{static_cast<std::int32_t*>(at(l.by_state_state)),
-                                      static_cast<std::int32_t*>(at(l.by_state_token)), nullptr, nullptr,
-                                      static_cast<std::int32_t*>(at(l.by_state_slot_of)), nullptr, 2 * l.capacity,
-                                      l.capacity}};
+  v.next = WfstLaneNext{
+      static_cast<std::int32_t*>(at(l.next_state)), static_cast<float*>(at(l.next_cost)),
+      static_cast<std::int64_t*>(at(l.next_index)),
+      WfstLaneTable{static_cast<std::int32_t*>(at(l.by_state_state)), static_cast<std::int32_t*>(at(l.by_state_token)),
+                    nullptr, nullptr, static_cast<std::int32_t*>(at(l.by_state_slot_of)), nullptr, 2 * l.capacity,
+                    l.capacity}};
   v.frame_logp = static_cast<float*>(at(l.frame_logp));
   return v;
 }

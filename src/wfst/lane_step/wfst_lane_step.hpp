@@ -57,12 +57,22 @@ ASRDEC_HD_INLINE std::int32_t wfst_arc_source(const WfstLaneGraph& g, std::int64
   return wfst_last_at_most(g.emitting_begin, g.num_states, arc);
 }
 
+/** Tokens whose out-degree prefix sums a phase keeps in the lane's fast memory (WfstLaneScalars::ways); beyond, in
+ *  WfstLaneTokens::scan. */
+constexpr std::int32_t kWfstWaysCache = 2048;
+
+/** Default WfstLaneConfig::thread_per_token_degree. */
+constexpr std::uint32_t kWfstThreadPerTokenDegree = 8;
+
 struct WfstLaneConfig {
   float beam;
   float acoustic_scale;
   std::int64_t max_active;
   std::int64_t min_active;
   std::int64_t max_tokens;  ///< max_tokens_per_frame
+  /** A closure round whose tokens all have fewer ε-arcs than this gives each token one thread; otherwise (and always
+   *  with 0) the arcs are numbered over the tokens and spread evenly. The same tokens either way. */
+  std::uint32_t thread_per_token_degree = kWfstThreadPerTokenDegree;
 };
 
 /** Lane status bits. */
@@ -100,7 +110,9 @@ struct WfstLaneScalars {
   std::int32_t status;
   float cutoff;  ///< the frame's cutoff after its ε-closure (WfstSearcher::cutoff_)
   bool closure_cut;
-  std::int64_t total;  ///< work items of a phase
+  std::int64_t total;        ///< work items of a phase
+  std::uint32_t max_degree;  ///< the most ε-arcs of a token of the closure round (up to thread_per_token_degree)
+  std::int64_t ways[kWfstWaysCache];  ///< a phase's prefix sums of out-degrees, when they fit (fast memory)
   std::int64_t counts[kWfstHistogramBins];
   std::int64_t select_counts[256];
   std::uint64_t select_state[2];
@@ -175,20 +187,25 @@ class WfstLaneStep {
     return wfst_emitting_way(active.cost[from], g_.weight[arc], boost(g_.olabel[arc]), acoustic);
   }
 
-  // Work item i of the arcs numbered by k_.scan over `n` tokens: the token's position and the arc.
+  // Where the prefix sums of `n` tokens' out-degrees go: the lane's fast memory when they fit.
+  ASRDEC_HD std::int64_t* ways_of(std::int32_t n) const { return n <= kWfstWaysCache ? s_.ways : k_.scan; }
+
+  // Work item i of the arcs numbered by ways_of(n) over `n` tokens: the token's position and the arc.
   ASRDEC_HD void item(std::int64_t i, std::int32_t n, std::int32_t& position, std::int64_t& offset) const {
-    position = wfst_last_at_most(k_.scan, n, i);
-    offset = i - k_.scan[position];
+    const std::int64_t* ways = ways_of(n);
+    position = wfst_last_at_most(ways, n, i);
+    offset = i - ways[position];
   }
 
-  // Numbers the emitting arcs of the active tokens (k_.scan) and returns how many there are.
+  // Numbers the emitting arcs of the active tokens (ways_of) and returns how many there are.
   ASRDEC_HD std::int64_t number_emitting(const WfstLaneActive& active) {
+    std::int64_t* ways = ways_of(active.count);
     exec_.for_each(active.count, [&](std::int64_t i) {
       const std::int32_t s = active.state[i];
-      k_.scan[i] = g_.epsilon_begin[s] - g_.emitting_begin[s];
+      ways[i] = g_.epsilon_begin[s] - g_.emitting_begin[s];
     });
     exec_.barrier();
-    const std::int64_t total = exec_.exclusive_scan(k_.scan, active.count);
+    const std::int64_t total = exec_.exclusive_scan(ways, active.count);
     exec_.barrier();
     return total;
   }
@@ -303,6 +320,7 @@ class WfstLaneStep {
     exec_.single([&] {
       s_.cutoff = cutoff;
       s_.closure_cut = false;
+      s_.max_degree = 0;
     });
     exec_.barrier();
     std::int64_t relaxed = 0;
@@ -317,22 +335,20 @@ class WfstLaneStep {
       relaxed += n;
       const int to = from ^ 1;
       const std::int32_t* frontier = k_.frontier[from];
+      std::int64_t* ways = ways_of(n);
       exec_.for_each(n, [&](std::int64_t f) {
         const std::int32_t token = t_.token[frontier[f]];
         k_.snapshot[token] = k_.cost[token];
         const std::int32_t state = t_.state[frontier[f]];
-        k_.scan[f] = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
+        const std::int64_t degree = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
+        ways[f] = degree;
+        const std::uint32_t cap = c_.thread_per_token_degree;
+        exec_.atomic_max(&s_.max_degree, degree < cap ? static_cast<std::uint32_t>(degree) : cap);
       });
       exec_.single([&] { s_.frontier_count[to] = 0; });
       exec_.barrier();
-      const std::int64_t total = exec_.exclusive_scan(k_.scan, n);
-      exec_.barrier();
-      exec_.for_each(total, [&](std::int64_t i) {
-        std::int32_t f = 0;
-        std::int64_t offset = 0;
-        item(i, n, f, offset);
-        const std::int32_t slot = frontier[f];
-        const std::int64_t arc = g_.epsilon_begin[t_.state[slot]] + offset;
+      // Offers the way along ε-arc `arc` out of the token in `slot`.
+      const auto relax = [&](std::int32_t slot, std::int64_t arc) {
         const float cost = wfst_epsilon_way(k_.snapshot[t_.token[slot]], g_.weight[arc], boost(g_.olabel[arc]));
         if (!(cost < cutoff)) return;
         const WfstOffer offer = wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc));
@@ -343,7 +359,24 @@ class WfstLaneStep {
         if (offer.improved && exec_.atomic_exch(&t_.round[offer.slot], round) != round) {
           k_.frontier[to][exec_.atomic_add(&s_.frontier_count[to], 1)] = offer.slot;
         }
-      });
+      };
+      if (s_.max_degree < c_.thread_per_token_degree) {  // few ε-arcs a token: a thread each
+        exec_.for_each(n, [&](std::int64_t f) {
+          const std::int32_t slot = frontier[f];
+          const std::int32_t state = t_.state[slot];
+          for (std::int64_t arc = g_.epsilon_begin[state]; arc < g_.emitting_begin[state + 1]; ++arc) relax(slot, arc);
+        });
+      } else {  // arcs numbered over the tokens, spread evenly
+        const std::int64_t total = exec_.exclusive_scan(ways, n);
+        exec_.barrier();
+        exec_.for_each(total, [&](std::int64_t i) {
+          std::int32_t f = 0;
+          std::int64_t offset = 0;
+          item(i, n, f, offset);
+          const std::int32_t slot = frontier[f];
+          relax(slot, g_.epsilon_begin[t_.state[slot]] + offset);
+        });
+      }
       exec_.barrier();
       if (s_.status != 0) return;
       // The round's winners: their way in, rebuilt from the arc their key names.
@@ -362,6 +395,7 @@ class WfstLaneStep {
         k_.local[token] = 1;
         t_.key[slot] = wfst_frozen_key(key);
       });
+      exec_.single([&] { s_.max_degree = 0; });  // read by every thread before the relaxation's barrier
       exec_.barrier();
       if (s_.status != 0) return;
     }
@@ -419,8 +453,8 @@ class WfstLaneStep {
 
   const WfstLaneGraph& g_;
   const WfstLaneConfig& c_;
-  WfstLaneTable t_;
-  WfstLaneTokens k_;
+  const WfstLaneTable& t_;
+  const WfstLaneTokens& k_;
   WfstLaneScalars& s_;
   const float* boost_;
   Exec& exec_;
