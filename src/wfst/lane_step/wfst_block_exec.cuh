@@ -57,20 +57,26 @@ class WfstBlockExec {
   }
 
  private:
+  // kItems consecutive values a thread, so that one pass covers kThreads × kItems values (a frame's tokens, mostly).
   template <class T, class Scan, class TempStorage>
   __device__ T scan(T* values, std::int64_t n, TempStorage& temp) {
     T carry = 0;
-    for (std::int64_t base = 0; base < n; base += kThreads) {
-      const std::int64_t i = base + threadIdx.x;
-      T value = i < n ? values[i] : T(0);
+    for (std::int64_t base = 0; base < n; base += kThreads * kItems) {
+      const std::int64_t first = base + static_cast<std::int64_t>(threadIdx.x) * kItems;
+      T items[kItems];
+      for (int j = 0; j < kItems; ++j) items[j] = first + j < n ? values[first + j] : T(0);
       T aggregate;
-      Scan(temp).ExclusiveSum(value, value, aggregate);
-      if (i < n) values[i] = value + carry;
+      Scan(temp).ExclusiveSum(items, items, aggregate);
+      for (int j = 0; j < kItems; ++j) {
+        if (first + j < n) values[first + j] = items[j] + carry;
+      }
       carry += aggregate;
       __syncthreads();  // the temporary storage is used again
     }
     return carry;
   }
+
+  static constexpr int kItems = 4;
 
   Storage& storage_;
 };

@@ -163,6 +163,8 @@ class WfstLaneStep {
 
   /** Tokens of the frame (after start() or advance()). */
   ASRDEC_HD std::int32_t count() const { return *t_.count; }
+  /** Whether every token of the frame is active (after start() or advance(); then none is only an ε-ancestor). */
+  ASRDEC_HD bool all_active() const { return all_active_; }
 
  private:
   // Whether a frame that did not fit may be tried again with a tighter beam: it outgrew max_tokens_per_frame, or the
@@ -419,6 +421,7 @@ class WfstLaneStep {
     });
     exec_.barrier();
     const std::int64_t kept = s_.kept;
+    all_active_ = kept == n && !(overflow && kept > c_.max_tokens) && kept <= c_.max_active;
     if (overflow && kept > c_.max_tokens) {  // the cheapest max_tokens_per_frame, by (cost, state)
       const auto order = [&](std::int64_t i) {
         return static_cast<std::uint64_t>(wfst_ordered_cost(k_.cost[i])) << 32 |
@@ -458,6 +461,7 @@ class WfstLaneStep {
   WfstLaneScalars& s_;
   const float* boost_;
   Exec& exec_;
+  bool all_active_ = false;
 };
 
 }  // namespace asrdec::detail
