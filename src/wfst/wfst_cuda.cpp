@@ -92,6 +92,12 @@ class WfstCuda final : public WfstBackend {
     upload(olabel_, a.olabel);
     upload(next_state_, a.next_state);
     upload(weight_, a.weight);
+    std::vector<std::int32_t> source(static_cast<std::size_t>(graph.num_arcs()));
+    for (std::int32_t state = 0; state < a.num_states; ++state) {
+      std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
+                source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
+    }
+    upload(arc_source_, source);
     if (config.use_final_probs) upload(final_weight_, a.final_weight);
     setup.synchronize();
   }
@@ -183,7 +189,8 @@ class WfstCuda final : public WfstBackend {
       WfstRowsArgs a{};
       const WfstGraphArrays& g = graph_.arrays();
       a.graph = WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
-                              weight_.data(),         next_state_.data(),    g.num_states,   g.start};
+                              weight_.data(),         next_state_.data(),    g.num_states,   g.start,
+                              arc_source_.data()};
       a.final_weight = config_.use_final_probs ? final_weight_.data() : nullptr;
       a.config = WfstLaneConfig{config_.beam, config_.acoustic_scale, config_.max_active, config_.min_active,
                                 config_.max_tokens_per_frame};
@@ -539,6 +546,7 @@ class WfstCuda final : public WfstBackend {
   DeviceBuffer<std::int32_t> ilabel_, olabel_, next_state_;
   DeviceBuffer<float> weight_;
   DeviceBuffer<float> final_weight_;
+  DeviceBuffer<std::int32_t> arc_source_;  // [arcs] the state each arc leaves (WfstLaneGraph::arc_source)
   // decode(): the rows kernel's lanes and per-call buffers; a searcher for the rows no lane could hold.
   DeviceBuffer<unsigned long long> queue_;  // [0]: the next row (int32), [1]: path steps used
   WfstSearcher fallback_;

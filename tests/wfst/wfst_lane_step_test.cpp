@@ -41,6 +41,10 @@ class HostLaneExec {
     const std::vector<std::int64_t> items = items_;  // f may call for_each's helpers, never for_each itself
     for (const std::int64_t i : items) f(i);
   }
+  template <class Load, class Apply>
+  void for_each_batch(std::int64_t n, Load&& load, Apply&& apply) {
+    for_each(n, [&](std::int64_t i) { apply(i, load(i)); });
+  }
   void barrier() {}
   template <class F>
   void single(F&& f) {
@@ -376,8 +380,22 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   detail::WfstLaneShared shared{};
   const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
   const WfstGraphArrays& a = graph.arrays();
-  const detail::WfstLaneGraph g{a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(),
-                                a.weight.data(),         a.next_state.data(),    a.num_states,    a.start};
+  // Arc sources from a table (as the CUDA executor has them) or by binary search, alternating with the case text.
+  std::vector<std::int32_t> source(a.ilabel.size());
+  for (std::int32_t state = 0; state < a.num_states; ++state) {
+    std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
+              source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
+  }
+  const bool table = std::hash<std::string>{}(what + "source") % 2 == 0;
+  const detail::WfstLaneGraph g{a.emitting_begin.data(),
+                                a.epsilon_begin.data(),
+                                a.ilabel.data(),
+                                a.olabel.data(),
+                                a.weight.data(),
+                                a.next_state.data(),
+                                a.num_states,
+                                a.start,
+                                table ? source.data() : nullptr};
   const detail::WfstLaneConfig c{config.beam,       config.acoustic_scale,       config.max_active,
                                  config.min_active, config.max_tokens_per_frame, degree_for(what)};
   const std::vector<float> boost_row = searcher.boost_row(boosts);

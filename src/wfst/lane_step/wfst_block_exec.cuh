@@ -22,6 +22,23 @@ class WfstBlockExec {
   __device__ void for_each(std::int64_t n, F&& f) {
     for (std::int64_t i = threadIdx.x; i < n; i += kThreads) f(i);
   }
+  /** apply(i, load(i)) for i < n: a thread loads kBatch items before applying any, so their memory reads (load only
+   *  reads) overlap instead of waiting one after another. */
+  template <class Load, class Apply>
+  __device__ void for_each_batch(std::int64_t n, Load&& load, Apply&& apply) {
+    using Value = decltype(load(std::int64_t{0}));
+    for (std::int64_t base = threadIdx.x; base < n; base += kBatch * kThreads) {
+      Value values[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (base + j * kThreads < n) values[j] = load(base + j * kThreads);
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (base + j * kThreads < n) apply(base + j * kThreads, values[j]);
+      }
+    }
+  }
   __device__ void barrier() { __syncthreads(); }
   template <class F>
   __device__ void single(F&& f) {
@@ -77,6 +94,7 @@ class WfstBlockExec {
   }
 
   static constexpr int kItems = 4;
+  static constexpr int kBatch = 4;
 
   Storage& storage_;
 };

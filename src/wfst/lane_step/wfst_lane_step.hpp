@@ -12,7 +12,9 @@
 // numbered over the active tokens' arcs (a prefix sum of their out-degrees), so work spreads evenly over the threads
 // whatever the states' degrees.
 //
-// Exec provides: for_each(n, f) (f(i) for i < n, spread over the threads), barrier(), single(f) (one thread),
+// Exec provides: for_each(n, f) (f(i) for i < n, spread over the threads), for_each_batch(n, load, apply) (as
+// for_each of apply(i, load(i)), where load only reads, so several loads may be in flight at once), barrier(),
+// single(f) (one thread),
 // load(p), atomic_cas/atomic_add/atomic_exch on int32, atomic_add on int64, atomic_min on uint64 and uint32,
 // atomic_max on uint32, and exclusive_scan(values, n) (in place over int64, returning the total).
 
@@ -36,6 +38,7 @@ struct WfstLaneGraph {
   const std::int32_t* next_state;
   std::int32_t num_states;
   std::int32_t start;
+  const std::int32_t* arc_source = nullptr;  ///< [arcs] the state each arc leaves; null: found by binary search
 };
 
 /** The last i < n with sorted[i] <= value (`sorted` ascending, sorted[0] <= value): binary search. */
@@ -54,7 +57,8 @@ ASRDEC_HD_INLINE std::int32_t wfst_last_at_most(const std::int64_t* sorted, std:
 
 /** The state an arc leaves (arcs are stored by source state; a state without arcs shares its begin with the next). */
 ASRDEC_HD_INLINE std::int32_t wfst_arc_source(const WfstLaneGraph& g, std::int64_t arc) {
-  return wfst_last_at_most(g.emitting_begin, g.num_states, arc);
+  // One load with the table; the search is ~log2(states) dependent loads, the latency a frame's rebuilds wait on.
+  return g.arc_source != nullptr ? g.arc_source[arc] : wfst_last_at_most(g.emitting_begin, g.num_states, arc);
 }
 
 /** Tokens whose out-degree prefix sums a phase keeps in the lane's fast memory (WfstLaneScalars::ways); beyond, in
@@ -213,18 +217,31 @@ class WfstLaneStep {
   }
 
   // Offers every emitting way below `bound`; false when the frame does not fit the lane.
+  // Emitting way i (numbered over the active tokens' arcs): its arc and cost. Reads only, so an executor may load
+  // several ways' before using any (for_each_batch).
+  struct EmittingWay {
+    std::int64_t arc = 0;
+    float cost = 0.0f;
+  };
+  ASRDEC_HD EmittingWay emitting_item(const WfstLaneActive& active, const float* logp, std::int64_t i) const {
+    std::int32_t from = 0;
+    std::int64_t offset = 0;
+    item(i, active.count, from, offset);
+    EmittingWay way;
+    way.arc = g_.emitting_begin[active.state[from]] + offset;
+    way.cost = emitting_way(active, from, way.arc, logp);
+    return way;
+  }
+
   ASRDEC_HD void offer_emitting(const WfstLaneActive& active, const float* logp, std::int64_t total, float bound) {
-    exec_.for_each(total, [&](std::int64_t i) {
-      std::int32_t from = 0;
-      std::int64_t offset = 0;
-      item(i, active.count, from, offset);
-      const std::int64_t arc = g_.emitting_begin[active.state[from]] + offset;
-      const float cost = emitting_way(active, from, arc, logp);
-      if (!(cost < bound)) return;
-      if (wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc)).slot < 0) {
-        exec_.atomic_or(&s_.status, kWfstLaneFull);
-      }
-    });
+    exec_.for_each_batch(
+        total, [&](std::int64_t i) { return emitting_item(active, logp, i); },
+        [&](std::int64_t, const EmittingWay& way) {
+          if (!(way.cost < bound)) return;
+          if (wfst_table_offer(t_, exec_, g_.next_state[way.arc], wfst_way_key(way.cost, way.arc)).slot < 0) {
+            exec_.atomic_or(&s_.status, kWfstLaneFull);
+          }
+        });
     exec_.barrier();
   }
 
@@ -264,13 +281,11 @@ class WfstLaneStep {
     // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these).
     exec_.single([&] { s_.best = wfst_ordered_cost(__builtin_huge_valf()); });
     exec_.barrier();
-    exec_.for_each(total, [&](std::int64_t i) {
-      std::int32_t from = 0;
-      std::int64_t offset = 0;
-      item(i, active.count, from, offset);
-      const float cost = emitting_way(active, from, g_.emitting_begin[active.state[from]] + offset, logp);
-      if (cost < __builtin_huge_valf()) exec_.atomic_min(&s_.best, wfst_ordered_cost(cost));
-    });
+    exec_.for_each_batch(
+        total, [&](std::int64_t i) { return emitting_item(active, logp, i).cost; },
+        [&](std::int64_t, float cost) {
+          if (cost < __builtin_huge_valf()) exec_.atomic_min(&s_.best, wfst_ordered_cost(cost));
+        });
     exec_.barrier();
     const float best = wfst_cost_of_ordered(s_.best);
     float cutoff = rounded_add(best, beam);
