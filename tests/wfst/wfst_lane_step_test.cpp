@@ -13,10 +13,12 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/random_wfst.hpp"
+#include "wfst/threaded_lane_exec.hpp"
 #include "wfst/wfst_channel.hpp"
 
 namespace asrdec {
@@ -355,10 +357,12 @@ TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
 // A whole utterance through one lane as the CUDA rows kernel runs it (wfst_lane_decode.hpp: the lane's own history,
 // collections, the final rule and the traceback, in a lane laid out by wfst_lane_layout.hpp), against the searcher's
 // final result. Returns the lane's status (0: compared).
+// With `threads` > 0 the lane is a block of that many OS threads (threaded_lane_exec.hpp) instead of `exec`.
 struct HostFrames {
   const float* values;
   std::int32_t columns;
-  const float* frame(HostLaneExec&, std::int32_t t, float*) const {
+  template <class Exec>
+  const float* frame(Exec&, std::int32_t t, float*) const {
     return values + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
   }
 };
@@ -366,7 +370,8 @@ struct HostFrames {
 std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
                                         const WordBoosts& boosts, const std::vector<float>& frames, std::int32_t length,
                                         std::int32_t columns, std::int32_t capacity, std::int32_t history,
-                                        HostLaneExec& exec, const std::string& what, std::int64_t& collections) {
+                                        HostLaneExec& exec, const std::string& what, std::int64_t& collections,
+                                        int threads = 0) {
   SCOPED_TRACE(what);
   WfstSearcher searcher(graph, config);
   WfstChannel want;
@@ -401,8 +406,22 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const std::vector<float> boost_row = searcher.boost_row(boosts);
   HostFrames input{frames.data(), columns};
   detail::WfstRowOutcome outcome{};
-  detail::wfst_lane_decode(exec, g, c, config.use_final_probs ? a.final_weight.data() : nullptr,
-                           boost_row.empty() ? nullptr : boost_row.data(), views, shared, length, input, outcome);
+  const float* final_weight = config.use_final_probs ? a.final_weight.data() : nullptr;
+  const float* boost = boost_row.empty() ? nullptr : boost_row.data();
+  if (threads == 0) {
+    detail::wfst_lane_decode(exec, g, c, final_weight, boost, views, shared, length, input, outcome);
+  } else {
+    ThreadedBlock block(threads);
+    std::vector<std::thread> block_threads;
+    for (int id = 0; id < threads; ++id) {
+      block_threads.emplace_back([&, id] {
+        ThreadedLaneExec mine(block, id, std::hash<std::string>{}(what) + static_cast<std::uint64_t>(id));
+        detail::wfst_lane_decode(mine, g, c, final_weight, boost, views, shared, length, input, outcome);
+      });
+    }
+    for (std::thread& t : block_threads) t.join();
+    EXPECT_TRUE(block.consistent()) << "the block's threads waited at different barriers";
+  }
   // The lane is left empty, ready for the next utterance.
   const auto empty = [&](std::int64_t begin, std::int64_t end) {
     return std::all_of(lane.begin() + begin, lane.begin() + end, [](unsigned char b) { return b == 0xff; });
@@ -583,6 +602,61 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
   EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
   EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);
   std::printf("default lane: %lld bytes\n", static_cast<long long>(l.bytes));
+}
+
+// Whole utterances through a lane whose threads are OS threads, each running the whole lane code as CUDA threads do:
+// the same results, and every barrier reached by all threads together (a branch taken on a lane scalar that another
+// thread changed too early would split them). Random graphs of the four kinds with boosts and small arenas, and
+// sample TLG utterances.
+TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t utterances = 0, rejected = 0, collections = 0;
+  HostLaneExec unused(HostLaneExec::identity, 0);
+  for (int i = 0; i < 60; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.use_final_probs = i % 3 != 2;
+    const Batch batch = random_batch(rng, random.columns, 3, 30);
+    for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
+      WordBoosts boosts;
+      if (i % 4 == 1 && random.words > 0)
+        boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
+      if (!boosts.empty() && boosts[0].first > graph.max_output_label()) boosts.clear();
+      std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
+      for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
+      try {
+        graph.check_word_boosts(row);
+      } catch (const InvalidArgument&) {
+        boosts.clear();
+      }
+      expect_row_equals_searcher(
+          graph, config, boosts, batch.utterances[b], batch.lengths[b], random.columns, 16, i % 2 == 0 ? 24 : 256,
+          unused, "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", " + config.to_string(),
+          collections, 2 + i % 3);
+      if (::testing::Test::HasFailure()) return;
+      utterances += 1;
+    }
+  }
+  const SampleFrames sample = sample_frames(2);
+  CtcGraphOptions options;
+  const WfstGraph tlg = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
+    WfstDecoderConfig config;
+    config.acoustic_scale = 2.0f;
+    config.max_active = max_active;
+    config.max_tokens_per_frame = max_tokens;
+    const std::vector<float>& frames = sample.utterances[utterances % 2];
+    const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(sample.columns));
+    EXPECT_EQ(expect_row_equals_searcher(tlg, config, {}, frames, length, static_cast<std::int32_t>(sample.columns),
+                                         1 << 14, 1 << 9, unused, "sample, " + config.to_string(), collections, 4),
+              0);
+    if (::testing::Test::HasFailure()) return;
+    utterances += 1;
+  }
+  std::printf("%lld utterances on 2-4 threads, %lld collections\n", static_cast<long long>(utterances),
+              static_cast<long long>(collections));
 }
 
 }  // namespace
