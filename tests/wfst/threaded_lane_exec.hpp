@@ -7,10 +7,10 @@
 // file and line of its call (default arguments of the caller's position: the compiler may duplicate a call).
 
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -33,7 +33,8 @@ class ThreadedBlock {
       file_ = file;
       line_ = line;
     } else if (line != line_ || std::strcmp(file, file_) != 0) {
-      if (consistent_) std::fprintf(stderr, "threads wait at different barriers: %s:%d and %s:%d\n", file_, line_, file, line);
+      if (consistent_)
+        std::fprintf(stderr, "threads wait at different barriers: %s:%d and %s:%d\n", file_, line_, file, line);
       consistent_ = false;
     }
     const std::int64_t generation = generation_;

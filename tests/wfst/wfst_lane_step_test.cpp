@@ -16,6 +16,8 @@
 #include <thread>
 #include <tuple>
 
+#include "wfst/lane_step/wfst_channel_import.hpp"
+#include "wfst/lane_step/wfst_lane_chunk.hpp"
 #include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/random_wfst.hpp"
 #include "wfst/threaded_lane_exec.hpp"
@@ -224,6 +226,40 @@ class EmulatedLane {
   std::int32_t status_ = 0;
 };
 
+// One random word boosted by 0.7 half of the time when `boost`, else none; none either when no arc carries the word or
+// when the boost would make an ε-cycle free (the decoder rejects it; tested with the decoder).
+WordBoosts maybe_boost(std::mt19937_64& rng, const RandomGraph& random, const WfstGraph& graph, bool boost) {
+  WordBoosts boosts;
+  if (boost && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
+  if (!boosts.empty() && boosts[0].first > graph.max_output_label()) return {};
+  std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
+  for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
+  try {
+    graph.check_word_boosts(row);
+  } catch (const InvalidArgument&) {
+    return {};
+  }
+  return boosts;
+}
+
+// The sample TLG (random_wfst.hpp's sample_ctc_graph), built once.
+const WfstGraph& sample_tlg() {
+  static const WfstGraph graph = [] {
+    CtcGraphOptions options;
+    return detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  }();
+  return graph;
+}
+
+// The sample's decoding config (acoustic scale 2) under one pair of sample_pressure_limits().
+WfstDecoderConfig pressure_config(std::int64_t max_active, std::int64_t max_tokens) {
+  WfstDecoderConfig config;
+  config.acoustic_scale = 2.0f;
+  config.max_active = max_active;
+  config.max_tokens_per_frame = max_tokens;
+  return config;
+}
+
 // A frame's tokens by state: cost bits, arc, and the predecessor's (state, frame).
 using FrameTokens = std::map<std::int32_t, std::tuple<std::uint32_t, std::int64_t, std::int32_t, std::int32_t>>;
 
@@ -302,16 +338,7 @@ TEST(WfstLaneStep, EqualsTheSearcherOnRandomGraphsInEveryOrder) {
     // Random graphs have at most 9 states: a lane of 4 tokens is sometimes too small, and must say so.
     const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
     for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
-      WordBoosts boosts;
-      if (i % 4 == 1 && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
-      if (!boosts.empty() && boosts[0].first > graph.max_output_label()) boosts.clear();  // no arc carries it
-      std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
-      for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
-      try {
-        graph.check_word_boosts(row);
-      } catch (const InvalidArgument&) {
-        boosts.clear();  // a boost that makes an ε-cycle free is rejected (tested with the decoder)
-      }
+      const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
       const std::string what = "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", order " +
                                std::to_string(static_cast<int>(order)) + ", " + config.to_string();
       const bool fitted = expect_lane_equals_searcher(graph, config, boosts, batch.utterances[b], batch.lengths[b],
@@ -333,15 +360,11 @@ TEST(WfstLaneStep, EqualsTheSearcherOnRandomGraphsInEveryOrder) {
 TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
   const SampleFrames sample = sample_frames(6);
   const auto columns = static_cast<std::int32_t>(sample.columns);
-  CtcGraphOptions options;
-  const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  const WfstGraph& graph = sample_tlg();
   std::mt19937_64 rng(5);
   int case_index = 0;
   for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
-    WfstDecoderConfig config;
-    config.acoustic_scale = 2.0f;
-    config.max_active = max_active;
-    config.max_tokens_per_frame = max_tokens;
+    const WfstDecoderConfig config = pressure_config(max_active, max_tokens);
     for (std::size_t u = 0; u < sample.utterances.size(); ++u, ++case_index) {
       const std::vector<float>& frames = sample.utterances[u];
       const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(columns));
@@ -357,7 +380,37 @@ TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
 // A whole utterance through one lane as the CUDA rows kernel runs it (wfst_lane_decode.hpp: the lane's own history,
 // collections, the final rule and the traceback, in a lane laid out by wfst_lane_layout.hpp), against the searcher's
 // final result. Returns the lane's status (0: compared).
-// With `threads` > 0 the lane is a block of that many OS threads (threaded_lane_exec.hpp) instead of `exec`.
+// Runs body(exec) as one lane: on `exec`, or (threads > 0) on a block of that many OS threads (threaded_lane_exec.hpp),
+// each running the whole body, whose barriers must all match.
+template <class Body>
+void run_block(int threads, HostLaneExec& exec, const std::string& what, Body body) {
+  if (threads == 0) {
+    body(exec);
+    return;
+  }
+  ThreadedBlock block(threads);
+  std::vector<std::thread> block_threads;
+  for (int id = 0; id < threads; ++id) {
+    block_threads.emplace_back([&, id] {
+      ThreadedLaneExec mine(block, id, std::hash<std::string>{}(what) + static_cast<std::uint64_t>(id));
+      body(mine);
+    });
+  }
+  for (std::thread& t : block_threads) t.join();
+  EXPECT_TRUE(block.consistent()) << "the block's threads waited at different barriers";
+}
+
+// Arc sources as the CUDA executor has them (WfstLaneGraph::arc_source).
+std::vector<std::int32_t> arc_sources(const WfstGraphArrays& a) {
+  std::vector<std::int32_t> source(a.ilabel.size());
+  for (std::int32_t state = 0; state < a.num_states; ++state) {
+    std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
+              source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
+  }
+  return source;
+}
+
+// With `threads` > 0 the lane is a block of that many OS threads instead of `exec`.
 struct HostFrames {
   const float* values;
   std::int32_t columns;
@@ -386,11 +439,7 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
   const WfstGraphArrays& a = graph.arrays();
   // Arc sources from a table (as the CUDA executor has them) or by binary search, alternating with the case text.
-  std::vector<std::int32_t> source(a.ilabel.size());
-  for (std::int32_t state = 0; state < a.num_states; ++state) {
-    std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
-              source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
-  }
+  const std::vector<std::int32_t> source = arc_sources(a);
   const bool table = std::hash<std::string>{}(what + "source") % 2 == 0;
   const detail::WfstLaneGraph g{a.emitting_begin.data(),
                                 a.epsilon_begin.data(),
@@ -408,20 +457,9 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   detail::WfstRowOutcome outcome{};
   const float* final_weight = config.use_final_probs ? a.final_weight.data() : nullptr;
   const float* boost = boost_row.empty() ? nullptr : boost_row.data();
-  if (threads == 0) {
-    detail::wfst_lane_decode(exec, g, c, final_weight, boost, views, shared, length, input, outcome);
-  } else {
-    ThreadedBlock block(threads);
-    std::vector<std::thread> block_threads;
-    for (int id = 0; id < threads; ++id) {
-      block_threads.emplace_back([&, id] {
-        ThreadedLaneExec mine(block, id, std::hash<std::string>{}(what) + static_cast<std::uint64_t>(id));
-        detail::wfst_lane_decode(mine, g, c, final_weight, boost, views, shared, length, input, outcome);
-      });
-    }
-    for (std::thread& t : block_threads) t.join();
-    EXPECT_TRUE(block.consistent()) << "the block's threads waited at different barriers";
-  }
+  run_block(threads, exec, what, [&](auto& e) {
+    detail::wfst_lane_decode(e, g, c, final_weight, boost, views, shared, length, input, outcome);
+  });
   // The lane is left empty, ready for the next utterance.
   const auto empty = [&](std::int64_t begin, std::int64_t end) {
     return std::all_of(lane.begin() + begin, lane.begin() + end, [](unsigned char b) { return b == 0xff; });
@@ -468,16 +506,7 @@ TEST(WfstLaneDecode, WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder) 
     const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
     const std::int32_t history = i % 5 == 4 ? 12 : 48;
     for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
-      WordBoosts boosts;
-      if (i % 4 == 1 && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
-      if (!boosts.empty() && boosts[0].first > graph.max_output_label()) boosts.clear();
-      std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
-      for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
-      try {
-        graph.check_word_boosts(row);
-      } catch (const InvalidArgument&) {
-        boosts.clear();
-      }
+      const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
       const std::string what = "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", order " +
                                std::to_string(static_cast<int>(order)) + ", capacity " + std::to_string(capacity) +
                                ", history " + std::to_string(history) + ", " + config.to_string();
@@ -504,16 +533,12 @@ TEST(WfstLaneDecode, WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder) 
 TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
   const SampleFrames sample = sample_frames(6);
   const auto columns = static_cast<std::int32_t>(sample.columns);
-  CtcGraphOptions options;
-  const WfstGraph graph = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  const WfstGraph& graph = sample_tlg();
   std::mt19937_64 rng(7);
   int case_index = 0;
   std::int64_t collections = 0;
   for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
-    WfstDecoderConfig config;
-    config.acoustic_scale = 2.0f;
-    config.max_active = max_active;
-    config.max_tokens_per_frame = max_tokens;
+    const WfstDecoderConfig config = pressure_config(max_active, max_tokens);
     for (std::size_t u = 0; u < sample.utterances.size(); ++u, ++case_index) {
       const std::vector<float>& frames = sample.utterances[u];
       const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(columns));
@@ -620,17 +645,7 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
     config.use_final_probs = i % 3 != 2;
     const Batch batch = random_batch(rng, random.columns, 3, 30);
     for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
-      WordBoosts boosts;
-      if (i % 4 == 1 && random.words > 0)
-        boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
-      if (!boosts.empty() && boosts[0].first > graph.max_output_label()) boosts.clear();
-      std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
-      for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
-      try {
-        graph.check_word_boosts(row);
-      } catch (const InvalidArgument&) {
-        boosts.clear();
-      }
+      const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
       expect_row_equals_searcher(
           graph, config, boosts, batch.utterances[b], batch.lengths[b], random.columns, 16, i % 2 == 0 ? 24 : 256,
           unused, "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", " + config.to_string(),
@@ -640,13 +655,9 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
     }
   }
   const SampleFrames sample = sample_frames(2);
-  CtcGraphOptions options;
-  const WfstGraph tlg = detail::wfst_graph_from_fst(sample_ctc_graph(options).tlg, "sample TLG");
+  const WfstGraph& tlg = sample_tlg();
   for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
-    WfstDecoderConfig config;
-    config.acoustic_scale = 2.0f;
-    config.max_active = max_active;
-    config.max_tokens_per_frame = max_tokens;
+    const WfstDecoderConfig config = pressure_config(max_active, max_tokens);
     const std::vector<float>& frames = sample.utterances[utterances % 2];
     const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(sample.columns));
     EXPECT_EQ(expect_row_equals_searcher(tlg, config, {}, frames, length, static_cast<std::int32_t>(sample.columns),
@@ -657,6 +668,158 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
   }
   std::printf("%lld utterances on 2-4 threads, %lld collections\n", static_cast<long long>(utterances),
               static_cast<long long>(collections));
+}
+
+// A stream decoded chunk by chunk through a lane (wfst_lane_chunk.hpp): its channel (arena, active tokens, counters) in
+// its own memory between chunks, the lane reused and left empty after each chunk. After every chunk the result equals
+// the searcher's after the same frames (partial, then final by the final rule), whatever the chunk sizes (empty ones
+// included, an empty last chunk too). Returns the lane's status when it gave up (0: every chunk compared).
+std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
+                                          const WordBoosts& boosts, const std::vector<float>& frames,
+                                          std::int32_t length, std::int32_t columns, std::int32_t capacity,
+                                          std::int32_t history, std::mt19937_64& rng, HostLaneExec& exec,
+                                          const std::string& what, std::int64_t& chunks, std::int64_t& collections,
+                                          int threads = 0) {
+  SCOPED_TRACE(what);
+  WfstSearcher searcher(graph, config);
+  WfstChannel want;
+  searcher.start(want, boosts);
+  const WfstGraphArrays& a = graph.arrays();
+  const std::vector<std::int32_t> source = arc_sources(a);
+  const detail::WfstLaneGraph g{
+      a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(), a.weight.data(),
+      a.next_state.data(),     a.num_states,           a.start,         source.data()};
+  const detail::WfstLaneConfig c{config.beam,       config.acoustic_scale,       config.max_active,
+                                 config.min_active, config.max_tokens_per_frame, degree_for(what)};
+  const detail::WfstLaneLayout layout =
+      detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7);
+  std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
+  detail::WfstLaneShared shared{};
+  const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
+  // The channel: its own arena (the lane's history arrays but for the entries) and active tokens.
+  std::vector<detail::WfstArenaEntry> arena(static_cast<std::size_t>(layout.history));
+  std::vector<std::int32_t> active(static_cast<std::size_t>(layout.capacity));
+  detail::WfstChannelScalars counters{};
+  detail::WfstLaneHistory channel_history = views.history;
+  channel_history.entries = arena.data();
+  const detail::WfstLaneChannel channel{active.data(), &counters};
+  const std::vector<float> boost_row = searcher.boost_row(boosts);
+  const float* final_weight = config.use_final_probs ? a.final_weight.data() : nullptr;
+  const std::int32_t blank = columns;
+  bool fresh = true;
+  for (std::int32_t position = 0;;) {
+    const auto take = std::min<std::int32_t>(static_cast<std::int32_t>(rng() % 6), length - position);
+    const bool last = position + take == length && (take > 0 || rng() % 2 == 0);
+    for (std::int32_t t = position; t < position + take; ++t) {
+      searcher.advance(want, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
+    }
+    HostFrames input{frames.data() + static_cast<std::size_t>(position) * static_cast<std::size_t>(columns), columns};
+    detail::WfstRowOutcome outcome{};
+    run_block(threads, exec, what, [&](auto& e) {
+      detail::wfst_lane_chunk(e, g, c, final_weight, boost_row.empty() ? nullptr : boost_row.data(), views,
+                              channel_history, channel, shared, fresh, last, take, input, outcome);
+    });
+    chunks += 1;
+    EXPECT_TRUE(std::all_of(lane.begin() + layout.table_state, lane.begin() + layout.table_token, [](unsigned char b) {
+      return b == 0xff;
+    })) << "the lane's table is not empty after a chunk";
+    if (outcome.status != 0) {
+      // As the CUDA executor will: the CPU continues the stream from the channel the lane left, and ends it with the
+      // searcher's own result.
+      EXPECT_EQ(outcome.status & detail::kWfstLaneBroken, 0);
+      EXPECT_LE(counters.frames, position + take) << "the channel is past the frames it stored";
+      EXPECT_GE(counters.frames, fresh ? 0 : position) << "the channel lost frames it had";
+      collections += counters.collections;
+      WfstChannel rest;
+      if (counters.used == 0) {
+        searcher.start(rest, boosts);
+      } else {
+        rest = detail::wfst_channel_from_lane(graph, arena.data(), counters, active.data(), boost_row);
+      }
+      WfstSearcher host(graph, config);
+      for (std::int32_t t = counters.frames; t < length; ++t) {
+        host.advance(rest, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
+      }
+      for (std::int32_t t = position + take; t < length; ++t) {
+        searcher.advance(want, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
+      }
+      expect_same(host.result(rest, true, blank), searcher.result(want, true, blank), "continued on the CPU");
+      EXPECT_EQ(host.result(rest, true, blank).overflow, want.overflow);
+      return outcome.status;
+    }
+    EXPECT_EQ(counters.frames, position + take);
+    std::vector<detail::WfstPathStep> steps;
+    for (std::int32_t i = outcome.path_length - 1; i >= 0; --i) {
+      steps.push_back(detail::WfstPathStep{views.history.scratch[2 * i], views.history.scratch[2 * i + 1]});
+    }
+    const WfstResult got = detail::wfst_row_result(searcher, outcome, steps, outcome.frames, boost_row, blank);
+    const WfstResult expected = searcher.result(want, last, blank);
+    expect_same(got, expected, "after frame " + std::to_string(position + take) + (last ? ", last" : ""));
+    EXPECT_EQ(got.overflow, expected.overflow);
+    if (::testing::Test::HasFailure()) return 0;
+    position += take;
+    fresh = false;
+    if (last) break;
+  }
+  collections += counters.collections;
+  return 0;
+}
+
+TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t streams = 0, chunks = 0, full = 0, rejected = 0, collections = 0;
+  HostLaneExec unused(HostLaneExec::identity, 0);
+  for (int i = 0; i < 300; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.use_final_probs = i % 3 != 2;
+    const Batch batch = random_batch(rng, random.columns, 3, 40);
+    HostLaneExec exec(static_cast<HostLaneExec::Order>(i % 3), rng());
+    const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
+    const std::int32_t history = i % 5 == 4 ? 12 : 24;
+    const int threads = i % 10 == 9 ? 3 : 0;
+    for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
+      const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
+      const std::int32_t status = expect_chunks_equal_searcher(
+          graph, config, boosts, batch.utterances[b], batch.lengths[b], random.columns, capacity, history, rng, exec,
+          "case " + std::to_string(i) + ", stream " + std::to_string(b) + ", " + config.to_string(), chunks,
+          collections, threads);
+      if (::testing::Test::HasFailure()) return;
+      full += status != 0 ? 1 : 0;
+      streams += 1;
+    }
+  }
+  EXPECT_GT(full, 0) << "no lane gave up on a stream";
+  EXPECT_GT(collections, 50) << "arenas were collected too rarely to test it";
+  std::printf("%lld streams in %lld chunks, %lld given up by their lane, %lld collections\n",
+              static_cast<long long>(streams), static_cast<long long>(chunks), static_cast<long long>(full),
+              static_cast<long long>(collections));
+}
+
+// The sample TLG under pressure, streamed in random chunks with small arenas.
+TEST(WfstLaneChunk, SampleTlgStreamsEqualTheSearcher) {
+  const SampleFrames sample = sample_frames(4);
+  const auto columns = static_cast<std::int32_t>(sample.columns);
+  const WfstGraph& graph = sample_tlg();
+  std::mt19937_64 rng(9);
+  std::int64_t chunks = 0, collections = 0;
+  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
+    const WfstDecoderConfig config = pressure_config(max_active, max_tokens);
+    for (std::size_t u = 0; u < sample.utterances.size(); ++u) {
+      const std::vector<float>& frames = sample.utterances[u];
+      const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(columns));
+      HostLaneExec exec(static_cast<HostLaneExec::Order>(u % 3), rng());
+      EXPECT_EQ(expect_chunks_equal_searcher(graph, config, {}, frames, length, columns, 1 << 14, 1 << 9, rng, exec,
+                                             config.to_string() + ", utterance " + std::to_string(u), chunks,
+                                             collections, u == 0 && max_tokens == 30 ? 3 : 0),
+                0);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  EXPECT_GT(collections, 0);
+  std::printf("%lld chunks, %lld collections\n", static_cast<long long>(chunks), static_cast<long long>(collections));
 }
 
 }  // namespace

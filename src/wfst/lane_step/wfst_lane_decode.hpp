@@ -24,6 +24,7 @@ struct WfstRowOutcome {
   std::int32_t last_state;  ///< the best token's state
   float cost;               ///< its cost, plus the final weight when reached_final
   std::int32_t path_length;
+  std::int32_t frames;       ///< frames consumed
   std::int64_t path_offset;  ///< where the caller put the path
 };
 
@@ -42,9 +43,9 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
                                 const float* boost, const WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,
                                 Frames& frames, WfstRowOutcome& out) {
   WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec);
-  WfstLaneHistoryOps<Exec> history(v.table, v.tokens, v.store, v.history, v.next, shared.history, exec);
+  WfstLaneHistoryOps<Exec> history(g, v.table, v.tokens, v.store, v.history, v.next, shared.history, exec);
   history.begin();
-  exec.single([&] { out = WfstRowOutcome{0, 0, 0, 0, 0.0f, 0, 0}; });
+  exec.single([&] { out = WfstRowOutcome{0, 0, 0, 0, 0.0f, 0, length, 0}; });
   exec.barrier();
   std::int32_t status = 0;
   bool overflow = false;

@@ -21,13 +21,22 @@ namespace asrdec::detail {
 constexpr std::int32_t kWfstLaneHistoryFull = 4;  ///< the live back-pointers outgrew the arena
 constexpr std::int32_t kWfstLanePathFull = 8;     ///< the output had no room for the path
 
-/** A back-pointer: the arc into the token (-1: the start), the predecessor's arena index (-1: none), the frames
- *  consumed (WfstToken without state and cost, which no traceback reads). */
+/** A stored token: the arc into it (-1: the start), the predecessor's arena index (-1: none), the frames consumed and
+ *  its cost (WfstToken without its state, which is the arc's next state, or the start). */
 struct WfstArenaEntry {
   std::int32_t arc;
   std::int32_t prev;
   std::int32_t frame;
+  float cost;
 };
+
+/** An empty arena entry (what a collection drops). */
+constexpr WfstArenaEntry kWfstNoEntry = {-1, -1, -1, 0.0f};
+
+/** The state of a stored token. */
+ASRDEC_HD_INLINE std::int32_t wfst_entry_state(const WfstLaneGraph& g, const WfstArenaEntry& e) {
+  return e.arc < 0 ? g.start : g.next_state[e.arc];
+}
 
 struct WfstLaneHistory {
   WfstArenaEntry* entries;  ///< [capacity]
@@ -47,11 +56,13 @@ struct WfstLaneNext {
 
 /** The lane's scalars beside WfstLaneScalars. */
 struct WfstHistoryScalars {
-  std::int32_t used;          ///< arena entries in use
-  std::int32_t active_count;  ///< WfstLaneNext's tokens
+  std::int32_t used;              ///< arena entries in use
+  std::int32_t last_frame_begin;  ///< the last frame's tokens are entries [last_frame_begin, used)
+  std::int32_t active_count;      ///< WfstLaneNext's tokens
   std::int32_t status;
   std::int32_t path_length;
   std::int32_t collections;  ///< of the utterance so far
+  std::int32_t found;        ///< best_stored: the best token's arena index
   std::uint64_t best;        ///< (ordered total, state) of the best token
 };
 
@@ -64,15 +75,16 @@ struct WfstStoreArrays {
 template <class Exec>
 class WfstLaneHistoryOps {
  public:
-  ASRDEC_HD WfstLaneHistoryOps(const WfstLaneTable& table, const WfstLaneTokens& tokens, const WfstStoreArrays& store,
-                               const WfstLaneHistory& history, const WfstLaneNext& next, WfstHistoryScalars& scalars,
-                               Exec& exec)
-      : t_(table), k_(tokens), st_(store), h_(history), next_(next), s_(scalars), exec_(exec) {}
+  ASRDEC_HD WfstLaneHistoryOps(const WfstLaneGraph& graph, const WfstLaneTable& table, const WfstLaneTokens& tokens,
+                               const WfstStoreArrays& store, const WfstLaneHistory& history, const WfstLaneNext& next,
+                               WfstHistoryScalars& scalars, Exec& exec)
+      : g_(graph), t_(table), k_(tokens), st_(store), h_(history), next_(next), s_(scalars), exec_(exec) {}
 
   /** An empty arena and no active token (a new utterance). */
   ASRDEC_HD void begin() {
     exec_.single([&] {
       s_.used = 0;
+      s_.last_frame_begin = 0;
       s_.active_count = 0;
       s_.status = 0;
       s_.collections = 0;
@@ -108,11 +120,8 @@ class WfstLaneHistoryOps {
     const auto stored = static_cast<std::int32_t>(total & 0xffffffff);
     const auto actives = static_cast<std::int32_t>(total >> 32);
     if (s_.used + stored > h_.capacity) collect(n);
-    if (s_.used + stored > h_.capacity) {
-      exec_.single([&] {
-        s_.status |= kWfstLaneHistoryFull;
-        s_.active_count = 0;
-      });
+    if (s_.used + stored > h_.capacity) {  // the lane stays at the last frame stored (`next` and the arena intact)
+      exec_.single([&] { s_.status |= kWfstLaneHistoryFull; });
       exec_.barrier();
       return;
     }
@@ -122,7 +131,7 @@ class WfstLaneHistoryOps {
       const std::int32_t e = base + static_cast<std::int32_t>(k_.scan[i] & 0xffffffff);
       const std::int32_t prev = k_.local[i] != 0 ? base + static_cast<std::int32_t>(k_.scan[k_.prev[i]] & 0xffffffff)
                                                  : static_cast<std::int32_t>(k_.prev[i]);
-      h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame};
+      h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame, k_.cost[i]};
       st_.index[i] = e;
       if (k_.active[i] == 0) return;
       const auto a = static_cast<std::int32_t>(k_.scan[i] >> 32);
@@ -135,6 +144,7 @@ class WfstLaneHistoryOps {
     exec_.barrier();
     exec_.single([&] {
       s_.used = base + stored;
+      s_.last_frame_begin = base;
       s_.active_count = actives;
     });
     exec_.barrier();
@@ -182,13 +192,89 @@ class WfstLaneHistoryOps {
     return t_.token[wfst_table_find(t_, static_cast<std::int32_t>(best & 0xffffffffu))];
   }
 
-  /** The path into stored token `token`, start excluded, reversed, into h_.scratch as (arc, frame) pairs (at most
+  /** Continues an utterance kept elsewhere (a stream between chunks): the arena already holds its entries (`used`,
+   *  the last frame from `last_frame_begin`, `collections` so far), and `active[0, count)` are the arena indices of
+   *  the tokens the next frame expands. */
+  ASRDEC_HD void resume(std::int32_t used, std::int32_t last_frame_begin, std::int32_t collections,
+                        const std::int32_t* active, std::int32_t count) {
+    exec_.for_each(count, [&](std::int64_t a) {
+      const std::int32_t e = active[a];
+      const WfstArenaEntry entry = h_.entries[e];
+      const std::int32_t state = wfst_entry_state(g_, entry);
+      next_.state[a] = state;
+      next_.cost[a] = entry.cost;
+      next_.index[a] = e;
+      wfst_table_put(next_.by_state, exec_, state, static_cast<std::int32_t>(a));
+    });
+    exec_.single([&] {
+      s_.used = used;
+      s_.last_frame_begin = last_frame_begin;
+      s_.active_count = count;
+      s_.status = 0;
+      s_.collections = collections;
+    });
+    exec_.barrier();
+  }
+
+  /** The best token of the last frame stored, as WfstSearcher::result picks it: with `final` and `final_weight`, the
+   *  least cost + final weight over tokens on final states; when none is, or without, the least cost over the active
+   *  tokens when `final` is false and some are active, else over the whole last frame; ties to the lower state.
+   *  Returns its arena index (-1: no token); `reached_final` says whether the final rule chose it. */
+  ASRDEC_HD std::int32_t best_stored(bool final, const float* final_weight, bool& reached_final) {
+    exec_.single([&] { s_.best = kWfstNoWay; });
+    exec_.barrier();
+    const std::int32_t last = s_.last_frame_begin;
+    const std::int32_t count = s_.used - last;
+    const auto key = [](float total, std::int32_t state) {
+      return static_cast<std::uint64_t>(wfst_ordered_cost(total)) << 32 | static_cast<std::uint32_t>(state);
+    };
+    if (final && final_weight != nullptr) {
+      exec_.for_each(count, [&](std::int64_t i) {
+        const WfstArenaEntry entry = h_.entries[last + i];
+        const std::int32_t state = wfst_entry_state(g_, entry);
+        const float f = final_weight[state];
+        if (!(f < __builtin_huge_valf())) return;
+        const float total = rounded_add(entry.cost, f);
+        if (total < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(total, state));
+      });
+      exec_.barrier();
+    }
+    reached_final = s_.best != kWfstNoWay;
+    exec_.barrier();  // every thread has read it before the second rule may lower it
+    if (!reached_final && !final && s_.active_count > 0) {
+      exec_.for_each(s_.active_count,
+                     [&](std::int64_t a) { exec_.atomic_min(&s_.best, key(next_.cost[a], next_.state[a])); });
+      exec_.barrier();
+    } else if (!reached_final) {
+      exec_.for_each(count, [&](std::int64_t i) {
+        const WfstArenaEntry entry = h_.entries[last + i];
+        if (entry.cost < __builtin_huge_valf())
+          exec_.atomic_min(&s_.best, key(entry.cost, wfst_entry_state(g_, entry)));
+      });
+      exec_.barrier();
+    }
+    const std::uint64_t best = s_.best;
+    exec_.barrier();  // every thread has read it before it changes again
+    if (best == kWfstNoWay) return -1;
+    // The entry with that state in the last frame (one token a state a frame).
+    const auto state = static_cast<std::int32_t>(best & 0xffffffffu);
+    exec_.for_each(count, [&](std::int64_t i) {
+      if (wfst_entry_state(g_, h_.entries[last + i]) == state) s_.found = last + static_cast<std::int32_t>(i);
+    });
+    exec_.barrier();
+    return s_.found;
+  }
+
+  /** The path into stored token `token` (the frame's numbering): trace_from its arena index. */
+  ASRDEC_HD void trace(std::int32_t token) { trace_from(st_.index[token]); }
+
+  /** The path into arena entry `index`, start excluded, reversed, into h_.scratch as (arc, frame) pairs (at most
    *  capacity / 2 steps); s_.path_length its steps, -1 when the scratch had no room. */
-  ASRDEC_HD void trace(std::int32_t token) {
+  ASRDEC_HD void trace_from(std::int32_t index) {
     exec_.single([&] {
       std::int32_t length = 0;
       std::int32_t steps = 0;
-      for (std::int32_t e = st_.index[token]; e >= 0; e = h_.entries[e].prev) {
+      for (std::int32_t e = index; e >= 0; e = h_.entries[e].prev) {
         if (++steps > s_.used || 2 * (length + 1) > h_.capacity) {  // a cycle cannot happen; never loop on one
           length = -1;
           break;
@@ -205,16 +291,18 @@ class WfstLaneHistoryOps {
   }
 
  private:
-  // Drops the entries that no token stored next can reach: marks from the emitting predecessors of the kept tokens
-  // along the back-pointers, numbers the marked ones by a scan, moves them down in order, a chunk at a time (a move
-  // never lands on an entry not yet read), and renames the kept tokens' predecessors.
+  // Drops the entries that no path into the last frame's tokens uses (WfstSearcher::collect_history; the emitting
+  // predecessors of the frame being stored are among those tokens): marks from each of them along the back-pointers,
+  // numbers the marked entries by a scan, moves them down in order, a chunk at a time (a move never lands on an entry
+  // not yet read), and renames the predecessors of the frame being stored and the active tokens. The last frame stays
+  // whole and in one piece, so the lane is a consistent channel whatever happens to the frame being stored.
   ASRDEC_HD void collect(std::int32_t n) {
     const std::int32_t used = s_.used;
+    const std::int32_t last = s_.last_frame_begin;
     exec_.for_each(used, [&](std::int64_t e) { h_.scratch[e] = 0; });
     exec_.barrier();
-    exec_.for_each(n, [&](std::int64_t i) {
-      if (st_.kept[i] == 0 || k_.local[i] != 0) return;
-      for (std::int64_t j = k_.prev[i]; j >= 0; j = h_.entries[j].prev) {
+    exec_.for_each(used - last, [&](std::int64_t i) {
+      for (std::int64_t j = last + i; j >= 0; j = h_.entries[j].prev) {
         if (exec_.atomic_exch(&h_.scratch[j], 1) != 0) break;
       }
     });
@@ -243,16 +331,19 @@ class WfstLaneHistoryOps {
     exec_.for_each(n, [&](std::int64_t i) {
       if (st_.kept[i] != 0 && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
     });
+    exec_.for_each(s_.active_count, [&](std::int64_t a) { next_.index[a] = h_.scratch[next_.index[a]]; });
     // What was dropped reads as nothing (an index not renamed would end a path, not follow a stale one).
-    exec_.for_each(used - live, [&](std::int64_t i) { h_.entries[live + i] = WfstArenaEntry{-1, -1, -1}; });
+    exec_.for_each(used - live, [&](std::int64_t i) { h_.entries[live + i] = kWfstNoEntry; });
     exec_.barrier();
     exec_.single([&] {
       s_.used = live;
+      s_.last_frame_begin = last < used ? h_.scratch[last] : live;
       s_.collections += 1;
     });
     exec_.barrier();
   }
 
+  const WfstLaneGraph& g_;
   const WfstLaneTable& t_;
   const WfstLaneTokens& k_;
   const WfstStoreArrays& st_;
