@@ -8,7 +8,9 @@
 // The baseline in the same process is the same streams decoded at 64 lanes a call. Utterances are 10 s long and
 // staggered (each stream's first one is cut short), so every tick mixes first, middle and last chunks; a stream
 // whose utterance ends starts the next.
-// The transducer cases need the benchmark models (ASRDEC_BENCH_MODELS); CTC greedy uses synthetic log-probabilities.
+// The transducer cases need the benchmark models (ASRDEC_BENCH_MODELS); CTC greedy uses synthetic log-probabilities;
+// WFST decodes the CTC sample's frames (its utterances joined into 10 s rows) through the sample TLG at beam 17
+// (common/sample_tlg.hpp, built at start-up).
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "asrdec/detail/float16.hpp"
 #include "common/bench_support.hpp"
+#include "common/sample_tlg.hpp"
 #include "common/synthetic_ctc.hpp"
 #include "common/transducer_models.hpp"
 
@@ -28,7 +32,7 @@ constexpr std::int64_t kChunkFrames = 2;        // 160 ms of 80 ms frames
 constexpr std::int64_t kUtteranceFrames = 125;  // 10 s
 constexpr double kTickSeconds = 0.160;
 
-enum class Kind { ctc_greedy, rnnt_greedy };
+enum class Kind { ctc_greedy, rnnt_greedy, ctc_wfst };
 
 // N streams at staggered offsets into 10 s utterances; next_tick() lays out every stream's chunk as rows of one
 // host block (stream order) and returns the rows.
@@ -95,6 +99,27 @@ const std::vector<std::byte>& source_of(Kind kind, std::int64_t& rows, std::int6
     if (slot.empty()) slot = make_synthetic_ctc(rows, kUtteranceFrames, width, DType::f32, 2026).logprobs;
     return slot;
   }
+  if (kind == Kind::ctc_wfst) {  // the sample's utterances one after another, cut into 125-frame rows
+    const SampleTlg& s = sample_tlg();
+    width = s.logprobs.shape()[2];
+    auto& slot = cache[kind];
+    if (slot.empty()) {
+      const std::int64_t frames = s.logprobs.shape()[1];
+      const auto* values = static_cast<const half_t*>(s.logprobs.data());
+      const auto* lengths = static_cast<const std::int32_t*>(s.lengths.data());
+      std::vector<float> joined;
+      for (std::int64_t u = 0; static_cast<std::int64_t>(joined.size()) < rows * kUtteranceFrames * width; ++u) {
+        const std::int64_t row = u % s.logprobs.shape()[0];
+        for (std::int64_t e = 0; e < lengths[row] * width; ++e) {
+          joined.push_back(detail::to_float(values[row * frames * width + e]));
+        }
+      }
+      joined.resize(static_cast<std::size_t>(rows * kUtteranceFrames * width));
+      slot.resize(joined.size() * 4);
+      std::copy_n(reinterpret_cast<const std::byte*>(joined.data()), slot.size(), slot.data());
+    }
+    return slot;
+  }
   const TransducerModel& m = model("rnnt", Device::cpu());
   width = m.joint_hidden();
   auto& slot = cache[kind];
@@ -105,6 +130,15 @@ const std::vector<std::byte>& source_of(Kind kind, std::int64_t& rows, std::int6
   }
   return slot;
 }
+
+// WfstDecoder's decode_chunks as the other decoders' (no word boosts).
+struct WfstStreams {
+  WfstDecoder decoder;
+  std::vector<WfstResult> decode_chunks(const std::vector<ChunkRow>& rows, const TensorView& logprobs,
+                                        const TensorView& lengths, StreamHandle stream) {
+    return decoder.decode_chunks(rows, logprobs, lengths, {}, stream);
+  }
+};
 
 template <class Decoder>
 void run_ticks(benchmark::State& state, Decoder& decoder, Streams& streams, std::int64_t lanes, std::int64_t width,
@@ -167,6 +201,12 @@ void streams(benchmark::State& state, Kind kind, bool cuda) {
   if (kind == Kind::ctc_greedy) {
     CtcGreedyDecoder decoder(device, {}, limits);
     run_ticks(state, decoder, all, lanes, width, device);
+  } else if (kind == Kind::ctc_wfst) {
+    WfstDecoderConfig config;
+    config.acoustic_scale = 2.0f;  // the sample's setting (README)
+    config.max_open_utterances = count;
+    WfstStreams decoder{WfstDecoder(*sample_tlg().graph, config, device)};
+    run_ticks(state, decoder, all, lanes, width, device);
   } else {
     TransducerGreedyDecoder decoder(model("rnnt", device), TransducerGreedyConfig{}, limits);
     run_ticks(state, decoder, all, lanes, width, device);
@@ -175,7 +215,8 @@ void streams(benchmark::State& state, Kind kind, bool cuda) {
 
 void register_all() {
   for (const auto& [name, kind] :
-       {std::pair{"ctc_greedy", Kind::ctc_greedy}, std::pair{"rnnt_greedy", Kind::rnnt_greedy}}) {
+       {std::pair{"ctc_greedy", Kind::ctc_greedy}, std::pair{"rnnt_greedy", Kind::rnnt_greedy},
+        std::pair{"ctc_wfst", Kind::ctc_wfst}}) {
     for (const bool cuda : {false, true}) {
       auto* b = benchmark::RegisterBenchmark((std::string("streaming/") + (cuda ? "cuda/" : "cpu/") + name).c_str(),
                                              streams, kind, cuda);

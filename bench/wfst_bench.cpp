@@ -2,51 +2,25 @@
 // the sample lexicon (about 12.8k words), its word 3-gram and the 256-piece BPE, standard CTC topology, built at
 // start-up with the library's graph builder — over batches of the sample's 40 utterances (repeated to fill the
 // batch), with beam and max_active sweeps, and the latency of one streaming call of 16-frame chunks at batch
-// 1/64/256. The CPU executor decodes the streams one after another on one core: it is the baseline the CUDA
-// executor is compared with (same batch, same process). Both return host results, so both are timed on the wall
-// clock.
+// 1/64/256. The CPU executor, on every core the process may use (threads = 0; wfst/cpu_threads sweeps the count),
+// is the baseline the CUDA executor is compared with (same batch, same process). Both return host results, so both are
+// timed on the wall clock.
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "asrdec/detail/float16.hpp"
-#include "asrdec/wfst/graph_builder.hpp"
 #include "common/bench_support.hpp"
+#include "common/sample_tlg.hpp"
 
 namespace asrdec::bench {
 namespace {
 
 constexpr std::int64_t kChunk = 16;
 
-struct Sample {
-  std::unique_ptr<WfstGraph> graph;
-  NpyArray logprobs;  // [40, T, 257] f16
-  NpyArray lengths;   // [40] i32
-};
-
-const Sample& sample() {
-  static const std::unique_ptr<Sample> loaded = [] {
-    const std::string data = std::string(ASRDEC_SOURCE_DIR) + "/examples/data";
-    const auto dir = std::filesystem::temp_directory_path() / "asrdec_wfst_bench";
-    std::filesystem::create_directories(dir);
-    const std::string graph = (dir / "TLG.fst").string();
-    CtcGraphOptions options;
-    options.topology = CtcTopology::standard;
-    const CtcGraphSummary summary =
-        build_ctc_graph(data + "/tokens.txt", read_lexicon(data + "/wfst/lexicon.txt"),
-                        data + "/wfst/words_3gram.arpa.gz", options, graph, (dir / "words.txt").string());
-    std::fprintf(stderr, "TLG: %s\n", summary.to_string().c_str());
-    auto s = std::make_unique<Sample>();
-    s->graph = std::make_unique<WfstGraph>(WfstGraph::load(graph));
-    s->logprobs = read_npy(data + "/ctc/logprobs.npy");
-    s->lengths = read_npy(data + "/ctc/lengths.npy");
-    return s;
-  }();
-  return *loaded;
-}
+const SampleTlg& sample() { return sample_tlg(); }
 
 // The sample's utterances repeated to `batch` rows, f32 [batch, T, C], with their lengths.
 struct Batch {
@@ -57,7 +31,7 @@ struct Batch {
 };
 
 Batch make_batch(std::int64_t batch) {
-  const Sample& s = sample();
+  const SampleTlg& s = sample();
   Batch b;
   b.batch = batch;
   b.frames = s.logprobs.shape()[1];

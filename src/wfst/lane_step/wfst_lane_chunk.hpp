@@ -66,8 +66,7 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
   std::int32_t stored = 0;  // frames of this chunk stored
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
     const float* logp = frames.frame(exec, t, v.frame_logp);
-    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count,
-                                v.next.by_state};
+    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count, v.next.by_state};
     const bool frame_overflow = step.advance(active, logp);
     status = shared.step.status;
     if (status != 0) break;
@@ -81,12 +80,9 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
   exec.for_each(shared.history.active_count,
                 [&](std::int64_t a) { channel.active[a] = static_cast<std::int32_t>(v.next.index[a]); });
   exec.single([&] {
-    *channel.scalars = WfstChannelScalars{shared.history.used,
-                                          shared.history.last_frame_begin,
-                                          shared.history.active_count,
-                                          frames_before + stored,
-                                          overflow ? 1 : 0,
-                                          shared.history.collections};
+    *channel.scalars = WfstChannelScalars{
+        shared.history.used, shared.history.last_frame_begin, shared.history.active_count, frames_before + stored,
+        overflow ? 1 : 0,    shared.history.collections};
     out = WfstRowOutcome{status, 0, overflow ? 1 : 0, -1, __builtin_huge_valf(), 0, frames_before + stored, 0};
   });
   exec.barrier();
