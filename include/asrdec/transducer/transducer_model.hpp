@@ -11,7 +11,7 @@
  * GEMM does), identically on the CPU and on CUDA.
  *
  * The file format (safetensors, tensor names and metadata) is specified in docs/model-format.md; NeMo
- * checkpoints convert with examples/export_nemo_transducer.py (docs/export-nemo.md).
+ * checkpoints convert with `python3 -m asrdec.nemo` (docs/export-nemo.md).
  *
  * Thread safety: a TransducerModel is immutable after construction and may be shared by any number of decoders
  * and threads.
