@@ -92,12 +92,7 @@ class WfstCuda final : public WfstBackend {
     upload(olabel_, a.olabel);
     upload(next_state_, a.next_state);
     upload(weight_, a.weight);
-    std::vector<std::int32_t> source(static_cast<std::size_t>(graph.num_arcs()));
-    for (std::int32_t state = 0; state < a.num_states; ++state) {
-      std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
-                source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
-    }
-    upload(arc_source_, source);
+    upload(arc_source_, wfst_arc_sources(a.emitting_begin, a.num_states, a.ilabel.size()));
     if (config.use_final_probs) upload(final_weight_, a.final_weight);
     setup.synchronize();
   }

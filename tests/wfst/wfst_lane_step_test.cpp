@@ -402,12 +402,7 @@ void run_block(int threads, HostLaneExec& exec, const std::string& what, Body bo
 
 // Arc sources as the CUDA executor has them (WfstLaneGraph::arc_source).
 std::vector<std::int32_t> arc_sources(const WfstGraphArrays& a) {
-  std::vector<std::int32_t> source(a.ilabel.size());
-  for (std::int32_t state = 0; state < a.num_states; ++state) {
-    std::fill(source.begin() + a.emitting_begin[static_cast<std::size_t>(state)],
-              source.begin() + a.emitting_begin[static_cast<std::size_t>(state) + 1], state);
-  }
-  return source;
+  return detail::wfst_arc_sources(a.emitting_begin, a.num_states, a.ilabel.size());
 }
 
 // With `threads` > 0 the lane is a block of that many OS threads instead of `exec`.

@@ -112,7 +112,8 @@ struct ASRDEC_API WfstDecoderConfig {
   std::vector<std::int32_t> word_start_columns;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
-  /** CUDA only: how the per-frame programs run (graph.hpp); `automatic` uses CUDA graphs. */
+  /** CUDA only: how the per-frame programs of decode_chunks and decode_nbest (n > 1) run (graph.hpp); `automatic`
+   *  uses CUDA graphs. decode() is one kernel launch per call, whatever the mode. */
   GraphMode graph_mode = GraphMode::automatic;
   /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. A batch is decoded in
    *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more throws OutOfMemory with the

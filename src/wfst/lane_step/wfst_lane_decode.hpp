@@ -67,9 +67,10 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   }
   if (status == 0) {
     bool reached_final = false;
-    const std::int32_t best = history.best_final(step.count(), final_weight, reached_final);
+    // The last frame is stored whole (all = true above), so the final rule reads it from the arena.
+    const std::int32_t best = history.best_stored(true, final_weight, reached_final);
     if (best >= 0) {
-      history.trace(best);
+      history.trace_from(best);
       if (shared.history.path_length < 0) status = kWfstLanePathFull;
     }
     exec.single([&] {
@@ -81,9 +82,9 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
         out.path_length = 0;
         return;
       }
-      out.last_state = v.table.state[v.table.slot_of[best]];
-      const float cost = v.tokens.cost[best];
-      out.cost = reached_final ? rounded_add(cost, final_weight[out.last_state]) : cost;
+      const WfstArenaEntry entry = v.history.entries[best];
+      out.last_state = wfst_entry_state(g, entry);
+      out.cost = reached_final ? rounded_add(entry.cost, final_weight[out.last_state]) : entry.cost;
       out.path_length = shared.history.path_length;
     });
   }

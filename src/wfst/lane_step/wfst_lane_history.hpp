@@ -158,40 +158,6 @@ class WfstLaneHistoryOps {
     exec_.barrier();
   }
 
-  /** The best of the frame's `n` tokens after the utterance's last frame (WfstSearcher::result with final = true):
-   *  with `final_weight` (use_final_probs), the least cost + final weight over tokens on final states; when none is,
-   *  or without, the least cost; ties to the lower state. Returns the token, -1 when there is none; `reached_final`
-   *  says which rule chose it. */
-  ASRDEC_HD std::int32_t best_final(std::int32_t n, const float* final_weight, bool& reached_final) {
-    exec_.single([&] { s_.best = kWfstNoWay; });
-    exec_.barrier();
-    const auto key = [&](std::int64_t i, float total) {
-      return static_cast<std::uint64_t>(wfst_ordered_cost(total)) << 32 |
-             static_cast<std::uint32_t>(t_.state[t_.slot_of[i]]);
-    };
-    if (final_weight != nullptr) {
-      exec_.for_each(n, [&](std::int64_t i) {
-        const float f = final_weight[t_.state[t_.slot_of[i]]];
-        if (!(f < __builtin_huge_valf())) return;
-        const float total = rounded_add(k_.cost[i], f);
-        if (total < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(i, total));
-      });
-      exec_.barrier();
-    }
-    reached_final = s_.best != kWfstNoWay;
-    exec_.barrier();  // every thread has read it before the second rule may lower it
-    if (!reached_final) {
-      exec_.for_each(n, [&](std::int64_t i) {
-        if (k_.cost[i] < __builtin_huge_valf()) exec_.atomic_min(&s_.best, key(i, k_.cost[i]));
-      });
-      exec_.barrier();
-    }
-    const std::uint64_t best = s_.best;
-    exec_.barrier();  // every thread has read it before it changes again
-    if (best == kWfstNoWay) return -1;
-    return t_.token[wfst_table_find(t_, static_cast<std::int32_t>(best & 0xffffffffu))];
-  }
-
   /** Continues an utterance kept elsewhere (a stream between chunks): the arena already holds its entries (`used`,
    *  the last frame from `last_frame_begin`, `collections` so far), and `active[0, count)` are the arena indices of
    *  the tokens the next frame expands. */
@@ -264,9 +230,6 @@ class WfstLaneHistoryOps {
     exec_.barrier();
     return s_.found;
   }
-
-  /** The path into stored token `token` (the frame's numbering): trace_from its arena index. */
-  ASRDEC_HD void trace(std::int32_t token) { trace_from(st_.index[token]); }
 
   /** The path into arena entry `index`, start excluded, reversed, into h_.scratch as (arc, frame) pairs (at most
    *  capacity / 2 steps); s_.path_length its steps, -1 when the scratch had no room. */

@@ -18,7 +18,9 @@
 // load(p), atomic_cas/atomic_add/atomic_exch on int32, atomic_add on int64, atomic_min on uint64 and uint32,
 // atomic_max on uint32, and exclusive_scan(values, n) (in place over int64, returning the total).
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "asrdec/detail/hd.hpp"
 #include "wfst/lane_step/wfst_lane_key.hpp"
@@ -67,6 +69,17 @@ constexpr std::int32_t kWfstWaysCache = 2048;
 
 /** Default WfstLaneConfig::thread_per_token_degree. */
 constexpr std::uint32_t kWfstThreadPerTokenDegree = 8;
+
+/** WfstLaneGraph::arc_source of a host graph: the state each arc leaves. */
+inline std::vector<std::int32_t> wfst_arc_sources(const std::vector<std::int64_t>& emitting_begin,
+                                                  std::int32_t num_states, std::size_t num_arcs) {
+  std::vector<std::int32_t> source(num_arcs);
+  for (std::int32_t state = 0; state < num_states; ++state) {
+    std::fill(source.begin() + emitting_begin[static_cast<std::size_t>(state)],
+              source.begin() + emitting_begin[static_cast<std::size_t>(state) + 1], state);
+  }
+  return source;
+}
 
 struct WfstLaneConfig {
   float beam;
