@@ -125,7 +125,8 @@ void bind_wfst(nb::module_& m) {
       .def_prop_ro("open_utterances", &WfstDecoder::open_utterances)
       .def_prop_ro("lane_device_bytes", &WfstDecoder::lane_device_bytes)
       .def_prop_ro("host_fallbacks", &WfstDecoder::host_fallbacks,
-                   "CUDA: rows of decode() that a lane could not hold, decoded on the CPU instead.")
+                   "CUDA: rows of decode() and chunks of decode_chunks() that a lane could not hold, decoded on the "
+                   "CPU instead (same results).")
       .def_prop_ro("device", &WfstDecoder::device)
       .def_prop_ro("graph_mode", [](const WfstDecoder& d) { return std::string(to_string(d.graph_mode())); })
       .def("__repr__", [](const WfstDecoder& d) { return d.config().to_string(); });

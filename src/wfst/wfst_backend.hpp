@@ -1,8 +1,8 @@
 #pragma once
 // Internal: the CUDA executor behind WfstDecoder. Whole utterances (decode) stay on the device from the start to
-// their best path (wfst_rows_kernel.hpp); the host turns paths into results with the CPU's code. Streams
-// (decode_chunks) and n-best lists keep their channels (wfst_channel.hpp) on the host: the executor decodes their
-// frames on the device and appends the frames' tokens to them, so results and history collection are the CPU's.
+// their best path, and streams (decode_chunks) keep their channels on the device between chunks (wfst_rows_kernel.hpp);
+// the host turns paths into results with the CPU's code. N-best lists keep their channels (wfst_channel.hpp) on the
+// host: the executor decodes their frames on the device and appends the frames' tokens to them.
 
 #include <memory>
 #include <vector>
@@ -13,6 +13,15 @@
 
 namespace asrdec::detail {
 
+/** One row of a decode_chunks call: the chunk of a stream. */
+struct WfstChunk {
+  WfstChannel* channel;  ///< the stream's host channel: started (with its boosts) on a fresh row
+  std::int32_t slot;     ///< the stream's channel slot, in [0, max_open_utterances)
+  bool fresh;            ///< the stream starts with this chunk
+  bool last;             ///< the stream ends with this chunk
+  std::int64_t offset;   ///< frames of the stream before this chunk
+};
+
 class WfstBackend {
  public:
   virtual ~WfstBackend() = default;
@@ -22,6 +31,12 @@ class WfstBackend {
   /** Decodes frames [0, lengths[b]) of every row b through channels[b] on `stream` (nullptr: the legacy default
    *  stream); returns when they are in the channels. */
   virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels, StreamHandle stream) = 0;
+  /** Stream chunks: frames [0, lengths[b]) of row b continue its stream, and its result after them (partial, or by
+   *  the final rule on the last chunk; WfstSearcher::result's). A stream's state stays in the executor by slot
+   *  between calls; `chunks[b].channel` holds it only for streams the executor continues on the host. Values must
+   *  have been checked. */
+  virtual std::vector<WfstResult> decode_chunks(const CtcInput& problem, const std::vector<WfstChunk>& chunks,
+                                                StreamHandle stream) = 0;
   /** Whole utterances: frames [0, lengths[b]) of every row b from the start, and the result of its best path by the
    *  final rule (as WfstSearcher::start, advance and result(final = true)); `boost_rows[b]`: row b's boosts by word
    *  (WfstSearcher::boost_row; empty: none). Values must have been checked. */

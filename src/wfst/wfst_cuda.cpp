@@ -1,13 +1,15 @@
 // The CUDA executor of WFST beam search (wfst_decoder.hpp).
 //
-// Whole utterances (decode): one launch of the rows kernel (wfst_rows_kernel.hpp) per call. Its lanes are sized by
-// tokens (wfst_lane_layout.hpp: a few MB each, whatever the graph), as many as the batch, max_device_bytes and 1024
-// allow; each takes rows from a queue and leaves the best path of each. The host makes results from the paths with the
-// CPU's code; a row a lane could not hold (more tokens in a frame, or more live back-pointers, than a lane has room
-// for) is decoded again on the CPU, exactly.
+// Whole utterances (decode) and stream chunks (decode_chunks): one launch per call of a lane kernel
+// (wfst_rows_kernel.hpp). Lanes are sized by tokens (wfst_lane_layout.hpp: a few MB each, whatever the graph), as many
+// as the rows, max_device_bytes, the blocks the GPU runs at once and 1024 allow; each takes rows from a queue and
+// leaves the path of each row's result. The host makes results from the paths with the CPU's code. A stream's channel
+// (arena, active tokens) stays on the device between chunks, one per open utterance's slot. A row a lane could not
+// hold (more tokens in a frame, or more live back-pointers, than a lane has room for) is decoded on the CPU, exactly:
+// a whole utterance again from the start, a stream from the last frame its lane stored, to its end.
 //
-// Streams (advance): rows are decoded in groups of `lanes_`; per group, programs of kWfstFramesPerProgram frame steps
-// (one CUDA graph each) alternate between two output segments: while the device fills one, the host copies the
+// N-best lists (advance): rows are decoded in groups of `lanes_`; per group, programs of kWfstFramesPerProgram frame
+// steps (one CUDA graph each) alternate between two output segments: while the device fills one, the host copies the
 // other's tokens and appends them to the channels. These lanes' arrays are dense over the graph's states (about 100
 // bytes per state per lane, most of it the two segments).
 
@@ -22,6 +24,7 @@
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
+#include "wfst/lane_step/wfst_channel_import.hpp"
 #include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/wfst_backend.hpp"
 #include "wfst/wfst_kernels.hpp"
@@ -72,11 +75,12 @@ class WfstCuda final : public WfstBackend {
       segment_free_[s].create();
     }
     preload_wfst_kernels();
-    preload_wfst_rows_kernel();
     row_layout_ = wfst_lane_layout(
         config.device_frame_tokens > 0 ? static_cast<std::int32_t>(config.device_frame_tokens) : kWfstLaneTokens,
         config.device_history_tokens > 0 ? static_cast<std::int32_t>(config.device_history_tokens) : kWfstLaneHistory,
         static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads);
+    channel_layout_ = wfst_channel_layout(row_layout_);
+    resident_lanes_ = wfst_lanes_resident();
     Stream setup(device_);
     cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {
@@ -148,6 +152,62 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
+  std::vector<WfstResult> decode_chunks(const CtcInput& p, const std::vector<WfstChunk>& chunks,
+                                        StreamHandle user_stream) override {
+    const auto batch = static_cast<std::size_t>(p.batch);
+    std::vector<WfstResult> results(batch);
+    if (batch == 0) return results;
+    DeviceGuard guard(device_);
+    if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    const ExecutorLifecycle::Call call(lifecycle_, user_stream);
+    const cudaStream_t stream = call.stream();
+    // A stream starts on the device; one a lane gave up on stays on the host to its end.
+    std::int64_t slots = 0;
+    for (const WfstChunk& c : chunks) {
+      slots = std::max<std::int64_t>(slots, c.slot + 1);
+      if (static_cast<std::size_t>(c.slot) >= on_host_.size()) on_host_.resize(static_cast<std::size_t>(c.slot) + 1, 0);
+      if (c.fresh) on_host_[static_cast<std::size_t>(c.slot)] = 0;
+    }
+    std::vector<std::int32_t> queue;  // the rows decoded on the device
+    std::int64_t path_capacity = 0;
+    for (std::size_t b = 0; b < batch; ++b) {
+      if (on_host_[static_cast<std::size_t>(chunks[b].slot)] != 0) continue;
+      queue.push_back(static_cast<std::int32_t>(b));
+      path_capacity += 4 * (chunks[b].offset + p.host_lengths[b]) + 64;
+    }
+    try {
+      if (!queue.empty()) launch_chunks(p, chunks, queue, slots, path_capacity, stream);
+    } catch (...) {
+      cudaStreamSynchronize(stream);
+      rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
+      throw;
+    }
+    const std::int32_t blank_label = p.blank + 1;
+    std::size_t next = 0;  // into queue
+    for (std::size_t b = 0; b < batch; ++b) {
+      const WfstChunk& c = chunks[b];
+      std::int32_t first = 0;  // the chunk's first frame left to decode on the host
+      if (next < queue.size() && queue[next] == static_cast<std::int32_t>(b)) {
+        next += 1;
+        const WfstRowOutcome& o = host_outcomes_[b];
+        ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
+                       "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
+        if (o.status == 0) {
+          const WfstPathStep* steps = host_paths_.data() + o.path_offset;
+          results[b] = wfst_row_result(fallback_, o, std::vector<WfstPathStep>(steps, steps + o.path_length), o.frames,
+                                       c.channel->boost_by_word, blank_label);
+          continue;
+        }
+        first = import_channel(c, stream);
+        on_host_[static_cast<std::size_t>(c.slot)] = 1;
+      }
+      advance_on_host(p, static_cast<std::int64_t>(b), *c.channel, first, stream);
+      results[b] = fallback_.result(*c.channel, c.last, blank_label);
+      host_rows_ += 1;
+    }
+    return results;
+  }
+
   std::vector<WfstResult> decode(const CtcInput& p, const std::vector<std::vector<float>>& boost_rows,
                                  StreamHandle user_stream) override {
     std::vector<WfstResult> results(static_cast<std::size_t>(p.batch));
@@ -160,48 +220,12 @@ class WfstCuda final : public WfstBackend {
     std::int64_t path_capacity = 0;
     for (const std::int32_t length : p.host_lengths) path_capacity += 4 * static_cast<std::int64_t>(length) + 64;
     try {
-      ensure_row_lanes(p.batch, path_capacity, stream);
-      // The rows' boosts, packed: row b reads row boost_row[b] of the table, or none.
-      const std::size_t width = static_cast<std::size_t>(graph_.max_output_label()) + 1;
-      std::size_t boosted = 0;
-      for (const std::vector<float>& row : boost_rows) boosted += row.empty() ? 0 : 1;
-      host_boost_row_.reserve_discard(batch);
-      host_boosts_.reserve_discard(std::max<std::size_t>(boosted * width, 1));
-      if (boosts_.size() < boosted * width) boosts_ = DeviceBuffer<float>(boosted * width, device_);
-      if (boost_row_.size() < batch) boost_row_ = DeviceBuffer<std::int32_t>(batch, device_);
-      std::size_t next = 0;
-      for (std::size_t b = 0; b < batch; ++b) {
-        const std::vector<float>& row = b < boost_rows.size() ? boost_rows[b] : std::vector<float>{};
-        host_boost_row_[b] = row.empty() ? -1 : static_cast<std::int32_t>(next);
-        if (!row.empty()) std::copy(row.begin(), row.end(), host_boosts_.data() + (next++) * width);
-      }
-      copy_bytes_async(boost_row_.data(), device_, host_boost_row_.data(), Device::cpu(), batch * 4, stream);
-      if (boosted > 0) {
-        copy_bytes_async(boosts_.data(), device_, host_boosts_.data(), Device::cpu(), boosted * width * 4, stream);
-      }
+      ensure_row_lanes(p.batch, p.batch, path_capacity, stream);
+      upload_boosts(
+          batch, [&](std::size_t b) { return b < boost_rows.size() ? &boost_rows[b] : nullptr; }, stream);
       upload_lengths(p, stream);
       fill_bytes_async(queue_.data(), device_, 0, queue_.bytes(), stream);
-      WfstRowsArgs a{};
-      const WfstGraphArrays& g = graph_.arrays();
-      a.graph = WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
-                              weight_.data(),         next_state_.data(),    g.num_states,   g.start,
-                              arc_source_.data()};
-      a.final_weight = config_.use_final_probs ? final_weight_.data() : nullptr;
-      a.config = WfstLaneConfig{config_.beam, config_.acoustic_scale, config_.max_active, config_.min_active,
-                                config_.max_tokens_per_frame};
-      a.input = input_of(p);
-      a.lengths = lengths_.data();
-      a.boost_row = boost_row_.data();
-      a.boosts = boosts_.data();
-      a.boost_width = static_cast<std::int64_t>(width);
-      a.batch = static_cast<std::int32_t>(p.batch);
-      a.layout = row_layout_;
-      a.lanes = row_lanes_.data();
-      a.next_row = reinterpret_cast<std::int32_t*>(queue_.data());
-      a.outcomes = outcomes_.data();
-      a.paths = paths_.data();
-      a.path_capacity = path_capacity;
-      a.paths_used = queue_.data() + 1;
+      const WfstRowsArgs a = rows_args(p, path_capacity);
       launch_wfst_rows(p.logprobs.dtype(), a, static_cast<std::int32_t>(std::min(row_lane_count_, p.batch)), stream);
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outcomes_.data(), outcomes_.data(), batch * sizeof(WfstRowOutcome),
                                         cudaMemcpyDeviceToHost, stream));
@@ -238,13 +262,14 @@ class WfstCuda final : public WfstBackend {
     return WfstInputArgs{p.logprobs.data(), p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)};
   }
 
-  // Lanes of decode() for `batch` rows (as many as max_device_bytes and kMaxLanes allow) and the per-call buffers;
-  // never shrunk. Every lane byte is 0xff (an empty lane) after allocation, and after each row.
-  void ensure_row_lanes(std::int64_t batch, std::int64_t path_capacity, cudaStream_t stream) {
+  // Lanes for `wanted` rows (as many as max_device_bytes, the blocks the device runs at once and kMaxLanes allow) and
+  // the per-call buffers of `batch` rows; never shrunk. Every lane byte is 0xff (an empty lane) after allocation, and
+  // after each row.
+  void ensure_row_lanes(std::int64_t wanted, std::int64_t batch, std::int64_t path_capacity, cudaStream_t stream) {
     const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / row_layout_.bytes);
     ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", row_layout_.bytes,
                    " bytes of device memory, above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
-    const std::int64_t lanes = std::min(batch, max_lanes);
+    const std::int64_t lanes = std::min({wanted, max_lanes, static_cast<std::int64_t>(resident_lanes_)});
     if (lanes > row_lane_count_ || !rows_clean_) {
       const std::int64_t count = std::max(lanes, row_lane_count_);
       if (count > row_lane_count_) {
@@ -268,30 +293,174 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  // Row b from the start on the CPU executor (a row no lane could hold): its frames copied to the host.
+  // Row b from the start on the CPU executor (a row no lane could hold).
   WfstResult decode_on_host(const CtcInput& p, std::int64_t b, const std::vector<float>& boosts, cudaStream_t stream) {
-    const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
-    const std::int64_t element = dtype_size(p.logprobs.dtype());
-    const std::int64_t span =
-        length == 0 ? 0 : (length - 1) * p.logprobs.stride(1) + (p.columns - 1) * p.logprobs.stride(2) + 1;
-    std::vector<unsigned char> bytes(static_cast<std::size_t>(std::max<std::int64_t>(span * element, 1)));
-    if (span > 0) {
-      const auto* row = static_cast<const unsigned char*>(p.logprobs.data()) + b * p.logprobs.stride(0) * element;
-      ASRDEC_CUDA_CHECK(
-          cudaMemcpyAsync(bytes.data(), row, static_cast<std::size_t>(span * element), cudaMemcpyDeviceToHost, stream));
-      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    }
-    CtcInput row = p;
-    row.logprobs = TensorView(bytes.data(), p.logprobs.dtype(), {1, std::max(p.frames, std::int64_t{1}), p.columns},
-                              {0, p.logprobs.stride(1), p.logprobs.stride(2)});
     WfstChannel channel;
     fallback_.start_with(channel, boosts);
+    advance_on_host(p, b, channel, 0, stream);
+    return fallback_.result(channel, true, p.blank + 1);
+  }
+
+  // Frames [first, lengths[b]) of row b through `channel` on the CPU executor: the frames copied to the host.
+  void advance_on_host(const CtcInput& p, std::int64_t b, WfstChannel& channel, std::int32_t first,
+                       cudaStream_t stream) {
+    const std::int32_t length = p.host_lengths[static_cast<std::size_t>(b)];
+    if (first >= length) return;
+    const std::int64_t element = dtype_size(p.logprobs.dtype());
+    const std::int64_t span = (length - 1) * p.logprobs.stride(1) + (p.columns - 1) * p.logprobs.stride(2) + 1;
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(span * element));
+    const auto* row = static_cast<const unsigned char*>(p.logprobs.data()) + b * p.logprobs.stride(0) * element;
+    ASRDEC_CUDA_CHECK(
+        cudaMemcpyAsync(bytes.data(), row, static_cast<std::size_t>(span * element), cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    CtcInput one = p;
+    one.logprobs = TensorView(bytes.data(), p.logprobs.dtype(), {1, std::max(p.frames, std::int64_t{1}), p.columns},
+                              {0, p.logprobs.stride(1), p.logprobs.stride(2)});
     std::vector<float> frame(static_cast<std::size_t>(p.columns));
-    for (std::int32_t t = 0; t < length; ++t) {
-      read_ctc_frame(row, 0, t, false, frame.data());
+    for (std::int32_t t = first; t < length; ++t) {
+      read_ctc_frame(one, 0, t, false, frame.data());
       fallback_.advance(channel, frame.data());
     }
-    return fallback_.result(channel, true, p.blank + 1);
+  }
+
+  // A stream its lane gave up on, from its device channel into its host channel (left as started when the lane
+  // stored nothing of a fresh stream); returns the chunk's first frame the lane did not store.
+  std::int32_t import_channel(const WfstChunk& c, cudaStream_t stream) {
+    const unsigned char* base = channels_.data() + static_cast<std::int64_t>(c.slot) * channel_layout_.bytes;
+    WfstChannelScalars s{};
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&s, base + channel_layout_.scalars, sizeof s, cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (s.used == 0) {
+      ASRDEC_EXPECTS(c.fresh, Error,
+                     "WFST decoding on CUDA: a stream's channel is empty after its first chunk "
+                     "(internal error)");
+      return 0;
+    }
+    std::vector<WfstArenaEntry> entries(static_cast<std::size_t>(s.used));
+    std::vector<std::int32_t> active(static_cast<std::size_t>(s.active_count));
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(entries.data(), base + channel_layout_.entries,
+                                      entries.size() * sizeof(WfstArenaEntry), cudaMemcpyDeviceToHost, stream));
+    if (!active.empty()) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(active.data(), base + channel_layout_.active, active.size() * 4,
+                                        cudaMemcpyDeviceToHost, stream));
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    *c.channel = wfst_channel_from_lane(graph_, entries.data(), s, active.data(), std::move(c.channel->boost_by_word));
+    return static_cast<std::int32_t>(s.frames - c.offset);
+  }
+
+  // The chunk rows `queue` on the device: their outcomes into host_outcomes_ (by row) and paths into host_paths_.
+  void launch_chunks(const CtcInput& p, const std::vector<WfstChunk>& chunks, const std::vector<std::int32_t>& queue,
+                     std::int64_t slots, std::int64_t path_capacity, cudaStream_t stream) {
+    const auto batch = static_cast<std::size_t>(p.batch);
+    ensure_row_lanes(static_cast<std::int64_t>(queue.size()), p.batch, path_capacity, stream);
+    ensure_channels(slots, stream);
+    upload_boosts(
+        batch, [&](std::size_t b) { return &chunks[b].channel->boost_by_word; }, stream);
+    upload_lengths(p, stream);
+    // One upload: the queue, then each row's slot and flags.
+    host_chunk_rows_.reserve_discard(queue.size() + 2 * batch);
+    std::int32_t* rows = host_chunk_rows_.data();
+    std::copy(queue.begin(), queue.end(), rows);
+    for (std::size_t b = 0; b < batch; ++b) {
+      rows[queue.size() + b] = chunks[b].slot;
+      rows[queue.size() + batch + b] = (chunks[b].fresh ? kWfstChunkFresh : 0) | (chunks[b].last ? kWfstChunkLast : 0);
+    }
+    if (chunk_rows_.size() < queue.size() + 2 * batch) {
+      chunk_rows_ = DeviceBuffer<std::int32_t>(std::max(queue.size() + 2 * batch, 2 * chunk_rows_.size()), device_);
+    }
+    copy_bytes_async(chunk_rows_.data(), device_, rows, Device::cpu(), (queue.size() + 2 * batch) * 4, stream);
+    fill_bytes_async(queue_.data(), device_, 0, queue_.bytes(), stream);
+    WfstChunksArgs c{};
+    c.rows = rows_args(p, path_capacity);
+    c.queue = chunk_rows_.data();
+    c.count = static_cast<std::int32_t>(queue.size());
+    c.slot = chunk_rows_.data() + queue.size();
+    c.flags = chunk_rows_.data() + queue.size() + batch;
+    c.channels = channels_.data();
+    c.channel = channel_layout_;
+    launch_wfst_chunks(p.logprobs.dtype(), c,
+                       static_cast<std::int32_t>(std::min<std::int64_t>(row_lane_count_, c.count)), stream);
+    // The outcomes and the paths' length first, then only the paths written.
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_outcomes_.data(), outcomes_.data(), batch * sizeof(WfstRowOutcome),
+                                      cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(
+        cudaMemcpyAsync(host_queue_.data(), queue_.data(), queue_.bytes(), cudaMemcpyDeviceToHost, stream));
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto used = static_cast<std::size_t>(std::min<unsigned long long>(host_queue_[1], path_capacity));
+    if (used > 0) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_paths_.data(), paths_.data(), used * sizeof(WfstPathStep),
+                                        cudaMemcpyDeviceToHost, stream));
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+  }
+
+  // Device channels for slots [0, slots) (grown geometrically up to max_open_utterances, never shrunk; a fresh
+  // channel needs no initial contents).
+  void ensure_channels(std::int64_t slots, cudaStream_t stream) {
+    if (slots <= channel_slots_) return;
+    const std::int64_t count = std::min(std::max(slots, 2 * channel_slots_), config_.max_open_utterances);
+    DeviceBuffer<unsigned char> grown(static_cast<std::size_t>(count * channel_layout_.bytes), device_);
+    if (channel_slots_ > 0) {
+      copy_bytes_async(grown.data(), device_, channels_.data(), device_,
+                       static_cast<std::size_t>(channel_slots_ * channel_layout_.bytes), stream);
+      ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    channels_ = std::move(grown);
+    channel_slots_ = count;
+  }
+
+  // The rows' boosts, packed: row b reads row boost_row[b] of the table, or none; `row(b)`: row b's boosts by word
+  // (null or empty: none).
+  template <class Row>
+  void upload_boosts(std::size_t batch, const Row& row, cudaStream_t stream) {
+    const std::size_t width = static_cast<std::size_t>(graph_.max_output_label()) + 1;
+    std::size_t boosted = 0;
+    for (std::size_t b = 0; b < batch; ++b) {
+      const std::vector<float>* r = row(b);
+      boosted += r == nullptr || r->empty() ? 0 : 1;
+    }
+    host_boost_row_.reserve_discard(batch);
+    host_boosts_.reserve_discard(std::max<std::size_t>(boosted * width, 1));
+    if (boosts_.size() < boosted * width) boosts_ = DeviceBuffer<float>(boosted * width, device_);
+    if (boost_row_.size() < batch) boost_row_ = DeviceBuffer<std::int32_t>(batch, device_);
+    std::size_t next = 0;
+    for (std::size_t b = 0; b < batch; ++b) {
+      const std::vector<float>* r = row(b);
+      const bool has = r != nullptr && !r->empty();
+      host_boost_row_[b] = has ? static_cast<std::int32_t>(next) : -1;
+      if (has) std::copy(r->begin(), r->end(), host_boosts_.data() + (next++) * width);
+    }
+    copy_bytes_async(boost_row_.data(), device_, host_boost_row_.data(), Device::cpu(), batch * 4, stream);
+    if (boosted > 0) {
+      copy_bytes_async(boosts_.data(), device_, host_boosts_.data(), Device::cpu(), boosted * width * 4, stream);
+    }
+  }
+
+  // A lane kernel's arguments for the rows of `p` (boosts, lengths and the queue uploaded).
+  WfstRowsArgs rows_args(const CtcInput& p, std::int64_t path_capacity) {
+    WfstRowsArgs a{};
+    const WfstGraphArrays& g = graph_.arrays();
+    a.graph =
+        WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),    weight_.data(),
+                      next_state_.data(),     g.num_states,          g.start,        arc_source_.data()};
+    a.final_weight = config_.use_final_probs ? final_weight_.data() : nullptr;
+    a.config = WfstLaneConfig{config_.beam, config_.acoustic_scale, config_.max_active, config_.min_active,
+                              config_.max_tokens_per_frame};
+    a.input = input_of(p);
+    a.lengths = lengths_.data();
+    a.boost_row = boost_row_.data();
+    a.boosts = boosts_.data();
+    a.boost_width = graph_.max_output_label() + 1;
+    a.batch = static_cast<std::int32_t>(p.batch);
+    a.layout = row_layout_;
+    a.lanes = row_lanes_.data();
+    a.next_row = reinterpret_cast<std::int32_t*>(queue_.data());
+    a.outcomes = outcomes_.data();
+    a.paths = paths_.data();
+    a.path_capacity = path_capacity;
+    a.paths_used = queue_.data() + 1;
+    return a;
   }
 
   void upload_lengths(const CtcInput& p, cudaStream_t stream) {
@@ -550,6 +719,15 @@ class WfstCuda final : public WfstBackend {
   std::int64_t row_lane_count_ = 0;
   bool rows_clean_ = true;
   std::int64_t host_rows_ = 0;
+  std::int32_t resident_lanes_ = 1;
+  PinnedBuffer<unsigned long long> host_queue_{2, Device::cpu()};
+  // decode_chunks(): the streams' channels by slot, and which streams continue on the host.
+  WfstChannelLayout channel_layout_;
+  DeviceBuffer<unsigned char> channels_;
+  std::int64_t channel_slots_ = 0;
+  std::vector<char> on_host_;
+  DeviceBuffer<std::int32_t> chunk_rows_;
+  PinnedBuffer<std::int32_t> host_chunk_rows_;
   DeviceBuffer<std::int32_t> boost_row_;
   DeviceBuffer<float> boosts_;
   PinnedBuffer<std::int32_t> host_boost_row_;

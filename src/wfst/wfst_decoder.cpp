@@ -275,11 +275,20 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& 
     if (plan.fresh[b]) channel = std::move(started[b]);
     lanes.push_back(&channel);
   }
-  self.advance(p, lanes, stream);
   std::vector<WfstResult> results;
-  results.reserve(rows.size());
+  if (self.cuda) {  // the streams' channels stay on the device between calls
+    std::vector<detail::WfstChunk> chunks;
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+      chunks.push_back(detail::WfstChunk{lanes[b], plan.slot[b], plan.fresh[b] != 0, rows[b].last, plan.offset[b]});
+    }
+    results = self.cuda->decode_chunks(p, chunks, stream);
+  } else {
+    self.advance(p, lanes, stream);
+    results.reserve(rows.size());
+    for (std::size_t b = 0; b < rows.size(); ++b)
+      results.push_back(self.searcher.result(*lanes[b], rows[b].last, p.blank + 1));
+  }
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    results.push_back(self.searcher.result(*lanes[b], rows[b].last, p.blank + 1));
     if (rows[b].last) *lanes[b] = detail::WfstChannel{};  // its history's memory goes back now, not on reuse
   }
   self.open.commit(rows, plan, p.host_lengths);

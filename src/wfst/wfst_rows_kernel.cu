@@ -1,5 +1,8 @@
-// The CUDA kernel of whole-utterance WFST decoding: wfst_lane_decode.hpp in one thread block per lane. Compiled
-// without FMA contraction (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
+// The CUDA kernels of WFST decoding on lanes (wfst_rows_kernel.hpp): wfst_lane_decode.hpp (whole utterances) and
+// wfst_lane_chunk.hpp (stream chunks) in one thread block per lane. Compiled without FMA contraction
+// (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
+
+#include <algorithm>
 
 #include "asrdec/detail/float16.hpp"
 #include "core/cuda/check.hpp"
@@ -27,71 +30,134 @@ struct DeviceFrames {
   }
 };
 
-template <class T>
-__global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(const __grid_constant__ WfstRowsArgs a) {
-  __shared__ Exec::Storage storage;
-  __shared__ WfstLaneShared shared;
-  __shared__ std::int32_t row_of_lane;
-  __shared__ WfstLaneViews v;  // read through references by every phase: fast memory, not each thread's stack
-  Exec exec(storage);
+// The lane's views, in shared memory: read through references by every phase, fast memory and not each thread's
+// stack.
+struct LaneBlock {
+  Exec::Storage storage;
+  WfstLaneShared shared;
+  WfstLaneViews v;
+  std::int32_t item;
+  long long offset;
+};
+
+// Takes items [0, items) from the queue until none is left: `decode(item)` decodes one (every thread calls it) and
+// returns its outcome, whose path (reversed in the lane's scratch) is then copied into the output in order.
+template <class Decode>
+__device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock& lane, Exec& exec, Decode&& decode) {
   exec.single([&] {
-    shared.count = 0;  // the lane is empty (every byte 0xff) between rows
-    v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes, &shared.count);
+    lane.shared.count = 0;  // the lane is empty (every byte 0xff) between rows
+    lane.v =
+        wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes, &lane.shared.count);
   });
   for (;;) {
-    exec.single([&] { row_of_lane = atomicAdd(a.next_row, 1); });
+    exec.single([&] { lane.item = atomicAdd(a.next_row, 1); });
     exec.barrier();
-    const std::int32_t row = row_of_lane;
+    const std::int32_t item = lane.item;
     exec.barrier();
-    if (row >= a.batch) break;
-    const T* values = static_cast<const T*>(a.input.logprobs) + row * a.input.stride_b;
-    DeviceFrames<T> frames{values, a.input.stride_t, a.input.stride_v, a.layout.columns};
-    const std::int32_t b = a.boost_row[row];
-    const float* boost = b >= 0 ? a.boosts + b * a.boost_width : nullptr;
-    WfstRowOutcome& out = a.outcomes[row];
-    wfst_lane_decode(exec, a.graph, a.config, a.final_weight, boost, v, shared, a.lengths[row], frames, out);
-    // The path, reversed in the lane's scratch, into the output in order.
+    if (item >= items) break;
+    WfstRowOutcome& out = decode(item);
     const std::int32_t length = out.status == 0 ? out.path_length : 0;
     exec.barrier();  // every thread has read the status before it may change
-    __shared__ long long offset;
     exec.single([&] {
-      offset =
+      lane.offset =
           length > 0 ? static_cast<long long>(atomicAdd(a.paths_used, static_cast<unsigned long long>(length))) : 0;
-      if (offset + length > a.path_capacity) out.status |= kWfstLanePathFull;
-      out.path_offset = offset;
+      if (lane.offset + length > a.path_capacity) out.status |= kWfstLanePathFull;
+      out.path_offset = lane.offset;
     });
     exec.barrier();
+    const long long offset = lane.offset;
     if (offset + length <= a.path_capacity) {
+      const std::int32_t* scratch = lane.v.history.scratch;
       exec.for_each(length, [&](std::int64_t i) {
         const std::int64_t from = length - 1 - i;
-        a.paths[offset + i] = WfstPathStep{v.history.scratch[2 * from], v.history.scratch[2 * from + 1]};
+        a.paths[offset + i] = WfstPathStep{scratch[2 * from], scratch[2 * from + 1]};
       });
     }
     exec.barrier();
   }
 }
 
+template <class T>
+__device__ DeviceFrames<T> frames_of(const WfstRowsArgs& a, std::int32_t row) {
+  return DeviceFrames<T>{static_cast<const T*>(a.input.logprobs) + row * a.input.stride_b, a.input.stride_t,
+                         a.input.stride_v, a.layout.columns};
+}
+
+__device__ const float* boost_of(const WfstRowsArgs& a, std::int32_t row) {
+  const std::int32_t b = a.boost_row[row];
+  return b >= 0 ? a.boosts + b * a.boost_width : nullptr;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(const __grid_constant__ WfstRowsArgs a) {
+  __shared__ LaneBlock lane;
+  Exec exec(lane.storage);
+  take_items(a, a.batch, lane, exec, [&](std::int32_t row) -> WfstRowOutcome& {
+    DeviceFrames<T> frames = frames_of<T>(a, row);
+    WfstRowOutcome& out = a.outcomes[row];
+    wfst_lane_decode(exec, a.graph, a.config, a.final_weight, boost_of(a, row), lane.v, lane.shared, a.lengths[row],
+                     frames, out);
+    return out;
+  });
+}
+
+template <class T>
+__global__ void __launch_bounds__(kWfstLaneThreads) wfst_chunks_kernel(const __grid_constant__ WfstChunksArgs c) {
+  __shared__ LaneBlock lane;
+  Exec exec(lane.storage);
+  const WfstRowsArgs& a = c.rows;
+  take_items(a, c.count, lane, exec, [&](std::int32_t item) -> WfstRowOutcome& {
+    const std::int32_t row = c.queue[item];
+    DeviceFrames<T> frames = frames_of<T>(a, row);
+    WfstRowOutcome& out = a.outcomes[row];
+    const std::int32_t flags = c.flags[row];
+    const WfstChannelViews channel = wfst_channel_views(
+        c.channel, lane.v.history, c.channels + static_cast<std::int64_t>(c.slot[row]) * c.channel.bytes);
+    wfst_lane_chunk(exec, a.graph, a.config, a.final_weight, boost_of(a, row), lane.v, channel.history, channel.channel,
+                    lane.shared, (flags & kWfstChunkFresh) != 0, (flags & kWfstChunkLast) != 0, a.lengths[row], frames,
+                    out);
+    return out;
+  });
+}
+
+// The f32, f16 or bf16 version of a lane kernel, by the frames' dtype, on `lanes` blocks.
+template <class Args>
+void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*bf16)(Args), const Args& args,
+                     std::int32_t lanes, cudaStream_t stream, const char* name) {
+  void (*kernel)(Args) = dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
+  kernel<<<lanes, kWfstLaneThreads, 0, stream>>>(args);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, name);
+}
+
 }  // namespace
 
 void launch_wfst_rows(DType dtype, const WfstRowsArgs& args, std::int32_t lanes, cudaStream_t stream) {
-  switch (dtype) {
-    case DType::f16:
-      wfst_rows_kernel<half_t><<<lanes, kWfstLaneThreads, 0, stream>>>(args);
-      break;
-    case DType::bf16:
-      wfst_rows_kernel<bfloat16_t><<<lanes, kWfstLaneThreads, 0, stream>>>(args);
-      break;
-    default:
-      wfst_rows_kernel<float><<<lanes, kWfstLaneThreads, 0, stream>>>(args);
-  }
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wfst_rows_kernel");
+  launch_on_lanes(dtype, wfst_rows_kernel<float>, wfst_rows_kernel<half_t>, wfst_rows_kernel<bfloat16_t>, args, lanes,
+                  stream, "wfst_rows_kernel");
 }
 
-void preload_wfst_rows_kernel() {
-  cudaFuncAttributes attributes{};
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_rows_kernel<float>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_rows_kernel<half_t>));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_rows_kernel<bfloat16_t>));
+void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t lanes, cudaStream_t stream) {
+  launch_on_lanes(dtype, wfst_chunks_kernel<float>, wfst_chunks_kernel<half_t>, wfst_chunks_kernel<bfloat16_t>, args,
+                  lanes, stream, "wfst_chunks_kernel");
+}
+
+std::int32_t wfst_lanes_resident() {
+  int device = 0, sms = 0;
+  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
+  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int fewest = 1 << 30;
+  const auto count = [&](auto kernel) {
+    int blocks = 0;
+    ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, 0));
+    fewest = std::min(fewest, blocks);
+  };
+  count(wfst_rows_kernel<float>);
+  count(wfst_rows_kernel<half_t>);
+  count(wfst_rows_kernel<bfloat16_t>);
+  count(wfst_chunks_kernel<float>);
+  count(wfst_chunks_kernel<half_t>);
+  count(wfst_chunks_kernel<bfloat16_t>);
+  return std::max(1, fewest) * std::max(1, sms);
 }
 
 }  // namespace asrdec::detail

@@ -1,14 +1,17 @@
 #pragma once
-// Internal: the CUDA kernel of whole-utterance WFST decoding (WfstDecoder::decode on CUDA). One thread block is one
-// lane (wfst_lane_layout.hpp: memory by tokens, not graph states); each lane takes the batch's rows from a queue and
-// decodes each from the start to its best path (wfst_lane_decode.hpp), so a whole call is one launch and the host
-// receives only the paths.
+// Internal: the CUDA kernels of WFST decoding on lanes. One thread block is one lane (wfst_lane_layout.hpp: memory by
+// tokens, not graph states); each lane takes rows from a queue, so a whole call is one launch and the host receives
+// only outcomes and paths:
+// - whole utterances (WfstDecoder::decode): each row from the start to its best path (wfst_lane_decode.hpp);
+// - stream chunks (WfstDecoder::decode_chunks): each row one chunk of a stream whose channel (wfst_lane_chunk.hpp)
+//   lives in device memory between calls, and the path of its result, partial or final.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "asrdec/core/dtype.hpp"
+#include "wfst/lane_step/wfst_lane_chunk.hpp"
 #include "wfst/lane_step/wfst_lane_decode.hpp"
 #include "wfst/wfst_kernels.hpp"
 
@@ -36,9 +39,28 @@ struct WfstRowsArgs {
   unsigned long long* paths_used;  ///< 0 before the launch
 };
 
+/** The chunks kernel's: `rows` as for whole utterances (`batch`: the call's rows; outcomes by row), and the streams. */
+struct WfstChunksArgs {
+  WfstRowsArgs rows;
+  const std::int32_t* queue;  ///< [count] the rows decoded on the device, in the order lanes take them
+  std::int32_t count;
+  const std::int32_t* slot;   ///< [batch] the row's channel
+  const std::int32_t* flags;  ///< [batch] kWfstChunkFresh | kWfstChunkLast
+  unsigned char* channels;    ///< [slots × channel.bytes]
+  WfstChannelLayout channel;
+};
+
+constexpr std::int32_t kWfstChunkFresh = 1;  ///< the row starts its stream (the channel's contents are stale)
+constexpr std::int32_t kWfstChunkLast = 2;   ///< the row ends its stream (its result by the final rule)
+
 /** Decodes every row on `lanes` blocks. */
 void launch_wfst_rows(DType dtype, const WfstRowsArgs& args, std::int32_t lanes, cudaStream_t stream);
 
-void preload_wfst_rows_kernel();
+/** Decodes chunk rows queue[0, count) on `lanes` blocks. */
+void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t lanes, cudaStream_t stream);
+
+/** Lane blocks the current device runs at once (more lanes would only wait for the queue to empty); loads the
+ *  kernels, so that the first call does not. */
+std::int32_t wfst_lanes_resident();
 
 }  // namespace asrdec::detail

@@ -187,6 +187,22 @@ inline std::pair<RandomGraph, WfstGraph> accepted_graph(std::mt19937_64& rng, st
   }
 }
 
+// One random word boosted by 0.7 half of the time when `boost`, else none; none either when no arc carries the word or
+// when the boost would make an ε-cycle free (the decoder rejects it; tested with the decoder).
+inline WordBoosts maybe_boost(std::mt19937_64& rng, const RandomGraph& random, const WfstGraph& graph, bool boost) {
+  WordBoosts boosts;
+  if (boost && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
+  if (!boosts.empty() && boosts[0].first > graph.max_output_label()) return {};
+  std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
+  for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
+  try {
+    graph.check_word_boosts(row);
+  } catch (const InvalidArgument&) {
+    return {};
+  }
+  return boosts;
+}
+
 // Decodes every utterance of `batch` as a stream fed in random chunks (each call carries the next chunk of every
 // stream left, lengths 0 included) on `device`; returns the final results and counts the calls.
 inline std::vector<WfstResult> decode_in_random_chunks(WfstDecoder& decoder, const Batch& batch, std::mt19937_64& rng,

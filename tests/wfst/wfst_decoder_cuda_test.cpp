@@ -206,6 +206,109 @@ TEST(WfstDecoderCUDA, ChunkedStreamsEqualTheCpu) {
   std::printf("%lld chunk calls\n", static_cast<long long>(chunks));
 }
 
+// Streams whose channels stay on the device between calls, on lanes too small for some frames or live paths (those
+// streams continue on the CPU from where their lane stopped), compared with the CPU decoder after every call: random
+// subsets of the open streams per call, chunks of 0-5 frames, word boosts, cancelled streams, ids reused.
+TEST(WfstDecoderCUDA, StreamsOnSmallLanesEqualTheCpuAfterEveryChunk) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  std::int64_t rejected = 0, chunks = 0, fallbacks = 0, cancelled = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.use_final_probs = i % 3 != 2;
+    config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
+    config.device_history_tokens = i % 2 == 0 ? 16 : 64;
+    config.max_open_utterances = 1 + static_cast<std::int64_t>(rng() % 6);
+    config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+    SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
+    WfstDecoder cpu(graph, config);
+    WfstDecoder gpu(graph, config, cuda);
+    const Batch source = random_batch(rng, random.columns, 6, 30);
+    const auto columns = static_cast<std::size_t>(random.columns);
+    struct Open {
+      std::int64_t id;
+      std::size_t utterance;
+      std::int32_t done;
+    };
+    std::vector<Open> open;
+    std::int64_t next_id = 0;
+    for (int call = 0; call < 12; ++call) {
+      std::vector<ChunkRow> rows;
+      std::vector<std::int32_t> lengths;
+      std::vector<WordBoosts> boosts;
+      std::vector<float> values;
+      std::vector<std::size_t> in_call;  // into open; SIZE_MAX: a new stream
+      for (std::size_t o = 0; o < open.size(); ++o) {
+        if (rng() % 4 != 0) in_call.push_back(o);
+      }
+      while (static_cast<std::int64_t>(open.size() + rng() % 2) < config.max_open_utterances && rng() % 3 != 0) {
+        open.push_back(Open{next_id++, static_cast<std::size_t>(rng() % source.lengths.size()), -1});
+        in_call.push_back(open.size() - 1);
+      }
+      for (const std::size_t o : in_call) {
+        Open& s = open[o];
+        const bool first = s.done < 0;
+        s.done = std::max(s.done, 0);
+        const std::int32_t left = source.lengths[s.utterance] - s.done;
+        const std::int32_t take = std::min<std::int32_t>(left, static_cast<std::int32_t>(rng() % 6));
+        rows.push_back(ChunkRow{s.id, first, take == left && rng() % 2 == 0});
+        boosts.push_back(first ? maybe_boost(rng, random, graph, true) : WordBoosts{});
+        lengths.push_back(take);
+      }
+      if (rows.empty()) continue;
+      const std::int32_t width = std::max(1, *std::max_element(lengths.begin(), lengths.end()));
+      values.assign(rows.size() * static_cast<std::size_t>(width) * columns, 0.0f);
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Open& s = open[in_call[r]];
+        std::copy_n(source.utterances[s.utterance].begin() + static_cast<std::ptrdiff_t>(s.done) * columns,
+                    static_cast<std::size_t>(lengths[r]) * columns,
+                    values.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(width) * columns));
+      }
+      const auto n = static_cast<std::int64_t>(rows.size());
+      const DeviceBuffer<std::byte> on_device = testing::to_device(values.data(), values.size() * 4, cuda);
+      const TensorView host(values.data(), DType::f32, {n, width, random.columns});
+      const TensorView device(on_device.data(), DType::f32, {n, width, random.columns}, cuda);
+      const TensorView lens(lengths.data(), DType::i32, {n});
+      const std::vector<WfstResult> want = cpu.decode_chunks(rows, host, lens, boosts);
+      const std::vector<WfstResult> got = gpu.decode_chunks(rows, device, lens, boosts);
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t r = 0; r < got.size(); ++r) {
+        expect_same_with_overflow(got[r], want[r],
+                                  "call " + std::to_string(call) + ", stream " + std::to_string(rows[r].utterance) +
+                                      (rows[r].last ? ", last" : ""));
+      }
+      if (::testing::Test::HasFailure()) return;
+      chunks += n;
+      // Ended streams leave; now and then one is cancelled on both.
+      std::vector<Open> still;
+      for (std::size_t r = 0; r < rows.size(); ++r) open[in_call[r]].done += lengths[r];
+      for (const Open& s : open) {
+        const bool ended = std::any_of(rows.begin(), rows.end(),
+                                       [&](const ChunkRow& row) { return row.utterance == s.id && row.last; });
+        if (ended) continue;
+        if (s.done >= 0 && rng() % 10 == 0) {
+          EXPECT_TRUE(cpu.cancel(s.id));
+          EXPECT_TRUE(gpu.cancel(s.id));
+          cancelled += 1;
+          continue;
+        }
+        still.push_back(s);
+      }
+      open = std::move(still);
+      EXPECT_EQ(gpu.open_utterances(), cpu.open_utterances());
+    }
+    fallbacks += gpu.host_fallbacks();
+  }
+  EXPECT_GT(fallbacks, 0) << "no stream continued on the CPU";
+  EXPECT_LT(fallbacks, chunks) << "every chunk was decoded on the CPU";
+  std::printf("%lld chunks, %lld decoded on the CPU, %lld streams cancelled\n", static_cast<long long>(chunks),
+              static_cast<long long>(fallbacks), static_cast<long long>(cancelled));
+}
+
 TEST(WfstDecoderCUDA, RejectsBadInput) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const Device cuda = Device::cuda(0);

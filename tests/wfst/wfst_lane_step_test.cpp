@@ -226,22 +226,6 @@ class EmulatedLane {
   std::int32_t status_ = 0;
 };
 
-// One random word boosted by 0.7 half of the time when `boost`, else none; none either when no arc carries the word or
-// when the boost would make an ε-cycle free (the decoder rejects it; tested with the decoder).
-WordBoosts maybe_boost(std::mt19937_64& rng, const RandomGraph& random, const WfstGraph& graph, bool boost) {
-  WordBoosts boosts;
-  if (boost && rng() % 2 == 0) boosts.emplace_back(1 + static_cast<std::int32_t>(rng() % random.words), 0.7f);
-  if (!boosts.empty() && boosts[0].first > graph.max_output_label()) return {};
-  std::vector<float> row(static_cast<std::size_t>(graph.max_output_label()) + 1, 0.0f);
-  for (const auto& [word, score] : boosts) row[static_cast<std::size_t>(word)] += score;
-  try {
-    graph.check_word_boosts(row);
-  } catch (const InvalidArgument&) {
-    return {};
-  }
-  return boosts;
-}
-
 // The sample TLG (random_wfst.hpp's sample_ctc_graph), built once.
 const WfstGraph& sample_tlg() {
   static const WfstGraph graph = [] {

@@ -59,15 +59,19 @@
  * Executors: the CPU executor spreads the rows of a call over `threads` threads (the calling thread included), each
  * row decoded whole by one thread, so results do not depend on the number of threads. The CUDA executor
  * (Device::cuda(i); logprobs in that device's memory, lengths on the host) has the same rules and cost arithmetic,
- * so its results equal the CPU's. decode() runs a whole call in one kernel: each lane (a thread block) takes rows from
- * a queue and decodes each from the start to its best path on the device, keeping its tokens and back-pointers in
- * memory sized by tokens, not by the graph (lane_device_bytes(), a few MB); the host receives only the paths. Lanes
- * are as many as the batch, max_device_bytes and 1024 allow. A row with a frame of more tokens than a lane holds
- * (device_frame_tokens), or live paths longer than its history (device_history_tokens), is decoded again on the CPU,
- * with the same result (host_fallbacks() counts them). decode_chunks() and decode_nbest() with n > 1 keep each
- * stream's history on the host: rows are decoded in groups of lanes dense over the graph's states (about 100 bytes
- * × states per lane), frames in CUDA graphs of 16 frame steps (graph_mode), and each frame's tokens are copied to the
- * host while the next frames decode. Work runs on the caller's stream (nullptr: the legacy default stream), after
+ * so its results equal the CPU's. decode() and decode_chunks() run a whole call in one kernel: each lane (a thread
+ * block) takes rows from a queue and decodes each on the device, keeping its tokens and back-pointers in memory sized
+ * by tokens, not by the graph (lane_device_bytes(), a few MB); the host receives only the paths of the results.
+ * Lanes are as many as the rows, max_device_bytes, the blocks the GPU runs at once and 1024 allow. decode() decodes
+ * each row from the start to its best path; decode_chunks() continues each row's utterance, whose back-pointers and
+ * active tokens stay on the device between calls: 16 × device_history_tokens + 4 × device_frame_tokens bytes (1.1 MB
+ * by default) per open utterance, outside max_device_bytes. A row with a frame of more tokens than a lane holds
+ * (device_frame_tokens), or live paths longer than its history (device_history_tokens), is decoded on the CPU with
+ * the same result: a whole utterance again from the start, a streamed one from the last frame its lane kept, to its
+ * end (host_fallbacks() counts such rows and chunks). decode_nbest() with n > 1 keeps each utterance's history on
+ * the host: rows are decoded in groups of lanes dense over the graph's states (about 100 bytes × states per lane),
+ * frames in CUDA graphs of 16 frame steps (graph_mode), and each frame's tokens are copied to the host while the
+ * next frames decode. Work runs on the caller's stream (nullptr: the legacy default stream), after
  * what was enqueued there before; the calls return host results, so the stream is synchronised before they return.
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
@@ -115,16 +119,17 @@ struct ASRDEC_API WfstDecoderConfig {
   /** CUDA only: how the per-frame programs of decode_chunks and decode_nbest (n > 1) run (graph.hpp); `automatic`
    *  uses CUDA graphs. decode() is one kernel launch per call, whatever the mode. */
   GraphMode graph_mode = GraphMode::automatic;
-  /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. A batch is decoded in
-   *  groups of as many lanes as fit (at most 1024); a graph whose single lane needs more throws OutOfMemory with the
-   *  number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. */
+  /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. Rows beyond the lanes
+   *  that fit (at most 1024) wait in the lanes' queue; a graph whose single lane needs more throws OutOfMemory with
+   *  the number (WfstDecoder::lane_device_bytes()). A fixed budget, not a fraction of what happens to be free. The
+   *  state of open streamed utterances is not part of it (see WfstDecoder). */
   std::int64_t max_device_bytes = std::int64_t{1} << 30;
-  /** CUDA only: tokens a lane of decode() holds in one frame (rounded up to a power of two; 0: 16384). A frame with
+  /** CUDA only: tokens a lane holds in one frame (rounded up to a power of two; 0: 16384). A frame with
    *  more sends its utterance to the CPU executor (host_fallbacks()). About 136 bytes a token. */
   std::int64_t device_frame_tokens = 0;
-  /** CUDA only: back-pointers a lane of decode() keeps for its utterance (0: 65536); older ones that no surviving
-   *  path uses are dropped when it is full, and an utterance whose live paths need more goes to the CPU executor.
-   *  20 bytes each. */
+  /** CUDA only: back-pointers a lane keeps for its utterance, and a streamed utterance between chunks (0: 65536);
+   *  older ones that no surviving path uses are dropped when it is full, and an utterance whose live paths need more
+   *  goes to the CPU executor. 20 bytes each in a lane, 16 in an open streamed utterance. */
   std::int64_t device_history_tokens = 0;
   /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means every core the
    *  process may use. Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
@@ -211,12 +216,13 @@ class ASRDEC_API WfstDecoder {
   /** Utterances started and not yet ended or cancelled. */
   std::int64_t open_utterances() const;
   [[deprecated("use open_utterances()")]] std::int64_t open_streams() const { return open_utterances(); }
-  /** CUDA: the device bytes one lane of decode() takes (by device_frame_tokens, device_history_tokens and the
-   *  graph's input labels, not its states); a call decodes min(rows, 1024, config().max_device_bytes / this) rows at
-   *  a time. 0 on the CPU. */
-  std::int64_t lane_device_bytes() const;
-  /** CUDA: rows of decode() so far that a lane could not hold, decoded on the CPU instead (same results). 0 on the
+  /** CUDA: the device bytes one lane of decode() and decode_chunks() takes (by device_frame_tokens,
+   *  device_history_tokens and the graph's input labels, not its states); a call decodes at most
+   *  min(rows, 1024, config().max_device_bytes / this, the lanes the GPU runs at once) rows at a time. 0 on the
    *  CPU. */
+  std::int64_t lane_device_bytes() const;
+  /** CUDA: rows of decode() and chunks of decode_chunks() so far that a lane could not hold, decoded on the CPU
+   *  instead (same results; a streamed utterance stays on the CPU to its end). 0 on the CPU. */
   std::int64_t host_fallbacks() const;
 
   const WfstGraph& graph() const;

@@ -15,6 +15,7 @@
 #include "asrdec/detail/hd.hpp"
 #include "wfst/lane_step/wfst_lane_decode.hpp"
 #include "wfst/lane_step/wfst_lane_history.hpp"
+#include "wfst/lane_step/wfst_lane_layout.hpp"
 #include "wfst/lane_step/wfst_lane_step.hpp"
 
 namespace asrdec::detail {
@@ -34,6 +35,41 @@ struct WfstLaneChannel {
   std::int32_t* active;  ///< [lane capacity] arena indices of the tokens the next frame expands
   WfstChannelScalars* scalars;
 };
+
+/** Where a channel's arrays lie in a block of device memory (the CUDA executor keeps one block per open utterance):
+ *  its arena of `history` entries, the arena indices of up to `capacity` active tokens, its counters. */
+struct WfstChannelLayout {
+  std::int32_t capacity = 0;
+  std::int32_t history = 0;
+  std::int64_t entries = 0, active = 0, scalars = 0;
+  std::int64_t bytes = 0;  ///< of a channel, a multiple of 256
+};
+
+/** The channel layout for streams decoded on lanes of layout `l` (their token and arena capacities). */
+inline WfstChannelLayout wfst_channel_layout(const WfstLaneLayout& l) {
+  WfstChannelLayout c;
+  c.capacity = l.capacity;
+  c.history = l.history;
+  c.entries = 0;
+  c.active = c.entries + static_cast<std::int64_t>(l.history) * static_cast<std::int64_t>(sizeof(WfstArenaEntry));
+  c.scalars = c.active + (static_cast<std::int64_t>(l.capacity) * 4 + 15) / 16 * 16;
+  c.bytes = (c.scalars + static_cast<std::int64_t>(sizeof(WfstChannelScalars)) + 255) / 256 * 256;
+  return c;
+}
+
+/** A channel's arena as a lane's history (the channel's entries, the lane's scratch and carry) and its other arrays. */
+struct WfstChannelViews {
+  WfstLaneHistory history;
+  WfstLaneChannel channel;
+};
+
+ASRDEC_HD_INLINE WfstChannelViews wfst_channel_views(const WfstChannelLayout& c, const WfstLaneHistory& lane,
+                                                     unsigned char* base) {
+  WfstLaneHistory history = lane;
+  history.entries = reinterpret_cast<WfstArenaEntry*>(base + c.entries);
+  return WfstChannelViews{history, WfstLaneChannel{reinterpret_cast<std::int32_t*>(base + c.active),
+                                                   reinterpret_cast<WfstChannelScalars*>(base + c.scalars)}};
+}
 
 /** Decodes `length` frames of a stream (`frames` as in wfst_lane_decode) on lane `v`, whose history arrays `history`
  *  hold the channel's arena: a new stream (`fresh`: the start first) or one continued from `channel`; `last`: the
