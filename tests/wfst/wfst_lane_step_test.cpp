@@ -131,15 +131,19 @@ class EmulatedLane {
                               a.weight.data(),         a.next_state.data(),    a.num_states,    a.start};
     const auto n = static_cast<std::size_t>(capacity);
     cost_.resize(n), arc_.resize(n), prev_.resize(n), local_.resize(n), active_.resize(n);
-    snapshot_.resize(n), frontier0_.resize(n), frontier1_.resize(n), scan_.resize(n + 1);
+    snapshot0_.resize(n), snapshot1_.resize(n), frontier0_.resize(n), frontier1_.resize(n), scan_.resize(n + 1);
+    way_arc_.resize(2 * n), way_cost_.resize(2 * n);
     tokens_ = detail::WfstLaneTokens{cost_.data(),
                                      arc_.data(),
                                      prev_.data(),
                                      local_.data(),
                                      active_.data(),
-                                     snapshot_.data(),
+                                     {snapshot0_.data(), snapshot1_.data()},
                                      {frontier0_.data(), frontier1_.data()},
-                                     scan_.data()};
+                                     scan_.data(),
+                                     way_arc_.data(),
+                                     way_cost_.data(),
+                                     2 * capacity};
   }
 
   const WfstChannel& channel() const { return channel_; }
@@ -216,8 +220,8 @@ class EmulatedLane {
   detail::WfstLaneGraph graph_view_{};
   detail::WfstLaneConfig config_;
   HostTable table_, previous_;
-  std::vector<float> cost_, snapshot_;
-  std::vector<std::int32_t> local_, active_, frontier0_, frontier1_;
+  std::vector<float> cost_, snapshot0_, snapshot1_, way_cost_;
+  std::vector<std::int32_t> local_, active_, frontier0_, frontier1_, way_arc_;
   std::vector<std::int64_t> arc_, prev_, scan_;
   detail::WfstLaneTokens tokens_{};
   detail::WfstLaneScalars scalars_{};
@@ -576,32 +580,13 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
       detail::wfst_lane_layout(detail::kWfstLaneTokens, detail::kWfstLaneHistory, 257, 256);
   EXPECT_LE(l.bytes, 4 << 20);
   EXPECT_EQ(l.bytes % 256, 0);
-  const std::vector<std::int64_t> offsets = {l.table_state,
-                                             l.table_token,
-                                             l.table_key,
-                                             l.table_round,
-                                             l.table_slot_of,
-                                             l.cost,
-                                             l.arc,
-                                             l.prev,
-                                             l.local,
-                                             l.active,
-                                             l.snapshot,
-                                             l.frontier0,
-                                             l.frontier1,
-                                             l.scan,
-                                             l.kept,
-                                             l.index,
-                                             l.next_state,
-                                             l.next_cost,
-                                             l.next_index,
-                                             l.by_state_state,
-                                             l.by_state_token,
-                                             l.by_state_slot_of,
-                                             l.entries,
-                                             l.scratch,
-                                             l.carry,
-                                             l.frame_logp};
+  const std::vector<std::int64_t> offsets = {
+      l.table_state, l.table_token, l.table_key,      l.table_round,    l.table_slot_of,
+      l.cost,        l.arc,         l.prev,           l.local,          l.active,
+      l.snapshot0,   l.snapshot1,   l.frontier0,      l.frontier1,      l.scan,
+      l.way_arc,     l.way_cost,    l.kept,           l.index,          l.next_state,
+      l.next_cost,   l.next_index,  l.by_state_state, l.by_state_token, l.by_state_slot_of,
+      l.entries,     l.scratch,     l.carry,          l.frame_logp};
   EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
   EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
   EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);

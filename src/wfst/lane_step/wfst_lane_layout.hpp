@@ -24,7 +24,9 @@ struct WfstLaneLayout {
   std::int32_t columns = 0;   ///< the frame's columns the graph reads
   std::int32_t width = 0;     ///< threads of a lane (a collection moves this many entries a round)
   std::int64_t table_state = 0, table_token = 0, table_key = 0, table_round = 0, table_slot_of = 0;
-  std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot = 0, frontier0 = 0, frontier1 = 0, scan = 0;
+  std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot0 = 0, snapshot1 = 0, frontier0 = 0,
+               frontier1 = 0, scan = 0;
+  std::int64_t way_arc = 0, way_cost = 0;  ///< 2 · capacity kept emitting ways
   std::int64_t kept = 0, index = 0;
   std::int64_t next_state = 0, next_cost = 0, next_index = 0, by_state_state = 0, by_state_token = 0,
                by_state_slot_of = 0;
@@ -58,10 +60,13 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   take(l.prev, c * 8);
   take(l.local, c * 4);
   take(l.active, c * 4);
-  take(l.snapshot, c * 4);
+  take(l.snapshot0, c * 4);
+  take(l.snapshot1, c * 4);
   take(l.frontier0, c * 4);
   take(l.frontier1, c * 4);
   take(l.scan, (c + 1) * 8);
+  take(l.way_arc, 2 * c * 4);
+  take(l.way_cost, 2 * c * 4);
   take(l.kept, c * 4);
   take(l.index, c * 4);
   take(l.next_state, c * 4);
@@ -104,9 +109,12 @@ ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned
                             static_cast<std::int64_t*>(at(l.prev)),
                             static_cast<std::int32_t*>(at(l.local)),
                             static_cast<std::int32_t*>(at(l.active)),
-                            static_cast<float*>(at(l.snapshot)),
+                            {static_cast<float*>(at(l.snapshot0)), static_cast<float*>(at(l.snapshot1))},
                             {static_cast<std::int32_t*>(at(l.frontier0)), static_cast<std::int32_t*>(at(l.frontier1))},
-                            static_cast<std::int64_t*>(at(l.scan))};
+                            static_cast<std::int64_t*>(at(l.scan)),
+                            static_cast<std::int32_t*>(at(l.way_arc)),
+                            static_cast<float*>(at(l.way_cost)),
+                            2 * l.capacity};
   v.store = WfstStoreArrays{static_cast<std::int32_t*>(at(l.kept)), static_cast<std::int32_t*>(at(l.index))};
   v.history = WfstLaneHistory{static_cast<WfstArenaEntry*>(at(l.entries)), static_cast<std::int32_t*>(at(l.scratch)),
                               static_cast<WfstArenaEntry*>(at(l.carry)), l.history, l.width};

@@ -112,23 +112,36 @@ struct WfstLaneTokens {
   std::int64_t* prev;  ///< history index (emitting), or the predecessor's token number (ε, `local`)
   std::int32_t* local;
   std::int32_t* active;       ///< commit: the next frame expands it
-  float* snapshot;            ///< the cost a closure round relaxes from
+  float* snapshot[2];         ///< the cost closure round r relaxes from, in snapshot[r & 1]
   std::int32_t* frontier[2];  ///< slots whose way in changed in the last round, in this round
   std::int64_t* scan;         ///< [capacity + 1] out-degrees, then their prefix sums
+  /** [way_capacity] the emitting ways that may pass the frame's cutoff, kept by the pass that finds the best one so
+   *  that the offers need not compute them again (none kept with way_capacity 0, or when they do not fit). */
+  std::int32_t* way_arc = nullptr;
+  float* way_cost = nullptr;
+  std::int32_t way_capacity = 0;
 };
 
 /** One lane's shared scalars (a CUDA block's shared memory, or a host struct). */
 struct WfstLaneScalars {
-  std::uint32_t best;   ///< ordered cost
+  std::uint32_t best;  ///< ordered cost
+  /** The least cost given a token of the frame (ordered): a token's cost only goes down, so it is the least of the
+   *  tokens' costs, which the commit needs. */
+  std::uint32_t frame_best;
   std::uint32_t worst;  ///< ordered cost
   std::int32_t frontier_count[2];
   std::int32_t below;  ///< tokens under a bound
   std::int32_t kept;
+  std::int32_t kept_ways;  ///< emitting ways the best pass kept (WfstLaneTokens::way_arc; may pass way_capacity)
   std::int32_t status;
+  /** A way in of the round-0 or freeze phase could not be rebuilt from its key: kept apart from `status`, which the
+   *  next phase's offers may already be setting in a thread that has left the check. */
+  std::int32_t broken;
   float cutoff;  ///< the frame's cutoff after its ε-closure (WfstSearcher::cutoff_)
   bool closure_cut;
-  std::int64_t total;        ///< work items of a phase
-  std::uint32_t max_degree;  ///< the most ε-arcs of a token of the closure round (up to thread_per_token_degree)
+  std::int64_t total;  ///< work items of a phase
+  /** The most ε-arcs of a token of closure round r (up to thread_per_token_degree), in max_degree[r & 1]. */
+  std::uint32_t max_degree[2];
   std::int64_t ways[kWfstWaysCache];  ///< a phase's prefix sums of out-degrees, when they fit (fast memory)
   std::int64_t counts[kWfstHistogramBins];
   std::int64_t select_counts[256];
@@ -155,9 +168,15 @@ class WfstLaneStep {
       k_.local[0] = 0;
       k_.frontier[0][0] = offer.slot;
       s_.frontier_count[0] = 1;
+      s_.max_degree[0] = s_.max_degree[1] = 0;
+      s_.frame_best = wfst_ordered_cost(0.0f);
+      s_.kept = 0;
+      s_.broken = 0;
+      begin_closure(c_.beam);
+      prepare(1, 0, offer.slot, 0, 0.0f, ways_of(1));
     });
     exec_.barrier();
-    closure(c_.beam);
+    closure();
     if (s_.status == 0) commit(c_.beam, s_.closure_cut);
   }
 
@@ -165,8 +184,6 @@ class WfstLaneStep {
    *  frame's overflow flag. Afterwards the frame's tokens are numbers 0 … count − 1 of the table (lanes.tokens),
    *  `active` marking the next frame's; the caller takes them and clears the table. */
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
-    exec_.single([&] { s_.status = 0; });
-    exec_.barrier();
     float beam = c_.beam;
     bool fits = expand(active, logp, beam);
     for (int i = 0; i < kWfstBeamTightenings && !fits && retry(); ++i) {
@@ -258,6 +275,30 @@ class WfstLaneStep {
     exec_.barrier();
   }
 
+  // Offers the kept ways (WfstLaneTokens::way_arc) below `bound`: the same offers as offer_emitting when the kept
+  // ways are all those that may pass it.
+  ASRDEC_HD void offer_kept(float bound) {
+    struct Kept {
+      std::int32_t arc;
+      std::int32_t next;
+      float cost;
+    };
+    exec_.for_each_batch(
+        s_.kept_ways,
+        [&](std::int64_t i) {
+          const float cost = k_.way_cost[i];
+          const std::int32_t arc = k_.way_arc[i];
+          return Kept{arc, cost < bound ? g_.next_state[arc] : -1, cost};
+        },
+        [&](std::int64_t, const Kept& way) {
+          if (way.next < 0) return;
+          if (wfst_table_offer(t_, exec_, way.next, wfst_way_key(way.cost, way.arc)).slot < 0) {
+            exec_.atomic_or(&s_.status, kWfstLaneFull);
+          }
+        });
+    exec_.barrier();
+  }
+
   ASRDEC_HD std::int32_t tokens() const { return *t_.count < t_.capacity ? *t_.count : t_.capacity; }
 
   // Tokens whose way in costs less than `bound` (keys of the table).
@@ -291,18 +332,38 @@ class WfstLaneStep {
   ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam) {
     wfst_table_clear(t_, exec_);
     const std::int64_t total = number_emitting(active);
-    // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these).
-    exec_.single([&] { s_.best = wfst_ordered_cost(__builtin_huge_valf()); });
+    // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these). The
+    // pass keeps the ways below the best so far + beam, a superset of those (rounding is monotone), for the offers.
+    exec_.single([&] {
+      s_.status = 0;  // nothing reads or sets it before the offers
+      s_.best = wfst_ordered_cost(__builtin_huge_valf());
+      s_.kept_ways = 0;
+      s_.max_degree[0] = s_.max_degree[1] = 0;  // before the round-0 phase prepares round 1
+      s_.frame_best = wfst_ordered_cost(__builtin_huge_valf());
+      s_.kept = 0;  // counted by the commit
+      s_.broken = 0;
+    });
     exec_.barrier();
     exec_.for_each_batch(
-        total, [&](std::int64_t i) { return emitting_item(active, logp, i).cost; },
-        [&](std::int64_t, float cost) {
-          if (cost < __builtin_huge_valf()) exec_.atomic_min(&s_.best, wfst_ordered_cost(cost));
+        total, [&](std::int64_t i) { return emitting_item(active, logp, i); },
+        [&](std::int64_t, const EmittingWay& way) {
+          if (!(way.cost < __builtin_huge_valf())) return;
+          exec_.atomic_min(&s_.best, wfst_ordered_cost(way.cost));
+          if (k_.way_capacity == 0) return;
+          if (!(way.cost < rounded_add(wfst_cost_of_ordered(exec_.load(&s_.best)), beam))) return;
+          const std::int32_t at = exec_.atomic_add(&s_.kept_ways, 1);
+          if (at >= k_.way_capacity) return;
+          k_.way_arc[at] = static_cast<std::int32_t>(way.arc);
+          k_.way_cost[at] = way.cost;
         });
     exec_.barrier();
     const float best = wfst_cost_of_ordered(s_.best);
     float cutoff = rounded_add(best, beam);
-    offer_emitting(active, logp, total, cutoff);
+    if (k_.way_capacity > 0 && s_.kept_ways <= k_.way_capacity) {
+      offer_kept(cutoff);
+    } else {
+      offer_emitting(active, logp, total, cutoff);
+    }
     if (s_.status != 0) return false;
     // 2. min_active: when the beam holds at most min_active ways in, every finite way is taken and the cutoff widens.
     if (c_.min_active > 0 && tokens() <= c_.min_active) {
@@ -321,43 +382,86 @@ class WfstLaneStep {
       offer_emitting(active, logp, total, cutoff);
       if (s_.status != 0) return false;
     }
-    // Round 0: the emitting winners, frozen; all of them start the ε-closure.
+    // Round 0: the emitting winners, frozen; all of them start the ε-closure, prepared for its round 1.
+    std::int64_t* first_ways = ways_of(tokens());
     exec_.for_each(tokens(), [&](std::int64_t i) {
       const std::int32_t slot = t_.slot_of[i];
       const std::uint64_t key = t_.key[slot];
       const std::int64_t arc = wfst_key_arc(key);
-      const std::int32_t from = active.by_state.token[wfst_table_find(active.by_state, wfst_arc_source(g_, arc))];
-      const float cost = emitting_way(active, from, arc, logp);
-      if (wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
+      const std::int32_t way_in = wfst_table_find(active.by_state, wfst_arc_source(g_, arc));
+      if (way_in < 0) {
+        exec_.atomic_or(&s_.broken, 1);
+        return;
+      }
+      const std::int32_t from = active.by_state.token[way_in];
+      // The key holds the way's cost, but for the sign of a zero: only then is the way computed again.
+      float cost = wfst_key_cost(key);
+      if (cost == 0.0f) {
+        cost = emitting_way(active, from, arc, logp);
+        if (wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.broken, 1);
+      }
       k_.cost[i] = cost;
       k_.arc[i] = arc;
       k_.prev[i] = active.index[from];
       k_.local[i] = 0;
       t_.key[slot] = wfst_frozen_key(key);
       k_.frontier[0][i] = slot;
+      exec_.atomic_min(&s_.frame_best, wfst_ordered_cost(cost));
+      prepare(1, i, slot, static_cast<std::int32_t>(i), cost, first_ways);
     });
-    exec_.single([&] { s_.frontier_count[0] = tokens(); });
+    exec_.single([&] {
+      s_.frontier_count[0] = tokens();
+      begin_closure(cutoff);
+    });
     exec_.barrier();
-    if (s_.status != 0) return false;
+    if (broken()) return false;
     // 3. ε-closure below the cutoff.
-    closure(cutoff);
+    closure();
     return s_.status == 0 && *t_.count <= c_.max_tokens;
   }
 
-  // The ε-closure from frontier 0 (WfstSearcher::closure): round r relaxes the ε-arcs of the tokens whose way in
-  // changed in round r − 1, from their costs at the round's start; its winners are frozen before the next round.
-  ASRDEC_HD void closure(float cutoff) {
-    exec_.single([&] {
-      s_.cutoff = cutoff;
-      s_.closure_cut = false;
-      s_.max_degree = 0;
-    });
+  // Whether the last phase found a broken way in (every thread reads the same); the lane's status then says so.
+  ASRDEC_HD bool broken() {
+    if (s_.broken == 0) return false;
+    exec_.single([&] { s_.status |= kWfstLaneBroken; });
     exec_.barrier();
+    return true;
+  }
+
+  // The scalars of an ε-closure below `cutoff` (one thread; the max_degree of round 1 must have been cleared before
+  // the phase that prepares its tokens).
+  ASRDEC_HD void begin_closure(float cutoff) {
+    s_.cutoff = cutoff;
+    s_.closure_cut = false;
+    s_.frontier_count[1] = 0;
+  }
+
+  // Frontier item f of closure round `round` (token `token` in `slot`, of cost `cost`): the cost the round relaxes
+  // from, its ε-degree in `ways` and the round's max_degree.
+  ASRDEC_HD void prepare(std::int32_t round, std::int64_t f, std::int32_t slot, std::int32_t token, float cost,
+                         std::int64_t* ways) {
+    k_.snapshot[round & 1][token] = cost;
+    const std::int32_t state = t_.state[slot];
+    const std::int64_t degree = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
+    ways[f] = degree;
+    const std::uint32_t cap = c_.thread_per_token_degree;
+    exec_.atomic_max(&s_.max_degree[round & 1], degree < cap ? static_cast<std::uint32_t>(degree) : cap);
+  }
+
+  // The ε-closure (WfstSearcher::closure) below s_.cutoff from frontier 0, whose tokens are prepared for round 1:
+  // round r relaxes the ε-arcs of the tokens whose way in changed in round r − 1, from their costs at the round's
+  // start (snapshot[r & 1]); its winners are frozen, and prepared for round r + 1 in the same phase (the snapshots
+  // alternate, so a winner's new cost never overwrites the one another winner's way is rebuilt from).
+  ASRDEC_HD void closure() {
+    const float cutoff = s_.cutoff;
     std::int64_t relaxed = 0;
+    // The frame's tokens before the round, read where no thread offers (a thread that has left the check may
+    // already be claiming tokens in the round's relaxation); round 1 is never cut (nothing relaxed yet).
+    std::int32_t before = 0;
     int from = 0;
     for (std::int32_t round = 1; s_.frontier_count[from] > 0; ++round, from ^= 1) {
       const std::int32_t n = s_.frontier_count[from];
-      if (wfst_closure_cut(relaxed, tokens())) {
+      if (wfst_closure_cut(relaxed, before)) {
         exec_.single([&] { s_.closure_cut = true; });
         exec_.barrier();
         break;
@@ -366,20 +470,10 @@ class WfstLaneStep {
       const int to = from ^ 1;
       const std::int32_t* frontier = k_.frontier[from];
       std::int64_t* ways = ways_of(n);
-      exec_.for_each(n, [&](std::int64_t f) {
-        const std::int32_t token = t_.token[frontier[f]];
-        k_.snapshot[token] = k_.cost[token];
-        const std::int32_t state = t_.state[frontier[f]];
-        const std::int64_t degree = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
-        ways[f] = degree;
-        const std::uint32_t cap = c_.thread_per_token_degree;
-        exec_.atomic_max(&s_.max_degree, degree < cap ? static_cast<std::uint32_t>(degree) : cap);
-      });
-      exec_.single([&] { s_.frontier_count[to] = 0; });
-      exec_.barrier();
+      const float* snapshot = k_.snapshot[round & 1];
       // Offers the way along ε-arc `arc` out of the token in `slot`.
       const auto relax = [&](std::int32_t slot, std::int64_t arc) {
-        const float cost = wfst_epsilon_way(k_.snapshot[t_.token[slot]], g_.weight[arc], boost(g_.olabel[arc]));
+        const float cost = wfst_epsilon_way(snapshot[t_.token[slot]], g_.weight[arc], boost(g_.olabel[arc]));
         if (!(cost < cutoff)) return;
         const WfstOffer offer = wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc));
         if (offer.slot < 0) {
@@ -390,11 +484,12 @@ class WfstLaneStep {
           k_.frontier[to][exec_.atomic_add(&s_.frontier_count[to], 1)] = offer.slot;
         }
       };
-      if (s_.max_degree < c_.thread_per_token_degree) {  // few ε-arcs a token: a thread each
+      if (s_.max_degree[round & 1] < c_.thread_per_token_degree) {  // few ε-arcs a token: a thread each
         exec_.for_each(n, [&](std::int64_t f) {
           const std::int32_t slot = frontier[f];
           const std::int32_t state = t_.state[slot];
-          for (std::int64_t arc = g_.epsilon_begin[state]; arc < g_.emitting_begin[state + 1]; ++arc) relax(slot, arc);
+          const std::int64_t end = g_.emitting_begin[state + 1];  // read once: the offers' stores may alias it
+          for (std::int64_t arc = g_.epsilon_begin[state]; arc < end; ++arc) relax(slot, arc);
         });
       } else {  // arcs numbered over the tokens, spread evenly
         const std::int64_t total = exec_.exclusive_scan(ways, n);
@@ -409,40 +504,41 @@ class WfstLaneStep {
       }
       exec_.barrier();
       if (s_.status != 0) return;
-      // The round's winners: their way in, rebuilt from the arc their key names.
+      // The round's winners: their way in, rebuilt from the arc their key names; then prepared for the next round.
       const std::int32_t changed = s_.frontier_count[to];
+      std::int64_t* next_ways = ways_of(changed);
       exec_.for_each(changed, [&](std::int64_t f) {
         const std::int32_t slot = k_.frontier[to][f];
         const std::uint64_t key = t_.key[slot];
         const std::int64_t arc = wfst_key_arc(key);
         const std::int32_t source = t_.token[wfst_table_find(t_, wfst_arc_source(g_, arc))];
-        const float cost = wfst_epsilon_way(k_.snapshot[source], g_.weight[arc], boost(g_.olabel[arc]));
-        if (!wfst_key_is_fresh(key) || wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.status, kWfstLaneBroken);
+        const float cost = wfst_epsilon_way(snapshot[source], g_.weight[arc], boost(g_.olabel[arc]));
+        if (!wfst_key_is_fresh(key) || wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.broken, 1);
         const std::int32_t token = t_.token[slot];
         k_.cost[token] = cost;
         k_.arc[token] = arc;
         k_.prev[token] = source;
         k_.local[token] = 1;
         t_.key[slot] = wfst_frozen_key(key);
+        exec_.atomic_min(&s_.frame_best, wfst_ordered_cost(cost));
+        prepare(round + 1, f, slot, token, cost, next_ways);
       });
-      exec_.single([&] { s_.max_degree = 0; });  // read by every thread before the relaxation's barrier
+      exec_.single([&] {  // read by every thread before the relaxation's barrier
+        s_.max_degree[round & 1] = 0;
+        s_.frontier_count[from] = 0;
+      });
+      before = tokens();
       exec_.barrier();
-      if (s_.status != 0) return;
+      if (broken()) return;
     }
   }
 
   // Step 4 (WfstSearcher::commit): the tokens the next frame expands.
   ASRDEC_HD void commit(float beam, bool overflow) {
     const std::int32_t n = tokens();
-    exec_.single([&] { s_.best = wfst_ordered_cost(__builtin_huge_valf()); });
-    exec_.barrier();
-    exec_.for_each(n, [&](std::int64_t i) { exec_.atomic_min(&s_.best, wfst_ordered_cost(k_.cost[i])); });
-    exec_.barrier();
-    const float best = wfst_cost_of_ordered(s_.best);
+    const float best = wfst_cost_of_ordered(s_.frame_best);
     const float tight = rounded_add(best, beam);
     const float cut = widen(s_.cutoff < tight ? s_.cutoff : tight, s_.cutoff);
-    exec_.single([&] { s_.kept = 0; });
-    exec_.barrier();
     exec_.for_each(n, [&](std::int64_t i) {
       k_.active[i] = k_.cost[i] < cut ? 1 : 0;
       if (k_.active[i] != 0) exec_.atomic_add(&s_.kept, 1);
