@@ -471,9 +471,9 @@ class WfstLaneStep {
       const std::int32_t* frontier = k_.frontier[from];
       std::int64_t* ways = ways_of(n);
       const float* snapshot = k_.snapshot[round & 1];
-      // Offers the way along ε-arc `arc` out of the token in `slot`.
-      const auto relax = [&](std::int32_t slot, std::int64_t arc) {
-        const float cost = wfst_epsilon_way(snapshot[t_.token[slot]], g_.weight[arc], boost(g_.olabel[arc]));
+      // Offers the way along ε-arc `arc` out of a token of cost `from_cost` (its snapshot).
+      const auto relax = [&](float from_cost, std::int64_t arc) {
+        const float cost = wfst_epsilon_way(from_cost, g_.weight[arc], boost(g_.olabel[arc]));
         if (!(cost < cutoff)) return;
         const WfstOffer offer = wfst_table_offer(t_, exec_, g_.next_state[arc], wfst_way_key(cost, arc));
         if (offer.slot < 0) {
@@ -488,8 +488,10 @@ class WfstLaneStep {
         exec_.for_each(n, [&](std::int64_t f) {
           const std::int32_t slot = frontier[f];
           const std::int32_t state = t_.state[slot];
-          const std::int64_t end = g_.emitting_begin[state + 1];  // read once: the offers' stores may alias it
-          for (std::int64_t arc = g_.epsilon_begin[state]; arc < end; ++arc) relax(slot, arc);
+          // Read once: the offers' stores may alias them.
+          const float from_cost = snapshot[t_.token[slot]];
+          const std::int64_t end = g_.emitting_begin[state + 1];
+          for (std::int64_t arc = g_.epsilon_begin[state]; arc < end; ++arc) relax(from_cost, arc);
         });
       } else {  // arcs numbered over the tokens, spread evenly
         const std::int64_t total = exec_.exclusive_scan(ways, n);
@@ -499,7 +501,7 @@ class WfstLaneStep {
           std::int64_t offset = 0;
           item(i, n, f, offset);
           const std::int32_t slot = frontier[f];
-          relax(slot, g_.epsilon_begin[t_.state[slot]] + offset);
+          relax(snapshot[t_.token[slot]], g_.epsilon_begin[t_.state[slot]] + offset);
         });
       }
       exec_.barrier();

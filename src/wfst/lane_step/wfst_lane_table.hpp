@@ -52,16 +52,14 @@ struct WfstOffer {
 template <class Exec>
 ASRDEC_HD WfstOffer wfst_table_offer(const WfstLaneTable& t, Exec& exec, std::int32_t state, std::uint64_t key) {
   for (std::int32_t i = 0, s = wfst_table_home(t, state); i < t.slots; ++i, s = (s + 1) & (t.slots - 1)) {
-    std::int32_t held = exec.load(&t.state[s]);
-    if (held < 0) {
-      held = exec.atomic_cas(&t.state[s], -1, state);
-      if (held < 0) {  // claimed: number the token
-        const std::int32_t token = exec.atomic_add(t.count, 1);
-        if (token >= t.capacity) return WfstOffer{-1, false};
-        t.token[s] = token;
-        t.slot_of[token] = s;
-        held = state;
-      }
+    // A compare-and-swap reads the slot's state as a load would, and claims it when empty: one trip to memory.
+    std::int32_t held = exec.atomic_cas(&t.state[s], -1, state);
+    if (held < 0) {  // claimed: number the token
+      const std::int32_t token = exec.atomic_add(t.count, 1);
+      if (token >= t.capacity) return WfstOffer{-1, false};
+      t.token[s] = token;
+      t.slot_of[token] = s;
+      held = state;
     }
     if (held != state) continue;
     const std::uint64_t before = exec.atomic_min(&t.key[s], key);
