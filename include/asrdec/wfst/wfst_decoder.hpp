@@ -125,7 +125,7 @@ struct ASRDEC_API WfstDecoderConfig {
    *  state of open streamed utterances is not part of it (see WfstDecoder). */
   std::int64_t max_device_bytes = std::int64_t{1} << 30;
   /** CUDA only: tokens a lane holds in one frame (rounded up to a power of two; 0: 16384). A frame with
-   *  more sends its utterance to the CPU executor (host_fallbacks()). About 136 bytes a token. */
+   *  more sends its utterance to the CPU executor (host_fallbacks()). About 156 bytes a token. */
   std::int64_t device_frame_tokens = 0;
   /** CUDA only: back-pointers a lane keeps for its utterance, and a streamed utterance between chunks (0: 65536);
    *  older ones that no surviving path uses are dropped when it is full, and an utterance whose live paths need more
