@@ -31,10 +31,9 @@ template <class Decoder, class Result>
 Result decode_call(Decoder& decoder, Result (Decoder::*method)(const TensorView&, const TensorView&, StreamHandle),
                    const char* input_name, nb::handle input, nb::handle lengths, nb::handle stream) {
   const StreamHandle s = stream_of(stream);
-  const TensorArg x(input, input_name, s);
-  const TensorArg n(lengths, "lengths", s);
+  const BatchArg batch(input, lengths, input_name, s);
   nb::gil_scoped_release release;
-  return (decoder.*method)(x.view(), n.view(), s);
+  return (decoder.*method)(batch.input(), batch.lengths(), s);
 }
 
 template <class Decoder>
@@ -56,8 +55,9 @@ void bind_common(nb::class_<Decoder>& c, const char* input_name) {
        [input_name](Decoder& d, nb::handle x, nb::handle lengths, nb::handle stream) {
          return decode_call(d, &Decoder::decode, input_name, x, lengths, stream);
        },
-       nb::arg(input_name), "lengths"_a, "stream"_a = nb::none(),
-       "Decodes a batch: x [B, T, *] and lengths [B] (any DLPack tensor or sequence); one Hypothesis per row.")
+       nb::arg(input_name), "lengths"_a = nb::none(), "stream"_a = nb::none(),
+       "Decodes a batch: x [B, T, *] and lengths [B] (any DLPack tensor or sequence; None: every row T frames), one "
+       "utterance [T, *], or a list of host utterances [T_i, *] (padded here); one Hypothesis per row.")
       .def(
           "decode_chunks",
           [input_name](Decoder& d, nb::handle rows, nb::handle x, nb::handle lengths, nb::handle stream) {
@@ -79,14 +79,15 @@ void bind_nbest(nb::class_<Decoder>& c, const char* input_name) {
       [input_name](Decoder& d, nb::handle x, nb::handle lengths, nb::handle stream) {
         return decode_call(d, &Decoder::decode_nbest, input_name, x, lengths, stream);
       },
-      nb::arg(input_name), "lengths"_a, "stream"_a = nb::none(), "Each row's N-best list, best first.");
+      nb::arg(input_name), "lengths"_a = nb::none(), "stream"_a = nb::none(),
+      "Each row's N-best list, best first (inputs as decode's).");
 }
 
 // decode_async: the inputs stay alive with the results (a CUDA decode may still read them after the call returns).
 struct AsyncInputs {
   AsyncInputs(nb::handle input, const char* input_name, nb::handle lengths, StreamHandle stream)
-      : x(input, input_name, stream), n(lengths, "lengths", stream) {}
-  TensorArg x, n;
+      : batch(input, lengths, input_name, stream) {}
+  BatchArg batch;
 };
 
 // An array of the decoder's result buffers as a DLPack tensor on the decoder's device (no copy); `owner` keeps the
@@ -112,7 +113,7 @@ nb::dict decode_async_call(nb::handle self, const char* input_name, nb::handle i
     CtcGreedyBatchResult r;
     {
       nb::gil_scoped_release release;
-      r = decoder.decode_async(inputs->x.view(), inputs->n.view(), s);
+      r = decoder.decode_async(inputs->batch.input(), inputs->batch.lengths(), s);
     }
     const auto B = static_cast<std::size_t>(r.batch), L = static_cast<std::size_t>(r.row_stride);
     out["tokens"] = result_array(r.tokens, {B, L}, r.device, owner);
@@ -126,7 +127,7 @@ nb::dict decode_async_call(nb::handle self, const char* input_name, nb::handle i
     BatchedHypsView r;
     {
       nb::gil_scoped_release release;
-      r = decoder.decode_async(inputs->x.view(), inputs->n.view(), s);
+      r = decoder.decode_async(inputs->batch.input(), inputs->batch.lengths(), s);
     }
     const auto B = static_cast<std::size_t>(r.batch), L = static_cast<std::size_t>(r.capacity);
     out["tokens"] = result_array(r.tokens, {B, L}, r.device, owner);
@@ -148,8 +149,9 @@ void bind_async(nb::class_<Decoder>& c, const char* input_name) {
        [input_name](nb::handle self, nb::handle x, nb::handle lengths, nb::handle stream) {
          return decode_async_call<Decoder>(self, input_name, x, lengths, stream);
        },
-       nb::arg(input_name), "lengths"_a, "stream"_a = nb::none(),
-       "Enqueues the decode on `stream` and returns the decoder's result buffers as DLPack tensors on its device, "
+       nb::arg(input_name), "lengths"_a = nb::none(), "stream"_a = nb::none(),
+       "Enqueues the decode (inputs as decode's) on `stream` and returns the decoder's result buffers as DLPack "
+       "tensors on its device, "
        "without a copy: tokens, timestamps, token_scores [B, L] (row b holds lengths[b] entries), lengths and "
        "am_scores [B] (and the decoder's other arrays). They stay valid until this decoder's next call; read them "
        "after synchronize_and_check(stream), or in work ordered after it on `stream`.")

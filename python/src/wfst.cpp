@@ -89,22 +89,21 @@ void bind_wfst(nb::module_& m) {
           [](WfstDecoder& d, nb::handle x, nb::handle lengths, nb::handle boosts, nb::handle stream) {
             const std::vector<WordBoosts> word_boosts = boosts_of(boosts);
             const StreamHandle s = stream_of(stream);
-            const TensorArg logprobs(x, "logprobs", s);
-            const TensorArg n(lengths, "lengths", s);
+            const BatchArg batch(x, lengths, "logprobs", s);
             nb::gil_scoped_release release;
-            return d.decode(logprobs.view(), n.view(), word_boosts, s);
+            return d.decode(batch.input(), batch.lengths(), word_boosts, s);
           },
-          "logprobs"_a, "lengths"_a, "boosts"_a = nb::none(), "stream"_a = nb::none(),
-          "Decodes a batch; boosts: per utterance, (word id, score) pairs (or None).")
+          "logprobs"_a, "lengths"_a = nb::none(), "boosts"_a = nb::none(), "stream"_a = nb::none(),
+          "Decodes a batch (as the other decoders' decode: [B, T, V] with lengths, one utterance [T, V], or a list of "
+          "host utterances); boosts: per utterance, (word id, score) pairs (or None).")
       .def(
           "decode_nbest",
           [](WfstDecoder& d, nb::handle x, nb::handle lengths, std::int64_t n, nb::handle boosts, nb::handle stream) {
             const std::vector<WordBoosts> word_boosts = boosts_of(boosts);
             const StreamHandle s = stream_of(stream);
-            const TensorArg logprobs(x, "logprobs", s);
-            const TensorArg l(lengths, "lengths", s);
+            const BatchArg batch(x, lengths, "logprobs", s);
             nb::gil_scoped_release release;
-            return d.decode_nbest(logprobs.view(), l.view(), n, word_boosts, s);
+            return d.decode_nbest(batch.input(), batch.lengths(), n, word_boosts, s);
           },
           "logprobs"_a, "lengths"_a, "n"_a, "boosts"_a = nb::none(), "stream"_a = nb::none(),
           "Each utterance's n best distinct word sequences among the final frame's surviving paths, best first.")

@@ -51,6 +51,43 @@ def test_lists_are_accepted_as_lengths(ctc_input):
     assert [h.tokens for h in decoder.decode(x, [int(v) for v in n])] == [h.tokens for h in decoder.decode(x, n)]
 
 
+def test_decode_takes_one_utterance_a_list_of_them_and_float64(ctc_input):
+    x16, n = ctc_input
+    x = x16.astype(np.float32)
+    decoder = asrdec.CtcBeamDecoder(beam=3)
+
+    def key(hyps):
+        return [(h.tokens, h.timestamps, h.score) for h in hyps]
+
+    want = key(decoder.decode(x, n))
+    # One utterance [T, V]: a batch of one, read in place, its length implied.
+    for b in (0, 7):
+        assert key(decoder.decode(x[b, : n[b]])) == want[b : b + 1]
+        assert key(decoder.decode(x[b], [int(n[b])])) == want[b : b + 1]
+    # Utterances of their own lengths in a list or tuple: padded into one batch.
+    utterances = [x[b, : n[b]] for b in range(len(n))]
+    assert key(decoder.decode(utterances)) == want
+    assert key(decoder.decode(tuple(utterances), n)) == want
+    assert key(decoder.decode([u.astype(np.float16) for u in utterances])) == key(decoder.decode(x16, n))
+    # float64 frames are converted on the host (float32 values widened: the same results).
+    assert key(decoder.decode(x.astype(np.float64), n)) == want
+    assert key(decoder.decode([u.astype(np.float64) for u in utterances])) == want
+    # A padded batch without lengths: every row whole.
+    shortest = int(n.min())
+    whole = np.ascontiguousarray(x[:, :shortest])
+    assert key(decoder.decode(whole)) == key(decoder.decode(whole, np.full(len(n), shortest)))
+    assert [h.tokens for h in asrdec.CtcGreedyDecoder().decode(utterances)] == [
+        h.tokens for h in asrdec.CtcGreedyDecoder().decode(x, n)
+    ]
+    # What cannot be read says which argument and why.
+    with pytest.raises(asrdec.InvalidArgument, match=r"logprobs\[1\] has 3 values a frame, logprobs\[0\] has 257"):
+        decoder.decode([x[0, :5], x[1, :5, :3]])
+    with pytest.raises(asrdec.InvalidArgument, match=r"logprobs\[0\]: expected one utterance's frames \[T, \*\]"):
+        decoder.decode([x[:2]])
+    with pytest.raises(asrdec.InvalidArgument, match="an empty list"):
+        decoder.decode([])
+
+
 def test_decoding_releases_the_gil(ctc_input):
     # While one thread is inside decode(), this thread keeps running Python; with the GIL held through the call it
     # could run only between calls. Count this thread's loop iterations that fall inside a decode call.
@@ -97,7 +134,7 @@ def test_errors_are_typed_with_the_cpp_messages(ctc_input, tmp_path):
     with pytest.raises(asrdec.InvalidArgument, match="lengths"):
         decoder.decode(x, n[:3])
     with pytest.raises(asrdec.InvalidArgument, match="logprobs"):
-        decoder.decode(x[0], n)
+        decoder.decode(x[0, 0], n)
     with pytest.raises(asrdec.InvalidArgument, match="logprobs"):
         decoder.decode("not a tensor", n)
     with pytest.raises(asrdec.InvalidArgument, match="cuda:x|device"):
