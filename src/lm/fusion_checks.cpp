@@ -27,12 +27,9 @@ void check_fusion_vocab(const NgramLm* lm, const BoostingTree* boost, std::int64
   }
 }
 
-void check_ctc_fusion(const NgramLm* lm, const BoostingTree* boost, std::int64_t columns, std::int32_t blank) {
+void check_ctc_fusion(const NgramLm* lm, const BoostingTree* boost, std::int64_t columns) {
   if (lm == nullptr && boost == nullptr) return;
   check_fusion_vocab(lm, boost, columns - 1, concat("logprobs has ", columns, " columns (V + 1 expected)"));
-  ASRDEC_CHECK_ARG(blank == columns - 1,
-                   "LM fusion and boosting need blank in the last column (token ids index the LM); blank_id is ", blank,
-                   " of ", columns, " columns");
 }
 
 std::vector<std::int32_t> boost_roots_of(const std::vector<ChunkRow>& rows, const BoostingTree* boost,

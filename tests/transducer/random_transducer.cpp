@@ -107,6 +107,25 @@ RandomTransducer make_random_transducer(const RandomTransducerSpec& spec, std::m
   return m;
 }
 
+void move_blank(RandomTransducer& m, std::int32_t blank) {
+  const std::int64_t V = m.spec.vocab;
+  if (m.spec.blank != V || blank < 0 || blank > V) throw std::invalid_argument("move_blank needs a blank-last model");
+  // Rows blank..V of a [rows, width] table rotate right by one: row V (the blank) first.
+  const auto rotate_rows = [&](const TensorView& table) {
+    const std::int64_t width = table.ndim() == 1 ? 1 : table.size(1);
+    auto* rows = static_cast<float*>(const_cast<void*>(table.data()));
+    std::rotate(rows + blank * width, rows + V * width, rows + (V + 1) * width);
+  };
+  rotate_rows(m.out_weight);
+  rotate_rows(m.out_bias);
+  if (m.spec.stateless) {
+    for (const TensorView& embedding : m.stateless.embeddings) rotate_rows(embedding);
+  } else {
+    rotate_rows(m.lstm.embedding);
+  }
+  m.spec.blank = blank;
+}
+
 TransducerModel RandomTransducer::build(Device device) const {
   auto joint = std::make_shared<const TransducerJoint>(out_weight, out_bias, spec.activation, spec.dtype, device);
   std::shared_ptr<TransducerPredictor> predictor =

@@ -49,6 +49,12 @@ struct RandomTransducer {
 RandomTransducerSpec random_spec(std::mt19937_64& rng);
 RandomTransducer make_random_transducer(const RandomTransducerSpec& spec, std::mt19937_64& rng);
 
+/** Moves the blank of a model made with the blank last (spec.blank = V) to column `blank`, in place: the joint's
+ *  output rows and biases and the predictor's embedding rows of columns blank..V rotate by one, so that the old
+ *  blank row lands at `blank` and every token keeps its weights, one column later when it follows the blank. The
+ *  model then computes the same function of relabelled columns. */
+void move_blank(RandomTransducer& m, std::int32_t blank);
+
 /** enc_proj [B, T, J] float32 with per-utterance lengths (0, 1 and T included); quantised when the model is. */
 struct RandomEncoded {
   std::int64_t batch = 0, frames = 0, hidden = 0;

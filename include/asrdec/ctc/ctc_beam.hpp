@@ -25,7 +25,8 @@
  * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens).
  *
  * Bad input raises InvalidArgument as for CtcGreedyDecoder: shapes, dtypes, lengths outside [0, T], blank out of
- * range, NaN or +inf in a frame that is read, fusion models over another vocabulary or with blank not last.
+ * range, NaN or +inf in a frame that is read, fusion models over another vocabulary. The blank may be in any column,
+ * with fusion too: the LM's and the tree's token ids are the columns without the blank (docs/ngram-lm.md).
  *
  * Executors: the CPU executor decodes utterance by utterance, spread over `threads` threads; the CUDA executor decodes
  * the batch frame by frame (one block per utterance: each thread keeps the K best of its share of the K·(V+1)
@@ -59,7 +60,7 @@
 namespace asrdec {
 
 struct ASRDEC_API CtcBeamConfig {
-  /** Column of the blank; -1 (default) means the last column. Fusion needs the last column. */
+  /** Column of the blank; -1 (default) means the last column. */
   std::int32_t blank_id = -1;
   /** The largest beam: on the CPU each frame ranks K·(V+1) proposals and keeps K hypotheses with their LM queries
    *  ([K, V] scores), so time and memory grow linearly with K; on CUDA each thread's candidate list lives in shared

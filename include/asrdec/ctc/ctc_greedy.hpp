@@ -70,10 +70,11 @@ struct ASRDEC_API CtcGreedyConfig {
    *  core the process may use. Results do not depend on it. */
   std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the decoder's device with
-   *  V = columns - 1 tokens, and blank must be the last column. A frame whose acoustic argmax is blank or repeats
-   *  the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens, except the
-   *  previous frame's token, of log p + lm_weight × ln p_LM(token | history). The LM state starts at `<s>` and
-   *  moves on emitted tokens. */
+   *  V = columns - 1 tokens; its token ids are the columns without the blank, in order (column c is id c before the
+   *  blank and c - 1 after it; docs/ngram-lm.md), so the blank may be in any column. A frame whose acoustic argmax is
+   * blank or repeats the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens,
+   * except the previous frame's token, of log p + lm_weight × ln p_LM(token | history). The LM state starts at `<s>`
+   * and moves on emitted tokens. */
   std::shared_ptr<const NgramLm> lm;
   /** α, the LM weight (natural-log scores). */
   float lm_weight = 0.0f;

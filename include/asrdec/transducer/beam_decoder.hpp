@@ -131,7 +131,8 @@ struct ASRDEC_API TransducerBeamConfig {
   /** N-best lists keep only the best-ranked hypothesis of each transcript (drop_repeated_transcripts): TDT
    *  hypotheses with the same tokens on different frames are not merged by the search. */
   bool unique_transcripts = true;
-  /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. */
+  /** Token-level n-gram LM (NGPU-LM) on the model's device over the model's V tokens, or none. Its token ids are
+   *  the model's columns without the blank, in order (docs/ngram-lm.md), wherever the model's blank is. */
   std::shared_ptr<const NgramLm> lm;
   float lm_weight = 0.0f;  ///< α
   /** Phrase boosting tree on the model's device over the model's V tokens, or none. Utterance b starts at the

@@ -83,7 +83,8 @@ struct ASRDEC_API TransducerGreedyConfig {
    *  several rows hold bad values, which one the error names may. */
   std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
-   *  V = the model's vocabulary (blank excluded). The acoustic model alone decides blank versus non-blank; a
+   *  V = the model's vocabulary (blank excluded); its token ids are the model's columns without the blank, in
+   *  order, wherever the blank is (docs/ngram-lm.md). The acoustic model alone decides blank versus non-blank; a
    *  non-blank choice is replaced by the argmax over the non-blank tokens of logit + lm_weight × ln p_LM(token |
    *  history). Each utterance's LM state starts at `<s>`, moves on emitted tokens only and is carried across
    *  chunks (decode_chunks). */

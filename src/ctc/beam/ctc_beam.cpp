@@ -64,7 +64,7 @@ namespace detail {
 CtcInput make_ctc_beam_input(const TensorView& logprobs, const TensorView& lengths, const CtcBeamConfig& config,
                              Device device) {
   CtcInput input = make_ctc_input(logprobs, lengths, device, config.blank_id);
-  check_ctc_fusion(config.lm.get(), config.boost.get(), input.columns, input.blank);
+  check_ctc_fusion(config.lm.get(), config.boost.get(), input.columns);
   ASRDEC_CHECK_ARG(input.lengths_on_host, "lengths: CTC beam search needs them in host memory, got ",
                    lengths.device().to_string());
   return input;
@@ -182,6 +182,7 @@ struct CtcBeamDecoder::Impl {
     CtcBeamStates states{};
     FusionRef& fusion = states.fusion;
     fusion.vocab = static_cast<std::int32_t>(V);
+    fusion.blank = p.blank;
     if (config.lm != nullptr) {
       fusion.lm = FusionSource{lm_scores.data(), lm_next.data(), lm_state.data(), lm_total.data(), config.lm_weight};
       states.next_lm_state = next_lm_state.data();

@@ -202,6 +202,7 @@ class CtcBeamCuda final : public CtcBeamBackend {
     g.slots = limits_.max_batch * config_.beam;
     g.columns = columns;
     g.states.fusion.vocab = columns - 1;
+    g.states.fusion.blank = blank;
     if (config_.lm != nullptr) {
       g.states.fusion.lm =
           FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};

@@ -51,9 +51,9 @@ ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const 
     const std::int64_t from = beam_slot(h, b, parent);
     const std::int64_t s = beam_slot(h, b, i);
     const std::int32_t token = live && beam_emits(h, label, h.last_label[from]) ? label : -1;
-    if (f.lm.state != nullptr) fusion_take(f.lm, f.vocab, states.next_lm_state, states.next_lm_total, s, from, token);
+    if (f.lm.state != nullptr) fusion_take(f, f.lm, states.next_lm_state, states.next_lm_total, s, from, token);
     if (f.boost.state != nullptr) {
-      fusion_take(f.boost, f.vocab, states.next_boost_state, states.next_boost_total, s, from, token);
+      fusion_take(f, f.boost, states.next_boost_state, states.next_boost_total, s, from, token);
     }
     beam_stage_result(h, b, i, parent, label, live ? best[i] : -__builtin_huge_valf(), 0);
   }

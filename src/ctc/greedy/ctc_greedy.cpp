@@ -82,7 +82,7 @@ namespace {
 detail::CtcInput fused_input(const TensorView& logprobs, const TensorView& lengths, Device device,
                              const CtcGreedyConfig& config) {
   detail::CtcInput problem = detail::make_ctc_input(logprobs, lengths, device, config.blank_id);
-  detail::check_ctc_fusion(config.lm.get(), config.boost.get(), problem.columns, problem.blank);
+  detail::check_ctc_fusion(config.lm.get(), config.boost.get(), problem.columns);
   return problem;
 }
 

@@ -250,6 +250,7 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
       float lm_total = start.lm_total, boost_total = start.boost_total;
       FusionRef fusion;
       fusion.vocab = vocab_;
+      fusion.blank = problem.blank;
       if (config_.lm != nullptr) {
         fusion.lm = FusionSource{w.lm_scores.data(), w.lm_next.data(), &lm_state, &lm_total, config_.lm_weight};
       }
@@ -283,8 +284,8 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
             }
             // Re-choose among the non-blank tokens other than the previous frame's (which would collapse).
             ArgMax best_fused = argmax_identity();
-            for (std::int32_t v = 0; v < vocab_; ++v) {
-              if (v == previous) continue;
+            for (std::int32_t v = 0; v < columns; ++v) {
+              if (v == problem.blank || v == previous) continue;
               argmax_update(best_fused, to_float(frame[v * stride_v]) + fusion_bonus(fusion, 0, v), v);
             }
             if (best_fused.index != argmax_identity().index) {

@@ -220,12 +220,13 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
       __syncthreads();  // everyone has read the shared state before thread 0 rewrites it
       if (ctc_emits(token, previous, args.blank)) {
         ArgMax best = argmax_identity();
-        for (std::int32_t v = static_cast<std::int32_t>(threadIdx.x); v < vocab; v += kCollapseThreads) {
+        for (std::int32_t id = static_cast<std::int32_t>(threadIdx.x); id < vocab; id += kCollapseThreads) {
+          const std::int32_t v = fusion_column(id, args.blank);  // ascending with id, as the CPU's column order
           if (v == previous) continue;
           // fusion_bonus's sum, from the per-token queries.
-          const float lm_part = ws.use_lm ? weighted(ws.lm_weight, score_token(lm, state, v).score) : 0.0f;
+          const float lm_part = ws.use_lm ? weighted(ws.lm_weight, score_token(lm, state, id).score) : 0.0f;
           const float boost_part =
-              ws.use_boost ? weighted(ws.boost_weight, score_token(boost, boost_state, v).score) : 0.0f;
+              ws.use_boost ? weighted(ws.boost_weight, score_token(boost, boost_state, id).score) : 0.0f;
           argmax_update(best, to_float(row[v * args.stride_v]) + (lm_part + boost_part), v);
         }
         for (int offset = 16; offset > 0; offset >>= 1) {
@@ -241,13 +242,14 @@ __global__ void __launch_bounds__(kCollapseThreads) fused_collapse_kernel(CtcGre
           for (int w = 1; w < kWarps; ++w) best = argmax_merge(best, ArgMax{warp_value[w], warp_index[w]});
           const std::int32_t chosen = best.index != argmax_identity().index ? best.index : token;
           const float value = to_float(row[chosen * args.stride_v]);
+          const std::int32_t chosen_id = fusion_id(chosen, args.blank);
           if (ws.use_lm) {
-            const NgramStep step = score_token(lm, state, chosen);
+            const NgramStep step = score_token(lm, state, chosen_id);
             lm_total += weighted(ws.lm_weight, step.score);
             shared_state = step.next;
           }
           if (ws.use_boost) {
-            const NgramStep step = score_token(boost, boost_state, chosen);
+            const NgramStep step = score_token(boost, boost_state, chosen_id);
             boost_total += weighted(ws.boost_weight, step.score);
             shared_boost_state = step.next;
           }

@@ -436,6 +436,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.next_dec = next_dec_.data();
     g.state_size = model_.predictor().state_size();
     g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
+    g.fusion.blank = model_.blank_id();
     if (config_.lm != nullptr) {
       g.fusion.lm =
           FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};

@@ -132,9 +132,6 @@ void check_beam_model(const TransducerModel& model, const TransducerBeamConfig& 
   if (config.lm == nullptr && config.boost == nullptr) return;
   check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerBeamConfig", "model");
   check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(), concat("the model ", model.vocab_size()));
-  ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
-                   "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
-                   model.blank_id());
 }
 
 }  // namespace detail

@@ -205,10 +205,10 @@ __global__ void __launch_bounds__(kThreads) beam_take_kernel(BeamDeviceState g) 
     g.step_mask[s] = token ? 1 : 0;
     g.step_label[s] = token ? label : g.blank;
     if (g.fusion.lm.state != nullptr) {
-      fusion_take(g.fusion.lm, g.fusion.vocab, g.next_lm_state, g.next_lm_total, s, from, token ? label : -1);
+      fusion_take(g.fusion, g.fusion.lm, g.next_lm_state, g.next_lm_total, s, from, token ? label : -1);
     }
     if (g.fusion.boost.state != nullptr) {
-      fusion_take(g.fusion.boost, g.fusion.vocab, g.next_boost_state, g.next_boost_total, s, from, token ? label : -1);
+      fusion_take(g.fusion, g.fusion.boost, g.next_boost_state, g.next_boost_total, s, from, token ? label : -1);
     }
   }
 }

@@ -32,6 +32,7 @@ void BeamSlotStates::reserve(std::int64_t slots) {
   for (auto* buffer : {&lm_total_, &next_lm_total_, &boost_total_, &next_boost_total_}) *buffer = HostBuffer<float>(n);
   fusion_ = FusionRef{};
   fusion_.vocab = static_cast<std::int32_t>(vocab_);
+  fusion_.blank = blank_;
   if (config_.lm != nullptr) {
     lm_scores_ = HostBuffer<float>(n * V);
     lm_next_ = HostBuffer<std::int32_t>(n * V);
@@ -88,8 +89,8 @@ void BeamSlotStates::take(std::int64_t s, std::int64_t from, std::int32_t label)
   lm.total = lm_total_.data();
   boost.state = boost_state_.data();
   boost.total = boost_total_.data();
-  fusion_take(lm, fusion_.vocab, next_lm_state_.data(), next_lm_total_.data(), s, from, token ? label : -1);
-  fusion_take(boost, fusion_.vocab, next_boost_state_.data(), next_boost_total_.data(), s, from, token ? label : -1);
+  fusion_take(fusion_, lm, next_lm_state_.data(), next_lm_total_.data(), s, from, token ? label : -1);
+  fusion_take(fusion_, boost, next_boost_state_.data(), next_boost_total_.data(), s, from, token ? label : -1);
 }
 
 void BeamSlotStates::advance(std::int64_t slots) {

@@ -105,6 +105,7 @@ class GreedySlice {
     }
     fusion_ = FusionRef{};
     fusion_.vocab = static_cast<std::int32_t>(model_.vocab_size());
+    fusion_.blank = model_.blank_id();
     if (config_.lm != nullptr) {
       fusion_.lm =
           FusionSource{lm_scores_.data(), lm_next_.data(), lanes_.lm_state, lanes_.lm_total, config_.lm_weight};

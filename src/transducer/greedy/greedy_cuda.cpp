@@ -354,6 +354,7 @@ class GreedyCuda final : public GreedyBackend {
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
     g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
+    g.fusion.blank = model_.blank_id();
     if (config_.lm != nullptr) {
       g.fusion.lm =
           FusionSource{lm_scores_.data(), lm_next_.data(), lm_state_.data(), lm_total_.data(), config_.lm_weight};

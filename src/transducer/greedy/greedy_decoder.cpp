@@ -102,9 +102,6 @@ TransducerGreedyDecoder::TransducerGreedyDecoder(const TransducerModel& model, T
     detail::check_fusion_device(config.lm.get(), config.boost.get(), model.device(), "TransducerGreedyConfig", "model");
     detail::check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(),
                                detail::concat("the model ", model.vocab_size()));
-    ASRDEC_CHECK_ARG(model.blank_id() == model.vocab_size(),
-                     "LM fusion and boosting need blank after the tokens (id V); the model's blank is ",
-                     model.blank_id());
   }
   if (model.device().is_cpu()) {
     impl_->backend = detail::make_greedy_cpu(model, config, limits);

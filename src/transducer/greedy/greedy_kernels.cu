@@ -89,7 +89,8 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
       // tokens by logit + fusion bonus, as the CPU joint does.
       const std::int64_t b = row / g.window;
       ArgMax fused = argmax_identity();
-      for (std::int32_t o = lane; o < g.fusion.vocab; o += 32) {
+      for (std::int32_t id = lane; id < g.fusion.vocab; id += 32) {
+        const std::int32_t o = fusion_column(id, g.fusion.blank);  // ascending with id, as the CPU's column order
         argmax_update(fused, (logits[o] + g.bias[o]) + fusion_bonus(g.fusion, b, o), o);
       }
       for (int offset = 16; offset > 0; offset >>= 1) {

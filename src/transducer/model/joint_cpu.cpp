@@ -124,7 +124,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       if (check_values) check_outputs(enc, rows[r], &logit, 1);
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
-      if (fused && o < fusion.vocab) {
+      if (fused && o <= fusion.vocab && o != blank_) {
         ArgMax& best = fused_[static_cast<std::size_t>(r)];
         argmax_update(best, logit + fusion_bonus(fusion, rows[r].b, static_cast<std::int32_t>(o)),
                       static_cast<std::int32_t>(o));

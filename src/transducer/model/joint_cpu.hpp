@@ -47,8 +47,8 @@ class JointCpu {
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, JointChoice* out);
   /** As evaluate_rows, with fusion (when fusion.active()): a non-blank choice becomes the argmax over the
-   *  non-blank tokens (ids 0..V-1, blank = V) of logit + fusion_bonus; its log-probability and confidence are those
-   *  of the new label. */
+   *  non-blank token columns (fusion.blank = the model's blank) of logit + fusion_bonus; its log-probability and
+   * confidence are those of the new label. */
   void evaluate_rows(const EncodedView& enc, const JointRow* rows, std::int64_t count, const float* dec,
                      std::int64_t dec_stride, bool check_values, const FusionRef& fusion, JointChoice* out);
 
