@@ -1,5 +1,6 @@
 #include "asrdec/text/word_timing.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "asrdec/core/error.hpp"
@@ -56,9 +57,24 @@ std::vector<WordTiming> word_timings(const Hypothesis& hypothesis, const Vocabul
       from = space + 1;
     }
   }
-  for (WordTiming& w : out) {
-    w.start_seconds = w.start_frame * frame_shift_seconds;
-    w.end_seconds = w.end_frame * frame_shift_seconds;
+  // Seconds: a frame that several words occupy is cut into equal parts, one per word in order, so that words never
+  // overlap and each lasts longer than zero. A word occupies the frames from its start to its end, and at least
+  // its start frame (a TDT piece of duration 0 ends where it starts).
+  const std::size_t n = out.size();
+  std::vector<std::int32_t> last(n);  // the last frame word i occupies
+  for (std::size_t i = 0; i < n; ++i) last[i] = std::max(out[i].end_frame - 1, out[i].start_frame);
+  // Word i's part of frame t, which it occupies: the words on t are a run around i (decoders' timestamps never
+  // decrease, so starts and last frames do not either).
+  const auto part = [&](std::size_t i, std::int32_t t, bool end) {
+    std::size_t first = i, after = i + 1;
+    while (first > 0 && last[first - 1] >= t && out[first - 1].start_frame <= t) --first;
+    while (after < n && out[after].start_frame <= t && last[after] >= t) ++after;
+    const double share = 1.0 / static_cast<double>(after - first);
+    return t + static_cast<double>(i - first + (end ? 1 : 0)) * share;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].start_seconds = part(i, out[i].start_frame, false) * frame_shift_seconds;
+    out[i].end_seconds = part(i, last[i], true) * frame_shift_seconds;
   }
   return out;
 }

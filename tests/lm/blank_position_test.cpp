@@ -194,8 +194,8 @@ TEST_P(BlankPosition, CtcWithTheBlankAnywhereEqualsTheBlankLast) {
               static_cast<long long>(changed));
 }
 
-// Transducers: every greedy and beam algorithm (AES++ and WIND for RNN-T), RNN-T and TDT, LSTM and stateless predictors. The
-// copy's log-softmax sums its columns in another order, so scores agree to rounding; tokens exactly.
+// Transducers: every greedy and beam algorithm (AES++ and WIND for RNN-T), RNN-T and TDT, LSTM and stateless
+// predictors. The copy's log-softmax sums its columns in another order, so scores agree to rounding; tokens exactly.
 TEST_P(BlankPosition, TransducersWithTheBlankAnywhereEqualTheBlankLast) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
@@ -245,7 +245,8 @@ TEST_P(BlankPosition, TransducersWithTheBlankAnywhereEqualTheBlankLast) {
     }
 
     std::vector<TransducerBeamAlgorithm> beam_algorithms = {TransducerBeamAlgorithm::alsd};
-    if (!spec.tdt) beam_algorithms.insert(beam_algorithms.end(), {TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind});
+    if (!spec.tdt)
+      beam_algorithms.insert(beam_algorithms.end(), {TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind});
     for (const TransducerBeamAlgorithm algorithm : beam_algorithms) {
       TransducerBeamConfig config;
       config.algorithm = algorithm;

@@ -55,14 +55,69 @@ TEST(WordTimings, JoinedWordsAreTheDetokenizedTextOnRandomHypotheses) {
       frame += static_cast<std::int32_t>(rng() % 3);
       h.timestamps.push_back(frame);
     }
+    if (rng() % 2 == 0) {  // TDT: durations (0 included) that lead to the next piece's frame
+      for (std::size_t k = 0; k < h.tokens.size(); ++k) {
+        h.durations.push_back(k + 1 < h.tokens.size() ? h.timestamps[k + 1] - h.timestamps[k]
+                                                      : static_cast<std::int32_t>(rng() % 3));
+      }
+    }
     const auto words = word_timings(h, v, 0.08);
     ASSERT_EQ(join_words(words), v.detokenize(h.tokens));
-    for (const WordTiming& w : words) {
-      EXPECT_LT(w.start_frame, w.end_frame);
+    const std::vector<std::int32_t> ends = token_end_frames(h);
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const WordTiming& w = words[i];
+      EXPECT_LE(w.start_frame, w.end_frame);
       EXPECT_NE(std::find(h.timestamps.begin(), h.timestamps.end(), w.start_frame), h.timestamps.end());
-      EXPECT_NE(std::find(h.timestamps.begin(), h.timestamps.end(), w.end_frame - 1), h.timestamps.end());
+      EXPECT_NE(std::find(ends.begin(), ends.end(), w.end_frame), ends.end());
+      // Seconds: inside the word's frames (at least its first), longer than zero, after the word before.
+      EXPECT_GE(w.start_seconds, w.start_frame * 0.08 - 1e-12);
+      EXPECT_LT(w.start_seconds, (w.start_frame + 1) * 0.08);
+      EXPECT_LE(w.end_seconds, std::max(w.end_frame, w.start_frame + 1) * 0.08 + 1e-12);
+      EXPECT_GT(w.end_seconds, w.start_seconds);
+      if (i > 0) EXPECT_GE(w.start_seconds, words[i - 1].end_seconds - 1e-12) << "word " << i << " overlaps";
     }
   }
+}
+
+// Words that share a frame split it in equal parts, in order; frames keep the emissions.
+TEST(WordTimings, WordsOnOneFrameShareItInEqualParts) {
+  const Vocabulary v({kMark + "the", kMark + "cat", kMark + "sat", "s", "x" + kMark + "y"});
+  Hypothesis h;
+  h.tokens = {0, 1, 2, 3};  // the cat (frame 4), sat (frames 5-6)
+  h.timestamps = {4, 4, 5, 6};
+  auto words = word_timings(h, v, 0.08);
+  ASSERT_EQ(words.size(), 3u);
+  EXPECT_EQ(words[0].start_frame, 4);
+  EXPECT_EQ(words[0].end_frame, 5);
+  EXPECT_EQ(words[1].start_frame, 4);
+  EXPECT_DOUBLE_EQ(words[0].start_seconds, 0.32);
+  EXPECT_NEAR(words[0].end_seconds, 0.36, 1e-12);
+  EXPECT_NEAR(words[1].start_seconds, 0.36, 1e-12);
+  EXPECT_DOUBLE_EQ(words[1].end_seconds, 0.40);
+  EXPECT_NEAR(words[2].start_seconds, 0.40, 1e-12);
+  EXPECT_NEAR(words[2].end_seconds, 0.56, 1e-12);
+  // Three words on frame 6: "the", "catx" and "y" (from "x▁y"), a third each.
+  h.tokens = {0, 1, 4};
+  h.timestamps = {6, 6, 6};
+  words = word_timings(h, v, 0.3);
+  ASSERT_EQ(words.size(), 3u);
+  EXPECT_EQ(words[1].word, "catx");
+  EXPECT_NEAR(words[0].start_seconds, 1.8, 1e-12);
+  EXPECT_NEAR(words[0].end_seconds, 1.9, 1e-12);
+  EXPECT_NEAR(words[1].start_seconds, 1.9, 1e-12);
+  EXPECT_NEAR(words[1].end_seconds, 2.0, 1e-12);
+  EXPECT_NEAR(words[2].start_seconds, 2.0, 1e-12);
+  EXPECT_NEAR(words[2].end_seconds, 2.1, 1e-12);
+  // TDT: a piece of duration 0 ends where it starts; its word still takes a share of that frame.
+  h.tokens = {0, 1};
+  h.timestamps = {3, 3};
+  h.durations = {0, 2};
+  words = word_timings(h, v, 1.0);
+  EXPECT_EQ(words[0].end_frame, 3);
+  EXPECT_DOUBLE_EQ(words[0].start_seconds, 3.0);
+  EXPECT_DOUBLE_EQ(words[0].end_seconds, 3.5);
+  EXPECT_DOUBLE_EQ(words[1].start_seconds, 3.5);
+  EXPECT_DOUBLE_EQ(words[1].end_seconds, 5.0);
 }
 
 TEST(WordTimings, BadArgumentsAreRefused) {

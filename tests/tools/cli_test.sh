@@ -47,8 +47,10 @@ for i, (got, want) in enumerate(zip(lines, expected)):
     assert set(got) == {"utterance", "text", "words", "tokens", "timestamps", "durations", "token_scores", "score",
                         "ranking_score", "am_score", "lm_score", "boost_score"}, sorted(got)
     assert " ".join(w["word"] for w in got["words"]) == got["text"], got
-    assert all(w["start_frame"] < w["end_frame"] and abs(w["end"] - 0.08 * w["end_frame"]) < 1e-9
-               for w in got["words"]), got
+    # seconds lie in the words' frames, never overlap and last longer than zero (docs/results.md)
+    assert all(w["start_frame"] < w["end_frame"] and 0.08 * w["start_frame"] - 1e-9 <= w["start"] < w["end"]
+               <= 0.08 * w["end_frame"] + 1e-9 for w in got["words"]), got
+    assert all(a["end"] <= b["start"] + 1e-9 for a, b in zip(got["words"], got["words"][1:])), got
     assert got["score"] == got["ranking_score"] and got["score"] <= 0
 PY
 grep -q "^WER [0-9.]*% " "$work/err.txt" || { cat "$work/err.txt"; fail "no WER summary on stderr"; }
@@ -226,6 +228,10 @@ assert sum(1 for w in whole if w["boost_score"] != 0) >= 5, "too few utterances 
 for w, c in zip(whole, chunks):
     assert abs(w["score"] - (w["am_score"] + w["lm_score"] + w["boost_score"])) < 1e-3, w
     assert abs(w["boost_score"] - c["boost_score"]) < 1e-3, (w, c)
+# RNN-T words share frames (several pieces on one frame); their seconds split the frame and never overlap.
+pairs = [(a, b) for w in whole for a, b in zip(w["words"], w["words"][1:])]
+assert sum(a["end_frame"] > b["start_frame"] for a, b in pairs) >= 10, "too few words share a frame to test"
+assert all(a["end"] <= b["start"] + 1e-9 and a["start"] < a["end"] for a, b in pairs)
 PY
 if "$asrdec" decode rnnt "${rnnt[@]}" --boost "$data/boost/phrases.txt" >/dev/null 2>"$work/err10.txt"; then
   fail "--boost without --bpe accepted"

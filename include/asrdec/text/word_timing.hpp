@@ -8,9 +8,17 @@
  * up to the next mark, exactly as Vocabulary::detokenize() joins them: the words' texts joined by single spaces are
  * the detokenized transcript. A word's start frame is the timestamp of the piece that gave its first character;
  * its end frame (exclusive) is the end frame of the last piece that gave it a character (token_end_frames():
- * timestamp + 1, TDT: timestamp + duration). Seconds are frames × frame_shift_seconds, the model's output frame
+ * timestamp + 1, TDT: timestamp + duration). Adjacent words may share a frame: a transducer emits several pieces on
+ * one frame, and one piece may hold the end of a word and the start of the next.
+ *
+ * Seconds never overlap. A word occupies the frames from its start frame to its end frame, and at least its start
+ * frame; a frame that k words occupy is cut into k equal parts, given to them in order. So a word's start_seconds
+ * is (start_frame + j/k) × frame_shift_seconds when it is the j-th (from 0) of the k words on its start frame, its
+ * end_seconds is (f + (j'+1)/k') × frame_shift_seconds for its last frame f, shared the same way; on frames that
+ * no other word occupies these are start_frame × and end_frame × frame_shift_seconds. Every word lasts longer than
+ * zero, and each starts at or after the end of the one before. frame_shift_seconds is the model's output frame
  * period (the encoder's hop times its subsampling: 0.08 s for a FastConformer with 10 ms features and 8×
- * subsampling, 0.04 s for 4×).
+ * subsampling, 0.04 s for 4×). Timestamps are taken as the decoders give them (never decreasing).
  */
 
 #include <cstdint>
