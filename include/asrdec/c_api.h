@@ -19,6 +19,9 @@
  *   String fields (enum names as in the C++ API and the CLI) may be NULL for the default.
  * - Results belong to the library until asrdec_results_free / asrdec_wfst_results_free; the pointers a getter
  *   hands out stay valid until then.
+ * - Streaming (asrdec/core/streaming.hpp, docs/streaming.md): each decoder's *_decode_chunks takes rows of frames,
+ *   each continuing one of the caller's utterances (asrdec_chunk_row); *_cancel forgets an utterance without a last
+ *   chunk. Chunks of an utterance give exactly the whole-utterance result on the same device.
  */
 #ifndef ASRDEC_C_API_H
 #define ASRDEC_C_API_H
@@ -80,7 +83,22 @@ ASRDEC_API int64_t asrdec_results_utterances(const asrdec_results* results);
 ASRDEC_API int64_t asrdec_results_hypotheses(const asrdec_results* results, int64_t utterance);
 ASRDEC_API asrdec_status asrdec_results_get(const asrdec_results* results, int64_t utterance, int64_t k,
                                             asrdec_hypothesis* out);
+/** The per-token confidences of hypothesis k of `utterance` (num_tokens values in [0, 1], Hypothesis::
+ *  token_confidences: transducer greedy decoding), or NULL in *out when the decoder gives none. */
+ASRDEC_API asrdec_status asrdec_results_token_confidences(const asrdec_results* results, int64_t utterance, int64_t k,
+                                                          const float** out);
 ASRDEC_API void asrdec_results_free(asrdec_results* results);
+
+/* --------------------------------------------------------------------------------------------- streaming */
+
+/** One row of a *_decode_chunks call: row b of the input (lengths[b] frames, possibly 0) continues utterance
+ *  rows[b].utterance (asrdec::ChunkRow). */
+typedef struct asrdec_chunk_row {
+  int64_t utterance;   /**< the caller's id for the utterance, any value; at most once per call */
+  int32_t first;       /**< 1: the utterance starts here (an open utterance with the same id is discarded first) */
+  int32_t last;        /**< 1: the utterance ends here: its result is final and its state is freed */
+  int32_t phrase_list; /**< boosting: the tree's phrase list the utterance uses, read on its first chunk */
+} asrdec_chunk_row;
 
 /* ------------------------------------------------------------------------------- n-gram LM and boosting */
 
@@ -130,6 +148,10 @@ typedef struct asrdec_ctc_greedy_config {
   float lm_weight;
   const asrdec_boosting_tree* boost; /**< or NULL */
   float boost_weight;
+  int32_t threads;             /**< CPU: threads a call's utterances are spread over, the caller's included; 0: all */
+  int64_t max_batch;           /**< BatchLimits: utterances (or streamed rows) per call the decoder is sized for */
+  int64_t max_frames;          /**< BatchLimits: frames per utterance it is sized for (calls beyond grow it) */
+  int64_t max_open_utterances; /**< BatchLimits: streaming, the most utterances open at once */
 } asrdec_ctc_greedy_config;
 ASRDEC_API void asrdec_ctc_greedy_config_init(asrdec_ctc_greedy_config* config);
 ASRDEC_API asrdec_status asrdec_ctc_greedy_create(const char* device, const asrdec_ctc_greedy_config* config,
@@ -137,6 +159,17 @@ ASRDEC_API asrdec_status asrdec_ctc_greedy_create(const char* device, const asrd
 /** logprobs [B, T, V+1]; lengths [B] (host or the decoder's device). */
 ASRDEC_API asrdec_status asrdec_ctc_greedy_decode(asrdec_ctc_greedy_decoder* decoder, const DLTensor* logprobs,
                                                   const DLTensor* lengths, void* stream, asrdec_results** out);
+/** Streaming: `num_rows` rows; logprobs [num_rows, T, V+1], lengths [num_rows] on the host. Every row's hypothesis
+ *  so far, is_final = its row's `last`. */
+ASRDEC_API asrdec_status asrdec_ctc_greedy_decode_chunks(asrdec_ctc_greedy_decoder* decoder,
+                                                         const asrdec_chunk_row* rows, int64_t num_rows,
+                                                         const DLTensor* logprobs, const DLTensor* lengths,
+                                                         void* stream, asrdec_results** out);
+/** Forgets open utterance `utterance`; *was_open (may be NULL) says whether it was open. */
+ASRDEC_API asrdec_status asrdec_ctc_greedy_cancel(asrdec_ctc_greedy_decoder* decoder, int64_t utterance,
+                                                  int32_t* was_open);
+/** Utterances started and not yet ended or cancelled (0 for NULL). */
+ASRDEC_API int64_t asrdec_ctc_greedy_open_utterances(const asrdec_ctc_greedy_decoder* decoder);
 ASRDEC_API void asrdec_ctc_greedy_free(asrdec_ctc_greedy_decoder* decoder);
 
 typedef struct asrdec_ctc_beam_decoder asrdec_ctc_beam_decoder;
@@ -153,6 +186,10 @@ typedef struct asrdec_ctc_beam_config {
   int32_t check_values;
   const char* graph_mode;
   int64_t max_device_bytes;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  int64_t max_batch;
+  int64_t max_frames;
+  int64_t max_open_utterances;
 } asrdec_ctc_beam_config;
 ASRDEC_API void asrdec_ctc_beam_config_init(asrdec_ctc_beam_config* config);
 ASRDEC_API asrdec_status asrdec_ctc_beam_create(const char* device, const asrdec_ctc_beam_config* config,
@@ -161,6 +198,12 @@ ASRDEC_API asrdec_status asrdec_ctc_beam_decode(asrdec_ctc_beam_decoder* decoder
                                                 const DLTensor* lengths, void* stream, asrdec_results** out);
 ASRDEC_API asrdec_status asrdec_ctc_beam_decode_nbest(asrdec_ctc_beam_decoder* decoder, const DLTensor* logprobs,
                                                       const DLTensor* lengths, void* stream, asrdec_results** out);
+ASRDEC_API asrdec_status asrdec_ctc_beam_decode_chunks(asrdec_ctc_beam_decoder* decoder, const asrdec_chunk_row* rows,
+                                                       int64_t num_rows, const DLTensor* logprobs,
+                                                       const DLTensor* lengths, void* stream, asrdec_results** out);
+ASRDEC_API asrdec_status asrdec_ctc_beam_cancel(asrdec_ctc_beam_decoder* decoder, int64_t utterance,
+                                                int32_t* was_open);
+ASRDEC_API int64_t asrdec_ctc_beam_open_utterances(const asrdec_ctc_beam_decoder* decoder);
 ASRDEC_API void asrdec_ctc_beam_free(asrdec_ctc_beam_decoder* decoder);
 
 /* ------------------------------------------------------------------------------------------ transducers */
@@ -188,6 +231,10 @@ typedef struct asrdec_transducer_greedy_config {
   float lm_weight;
   const asrdec_boosting_tree* boost;
   float boost_weight;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  int64_t max_batch;
+  int64_t max_frames;
+  int64_t max_open_utterances;
 } asrdec_transducer_greedy_config;
 ASRDEC_API void asrdec_transducer_greedy_config_init(asrdec_transducer_greedy_config* config);
 ASRDEC_API asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer_model* model,
@@ -197,6 +244,14 @@ ASRDEC_API asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer
 ASRDEC_API asrdec_status asrdec_transducer_greedy_decode(asrdec_transducer_greedy_decoder* decoder,
                                                          const DLTensor* enc_proj, const DLTensor* lengths,
                                                          void* stream, asrdec_results** out);
+/** Streaming: enc_proj [num_rows, T, J], lengths [num_rows] on the host. */
+ASRDEC_API asrdec_status asrdec_transducer_greedy_decode_chunks(asrdec_transducer_greedy_decoder* decoder,
+                                                                const asrdec_chunk_row* rows, int64_t num_rows,
+                                                                const DLTensor* enc_proj, const DLTensor* lengths,
+                                                                void* stream, asrdec_results** out);
+ASRDEC_API asrdec_status asrdec_transducer_greedy_cancel(asrdec_transducer_greedy_decoder* decoder, int64_t utterance,
+                                                         int32_t* was_open);
+ASRDEC_API int64_t asrdec_transducer_greedy_open_utterances(const asrdec_transducer_greedy_decoder* decoder);
 ASRDEC_API void asrdec_transducer_greedy_free(asrdec_transducer_greedy_decoder* decoder);
 
 typedef struct asrdec_transducer_beam_decoder asrdec_transducer_beam_decoder;
@@ -219,6 +274,10 @@ typedef struct asrdec_transducer_beam_config {
   const char* graph_mode;
   int64_t max_device_bytes;
   int32_t check_values;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  int64_t max_batch;
+  int64_t max_frames;
+  int64_t max_open_utterances;
 } asrdec_transducer_beam_config;
 ASRDEC_API void asrdec_transducer_beam_config_init(asrdec_transducer_beam_config* config);
 ASRDEC_API asrdec_status asrdec_transducer_beam_create(const asrdec_transducer_model* model,
@@ -230,6 +289,13 @@ ASRDEC_API asrdec_status asrdec_transducer_beam_decode(asrdec_transducer_beam_de
 ASRDEC_API asrdec_status asrdec_transducer_beam_decode_nbest(asrdec_transducer_beam_decoder* decoder,
                                                              const DLTensor* enc_proj, const DLTensor* lengths,
                                                              void* stream, asrdec_results** out);
+ASRDEC_API asrdec_status asrdec_transducer_beam_decode_chunks(asrdec_transducer_beam_decoder* decoder,
+                                                              const asrdec_chunk_row* rows, int64_t num_rows,
+                                                              const DLTensor* enc_proj, const DLTensor* lengths,
+                                                              void* stream, asrdec_results** out);
+ASRDEC_API asrdec_status asrdec_transducer_beam_cancel(asrdec_transducer_beam_decoder* decoder, int64_t utterance,
+                                                       int32_t* was_open);
+ASRDEC_API int64_t asrdec_transducer_beam_open_utterances(const asrdec_transducer_beam_decoder* decoder);
 ASRDEC_API void asrdec_transducer_beam_free(asrdec_transducer_beam_decoder* decoder);
 
 /* ------------------------------------------------------------------------------------------------- WFST */
@@ -251,6 +317,8 @@ typedef struct asrdec_wfst_decoder_config {
   int32_t check_values;
   const char* graph_mode;
   int64_t max_device_bytes;
+  int32_t threads;             /**< CPU: threads a call's rows are spread over, the caller's included; 0: all */
+  int64_t max_open_utterances; /**< streaming: the most utterances open at once */
 } asrdec_wfst_decoder_config;
 ASRDEC_API void asrdec_wfst_decoder_config_init(asrdec_wfst_decoder_config* config);
 ASRDEC_API asrdec_status asrdec_wfst_decoder_create(const asrdec_wfst_graph* graph,
@@ -278,6 +346,12 @@ ASRDEC_API int64_t asrdec_wfst_results_utterances(const asrdec_wfst_results* res
 ASRDEC_API asrdec_status asrdec_wfst_results_get(const asrdec_wfst_results* results, int64_t utterance,
                                                  asrdec_wfst_result* out);
 ASRDEC_API void asrdec_wfst_results_free(asrdec_wfst_results* results);
+/** Streaming (phrase_list unused: WFST word boosts are not in the C API): each row's best path so far. */
+ASRDEC_API asrdec_status asrdec_wfst_decode_chunks(asrdec_wfst_decoder* decoder, const asrdec_chunk_row* rows,
+                                                   int64_t num_rows, const DLTensor* logprobs, const DLTensor* lengths,
+                                                   void* stream, asrdec_wfst_results** out);
+ASRDEC_API asrdec_status asrdec_wfst_cancel(asrdec_wfst_decoder* decoder, int64_t utterance, int32_t* was_open);
+ASRDEC_API int64_t asrdec_wfst_open_utterances(const asrdec_wfst_decoder* decoder);
 ASRDEC_API void asrdec_wfst_decoder_free(asrdec_wfst_decoder* decoder);
 
 #ifdef __cplusplus

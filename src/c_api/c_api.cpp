@@ -137,6 +137,81 @@ asrdec_status decode_lists(Handle* decoder, const DLTensor* input, const char* i
   });
 }
 
+/** Hypothesis k of `utterance` in `results`; InvalidArgument naming the index that is out of range. */
+const Hypothesis& hypothesis_at(const asrdec_results* results, std::int64_t utterance, std::int64_t k) {
+  const asrdec_results& r = handle(results, "results");
+  const auto u = static_cast<std::size_t>(utterance);
+  ASRDEC_CHECK_ARG(utterance >= 0 && u < r.utterances.size(), "utterance = ", utterance, " is outside [0, ",
+                   r.utterances.size(), ")");
+  const auto& list = r.utterances[u];
+  ASRDEC_CHECK_ARG(k >= 0 && static_cast<std::size_t>(k) < list.size(), "k = ", k, " is outside [0, ", list.size(),
+                   ") for utterance ", utterance);
+  return list[static_cast<std::size_t>(k)];
+}
+
+/** The caller's chunk rows as the C++ ChunkRow list; flags must be 0 or 1. */
+std::vector<ChunkRow> chunk_rows(const asrdec_chunk_row* rows, std::int64_t num_rows) {
+  ASRDEC_CHECK_ARG(num_rows >= 0 && num_rows <= BatchLimits::kMaxBatch, "num_rows = ", num_rows, " is outside [0, ",
+                   BatchLimits::kMaxBatch, "]");
+  ASRDEC_CHECK_ARG(num_rows == 0 || rows != nullptr, "rows: NULL with num_rows = ", num_rows);
+  std::vector<ChunkRow> out(static_cast<std::size_t>(num_rows));
+  for (std::int64_t b = 0; b < num_rows; ++b) {
+    const asrdec_chunk_row& row = rows[b];
+    ChunkRow& r = out[static_cast<std::size_t>(b)];
+    r.utterance = row.utterance;
+    r.first = flag(row.first, detail::concat("rows[", b, "].first").c_str());
+    r.last = flag(row.last, detail::concat("rows[", b, "].last").c_str());
+    r.phrase_list = row.phrase_list;
+  }
+  return out;
+}
+
+/** A decoder's decode_chunks(): each row's hypothesis so far. */
+template <class Handle>
+asrdec_status decode_chunk_rows(Handle* decoder, const asrdec_chunk_row* rows, std::int64_t num_rows,
+                                const DLTensor* input, const char* input_name, const DLTensor* lengths, void* stream,
+                                asrdec_results** out) {
+  return guarded([&] {
+    check_out(out);
+    auto& d = handle(decoder, "decoder");
+    *out =
+        one_per_utterance(d.decoder.decode_chunks(chunk_rows(rows, num_rows), tensor_view(input, input_name),
+                                                  tensor_view(lengths, "lengths"), static_cast<StreamHandle>(stream)));
+  });
+}
+
+template <class Handle>
+asrdec_status cancel_utterance(Handle* decoder, std::int64_t utterance, std::int32_t* was_open) {
+  return guarded([&] {
+    const bool open = handle(decoder, "decoder").decoder.cancel(utterance);
+    if (was_open != nullptr) *was_open = open ? 1 : 0;
+  });
+}
+
+template <class Handle>
+std::int64_t open_utterances_of(const Handle* decoder) {
+  return decoder == nullptr ? 0 : decoder->decoder.open_utterances();
+}
+
+/** BatchLimits from the limit fields of the caller's config. */
+template <class Config>
+BatchLimits limits_of(const Config* given, void (*init)(Config*), const char* name) {
+  const Config c = read_config(given, init, name);
+  BatchLimits limits;
+  limits.max_batch = c.max_batch;
+  limits.max_frames = c.max_frames;
+  limits.max_open_utterances = c.max_open_utterances;
+  return limits;
+}
+
+template <class Config>
+void init_limits(Config* config) {
+  const BatchLimits defaults;
+  config->max_batch = defaults.max_batch;
+  config->max_frames = defaults.max_frames;
+  config->max_open_utterances = defaults.max_open_utterances;
+}
+
 CtcGreedyConfig ctc_greedy_config(const asrdec_ctc_greedy_config* given) {
   const asrdec_ctc_greedy_config c = read_config(given, asrdec_ctc_greedy_config_init, "asrdec_ctc_greedy_config");
   CtcGreedyConfig config;
@@ -148,6 +223,7 @@ CtcGreedyConfig ctc_greedy_config(const asrdec_ctc_greedy_config* given) {
   config.lm_weight = c.lm_weight;
   config.boost = tree_of(c.boost);
   config.boost_weight = c.boost_weight;
+  config.threads = c.threads;
   return config;
 }
 
@@ -165,6 +241,7 @@ CtcBeamConfig ctc_beam_config(const asrdec_ctc_beam_config* given) {
   config.check_values = flag(c.check_values, "asrdec_ctc_beam_config.check_values");
   config.graph_mode = graph_mode_of(c.graph_mode);
   config.max_device_bytes = c.max_device_bytes;
+  config.threads = c.threads;
   return config;
 }
 
@@ -182,6 +259,7 @@ TransducerGreedyConfig transducer_greedy_config(const asrdec_transducer_greedy_c
   config.lm_weight = c.lm_weight;
   config.boost = tree_of(c.boost);
   config.boost_weight = c.boost_weight;
+  config.threads = c.threads;
   return config;
 }
 
@@ -206,6 +284,7 @@ TransducerBeamConfig transducer_beam_config(const asrdec_transducer_beam_config*
   config.graph_mode = graph_mode_of(c.graph_mode);
   config.max_device_bytes = c.max_device_bytes;
   config.check_values = flag(c.check_values, "asrdec_transducer_beam_config.check_values");
+  config.threads = c.threads;
   return config;
 }
 
@@ -222,6 +301,8 @@ WfstDecoderConfig wfst_config(const asrdec_wfst_decoder_config* given) {
   config.check_values = flag(c.check_values, "asrdec_wfst_decoder_config.check_values");
   config.graph_mode = graph_mode_of(c.graph_mode);
   config.max_device_bytes = c.max_device_bytes;
+  config.threads = c.threads;
+  config.max_open_utterances = c.max_open_utterances;
   return config;
 }
 
@@ -256,15 +337,8 @@ int64_t asrdec_results_hypotheses(const asrdec_results* results, int64_t utteran
 
 asrdec_status asrdec_results_get(const asrdec_results* results, int64_t utterance, int64_t k, asrdec_hypothesis* out) {
   return guarded([&] {
-    const asrdec_results& r = handle(results, "results");
     ASRDEC_CHECK_ARG(out != nullptr, "out: NULL hypothesis pointer");
-    const auto u = static_cast<std::size_t>(utterance);
-    ASRDEC_CHECK_ARG(utterance >= 0 && u < r.utterances.size(), "utterance = ", utterance, " is outside [0, ",
-                     r.utterances.size(), ")");
-    const auto& list = r.utterances[u];
-    ASRDEC_CHECK_ARG(k >= 0 && static_cast<std::size_t>(k) < list.size(), "k = ", k, " is outside [0, ", list.size(),
-                     ") for utterance ", utterance);
-    const asrdec::Hypothesis& h = list[static_cast<std::size_t>(k)];
+    const asrdec::Hypothesis& h = asrdec::c_api::hypothesis_at(results, utterance, k);
     out->num_tokens = static_cast<int64_t>(h.tokens.size());
     out->tokens = h.tokens.data();
     out->timestamps = h.timestamps.data();
@@ -276,6 +350,16 @@ asrdec_status asrdec_results_get(const asrdec_results* results, int64_t utteranc
     out->boost_score = h.boost_score;
     out->is_final = h.is_final ? 1 : 0;
     out->ranking_score = h.ranking_score;
+  });
+}
+
+asrdec_status asrdec_results_token_confidences(const asrdec_results* results, int64_t utterance, int64_t k,
+                                               const float** out) {
+  return guarded([&] {
+    ASRDEC_CHECK_ARG(out != nullptr, "out: NULL pointer");
+    *out = nullptr;
+    const auto& confidences = asrdec::c_api::hypothesis_at(results, utterance, k).token_confidences;
+    *out = confidences.empty() ? nullptr : confidences.data();
   });
 }
 
@@ -378,20 +462,37 @@ void asrdec_ctc_greedy_config_init(asrdec_ctc_greedy_config* config) {
   config->check_values = defaults.check_values ? 1 : 0;
   config->lm_weight = defaults.lm_weight;
   config->boost_weight = defaults.boost_weight;
+  config->threads = defaults.threads;
+  asrdec::c_api::init_limits(config);
 }
 
 asrdec_status asrdec_ctc_greedy_create(const char* device, const asrdec_ctc_greedy_config* config,
                                        asrdec_ctc_greedy_decoder** out) {
   return guarded([&] {
     asrdec::c_api::check_out(out);
-    *out = new asrdec_ctc_greedy_decoder{
-        asrdec::CtcGreedyDecoder(asrdec::c_api::device_of(device), asrdec::c_api::ctc_greedy_config(config))};
+    *out = new asrdec_ctc_greedy_decoder{asrdec::CtcGreedyDecoder(
+        asrdec::c_api::device_of(device), asrdec::c_api::ctc_greedy_config(config),
+        asrdec::c_api::limits_of(config, asrdec_ctc_greedy_config_init, "asrdec_ctc_greedy_config"))};
   });
 }
 
 asrdec_status asrdec_ctc_greedy_decode(asrdec_ctc_greedy_decoder* decoder, const DLTensor* logprobs,
                                        const DLTensor* lengths, void* stream, asrdec_results** out) {
   return asrdec::c_api::decode_best(decoder, logprobs, "logprobs", lengths, stream, out);
+}
+
+asrdec_status asrdec_ctc_greedy_decode_chunks(asrdec_ctc_greedy_decoder* decoder, const asrdec_chunk_row* rows,
+                                              int64_t num_rows, const DLTensor* logprobs, const DLTensor* lengths,
+                                              void* stream, asrdec_results** out) {
+  return asrdec::c_api::decode_chunk_rows(decoder, rows, num_rows, logprobs, "logprobs", lengths, stream, out);
+}
+
+asrdec_status asrdec_ctc_greedy_cancel(asrdec_ctc_greedy_decoder* decoder, int64_t utterance, int32_t* was_open) {
+  return asrdec::c_api::cancel_utterance(decoder, utterance, was_open);
+}
+
+int64_t asrdec_ctc_greedy_open_utterances(const asrdec_ctc_greedy_decoder* decoder) {
+  return asrdec::c_api::open_utterances_of(decoder);
 }
 
 void asrdec_ctc_greedy_free(asrdec_ctc_greedy_decoder* decoder) { delete decoder; }
@@ -412,14 +513,17 @@ void asrdec_ctc_beam_config_init(asrdec_ctc_beam_config* config) {
   config->check_values = defaults.check_values ? 1 : 0;
   config->graph_mode = nullptr;
   config->max_device_bytes = defaults.max_device_bytes;
+  config->threads = defaults.threads;
+  asrdec::c_api::init_limits(config);
 }
 
 asrdec_status asrdec_ctc_beam_create(const char* device, const asrdec_ctc_beam_config* config,
                                      asrdec_ctc_beam_decoder** out) {
   return guarded([&] {
     asrdec::c_api::check_out(out);
-    *out = new asrdec_ctc_beam_decoder{
-        asrdec::CtcBeamDecoder(asrdec::c_api::device_of(device), asrdec::c_api::ctc_beam_config(config))};
+    *out = new asrdec_ctc_beam_decoder{asrdec::CtcBeamDecoder(
+        asrdec::c_api::device_of(device), asrdec::c_api::ctc_beam_config(config),
+        asrdec::c_api::limits_of(config, asrdec_ctc_beam_config_init, "asrdec_ctc_beam_config"))};
   });
 }
 
@@ -431,6 +535,20 @@ asrdec_status asrdec_ctc_beam_decode(asrdec_ctc_beam_decoder* decoder, const DLT
 asrdec_status asrdec_ctc_beam_decode_nbest(asrdec_ctc_beam_decoder* decoder, const DLTensor* logprobs,
                                            const DLTensor* lengths, void* stream, asrdec_results** out) {
   return asrdec::c_api::decode_lists(decoder, logprobs, "logprobs", lengths, stream, out);
+}
+
+asrdec_status asrdec_ctc_beam_decode_chunks(asrdec_ctc_beam_decoder* decoder, const asrdec_chunk_row* rows,
+                                            int64_t num_rows, const DLTensor* logprobs, const DLTensor* lengths,
+                                            void* stream, asrdec_results** out) {
+  return asrdec::c_api::decode_chunk_rows(decoder, rows, num_rows, logprobs, "logprobs", lengths, stream, out);
+}
+
+asrdec_status asrdec_ctc_beam_cancel(asrdec_ctc_beam_decoder* decoder, int64_t utterance, int32_t* was_open) {
+  return asrdec::c_api::cancel_utterance(decoder, utterance, was_open);
+}
+
+int64_t asrdec_ctc_beam_open_utterances(const asrdec_ctc_beam_decoder* decoder) {
+  return asrdec::c_api::open_utterances_of(decoder);
 }
 
 void asrdec_ctc_beam_free(asrdec_ctc_beam_decoder* decoder) { delete decoder; }
@@ -470,6 +588,8 @@ void asrdec_transducer_greedy_config_init(asrdec_transducer_greedy_config* confi
   config->check_values = defaults.check_values ? 1 : 0;
   config->lm_weight = defaults.lm_weight;
   config->boost_weight = defaults.boost_weight;
+  config->threads = defaults.threads;
+  asrdec::c_api::init_limits(config);
 }
 
 asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer_model* model,
@@ -479,13 +599,31 @@ asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer_model* mod
     asrdec::c_api::check_out(out);
     const auto& m = handle(model, "model");
     *out = new asrdec_transducer_greedy_decoder{
-        m.model, asrdec::TransducerGreedyDecoder(*m.model, asrdec::c_api::transducer_greedy_config(config))};
+        m.model, asrdec::TransducerGreedyDecoder(*m.model, asrdec::c_api::transducer_greedy_config(config),
+                                                 asrdec::c_api::limits_of(config, asrdec_transducer_greedy_config_init,
+                                                                          "asrdec_transducer_greedy_config"))};
   });
 }
 
 asrdec_status asrdec_transducer_greedy_decode(asrdec_transducer_greedy_decoder* decoder, const DLTensor* enc_proj,
                                               const DLTensor* lengths, void* stream, asrdec_results** out) {
   return asrdec::c_api::decode_best(decoder, enc_proj, "enc_proj", lengths, stream, out);
+}
+
+asrdec_status asrdec_transducer_greedy_decode_chunks(asrdec_transducer_greedy_decoder* decoder,
+                                                     const asrdec_chunk_row* rows, int64_t num_rows,
+                                                     const DLTensor* enc_proj, const DLTensor* lengths, void* stream,
+                                                     asrdec_results** out) {
+  return asrdec::c_api::decode_chunk_rows(decoder, rows, num_rows, enc_proj, "enc_proj", lengths, stream, out);
+}
+
+asrdec_status asrdec_transducer_greedy_cancel(asrdec_transducer_greedy_decoder* decoder, int64_t utterance,
+                                              int32_t* was_open) {
+  return asrdec::c_api::cancel_utterance(decoder, utterance, was_open);
+}
+
+int64_t asrdec_transducer_greedy_open_utterances(const asrdec_transducer_greedy_decoder* decoder) {
+  return asrdec::c_api::open_utterances_of(decoder);
 }
 
 void asrdec_transducer_greedy_free(asrdec_transducer_greedy_decoder* decoder) { delete decoder; }
@@ -510,6 +648,8 @@ void asrdec_transducer_beam_config_init(asrdec_transducer_beam_config* config) {
   config->graph_mode = nullptr;
   config->max_device_bytes = defaults.max_device_bytes;
   config->check_values = defaults.check_values ? 1 : 0;
+  config->threads = defaults.threads;
+  asrdec::c_api::init_limits(config);
 }
 
 asrdec_status asrdec_transducer_beam_create(const asrdec_transducer_model* model,
@@ -519,7 +659,9 @@ asrdec_status asrdec_transducer_beam_create(const asrdec_transducer_model* model
     asrdec::c_api::check_out(out);
     const auto& m = handle(model, "model");
     *out = new asrdec_transducer_beam_decoder{
-        m.model, asrdec::TransducerBeamDecoder(*m.model, asrdec::c_api::transducer_beam_config(config))};
+        m.model, asrdec::TransducerBeamDecoder(*m.model, asrdec::c_api::transducer_beam_config(config),
+                                               asrdec::c_api::limits_of(config, asrdec_transducer_beam_config_init,
+                                                                        "asrdec_transducer_beam_config"))};
   });
 }
 
@@ -531,6 +673,22 @@ asrdec_status asrdec_transducer_beam_decode(asrdec_transducer_beam_decoder* deco
 asrdec_status asrdec_transducer_beam_decode_nbest(asrdec_transducer_beam_decoder* decoder, const DLTensor* enc_proj,
                                                   const DLTensor* lengths, void* stream, asrdec_results** out) {
   return asrdec::c_api::decode_lists(decoder, enc_proj, "enc_proj", lengths, stream, out);
+}
+
+asrdec_status asrdec_transducer_beam_decode_chunks(asrdec_transducer_beam_decoder* decoder,
+                                                   const asrdec_chunk_row* rows, int64_t num_rows,
+                                                   const DLTensor* enc_proj, const DLTensor* lengths, void* stream,
+                                                   asrdec_results** out) {
+  return asrdec::c_api::decode_chunk_rows(decoder, rows, num_rows, enc_proj, "enc_proj", lengths, stream, out);
+}
+
+asrdec_status asrdec_transducer_beam_cancel(asrdec_transducer_beam_decoder* decoder, int64_t utterance,
+                                            int32_t* was_open) {
+  return asrdec::c_api::cancel_utterance(decoder, utterance, was_open);
+}
+
+int64_t asrdec_transducer_beam_open_utterances(const asrdec_transducer_beam_decoder* decoder) {
+  return asrdec::c_api::open_utterances_of(decoder);
 }
 
 void asrdec_transducer_beam_free(asrdec_transducer_beam_decoder* decoder) { delete decoder; }
@@ -561,6 +719,8 @@ void asrdec_wfst_decoder_config_init(asrdec_wfst_decoder_config* config) {
   config->check_values = defaults.check_values ? 1 : 0;
   config->graph_mode = nullptr;
   config->max_device_bytes = defaults.max_device_bytes;
+  config->threads = defaults.threads;
+  config->max_open_utterances = defaults.max_open_utterances;
 }
 
 asrdec_status asrdec_wfst_decoder_create(const asrdec_wfst_graph* graph, const asrdec_wfst_decoder_config* config,
@@ -611,6 +771,28 @@ asrdec_status asrdec_wfst_results_get(const asrdec_wfst_results* results, int64_
 }
 
 void asrdec_wfst_results_free(asrdec_wfst_results* results) { delete results; }
+
+asrdec_status asrdec_wfst_decode_chunks(asrdec_wfst_decoder* decoder, const asrdec_chunk_row* rows, int64_t num_rows,
+                                        const DLTensor* logprobs, const DLTensor* lengths, void* stream,
+                                        asrdec_wfst_results** out) {
+  return guarded([&] {
+    asrdec::c_api::check_out(out);
+    auto& d = handle(decoder, "decoder");
+    auto results = std::make_unique<asrdec_wfst_results>();
+    results->utterances = d.decoder.decode_chunks(
+        asrdec::c_api::chunk_rows(rows, num_rows), asrdec::c_api::tensor_view(logprobs, "logprobs"),
+        asrdec::c_api::tensor_view(lengths, "lengths"), {}, static_cast<asrdec::StreamHandle>(stream));
+    *out = results.release();
+  });
+}
+
+asrdec_status asrdec_wfst_cancel(asrdec_wfst_decoder* decoder, int64_t utterance, int32_t* was_open) {
+  return asrdec::c_api::cancel_utterance(decoder, utterance, was_open);
+}
+
+int64_t asrdec_wfst_open_utterances(const asrdec_wfst_decoder* decoder) {
+  return asrdec::c_api::open_utterances_of(decoder);
+}
 
 void asrdec_wfst_decoder_free(asrdec_wfst_decoder* decoder) { delete decoder; }
 

@@ -345,6 +345,160 @@ TEST(CApi, ConfigsAreValidatedAndVersionedBySize) {
   asrdec_wfst_decoder_free(nullptr);
 }
 
+// Streaming through the C API: on random batches cut into two chunks per utterance at random frames, every call's
+// results (partial, then final) equal the C++ decoder's decode_chunks on the same rows, for CTC greedy and beam.
+TEST(CApi, StreamingEqualsTheCppDecodeChunks) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 12; ++round) {
+    const std::int64_t B = 1 + static_cast<std::int64_t>(rng() % 5), T = 1 + static_cast<std::int64_t>(rng() % 30);
+    const std::int64_t C = 2 + static_cast<std::int64_t>(rng() % 12);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<float> values(static_cast<std::size_t>(B * T * C));
+    for (float& v : values) v = normal(rng);
+    // Utterance b has lengths[b] frames, cut at cut[b]: chunk 1 is frames [0, cut), chunk 2 [cut, length).
+    std::vector<std::int32_t> lengths(B), cut(B), first_lengths(B), second_lengths(B);
+    std::vector<float> second(values.size());
+    for (std::int64_t b = 0; b < B; ++b) {
+      lengths[b] = static_cast<std::int32_t>(rng() % (T + 1));
+      cut[b] = static_cast<std::int32_t>(rng() % (lengths[b] + 1));
+      first_lengths[b] = cut[b];
+      second_lengths[b] = lengths[b] - cut[b];
+      std::copy(values.begin() + (b * T + cut[b]) * C, values.begin() + (b * T + lengths[b]) * C,
+                second.begin() + b * T * C);
+    }
+    std::vector<asrdec_chunk_row> c_rows_1, c_rows_2;
+    std::vector<ChunkRow> rows_1, rows_2;
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int64_t id = 1000 + 7 * b;
+      c_rows_1.push_back({id, 1, 0, 0});
+      c_rows_2.push_back({id, 0, 1, 0});
+      rows_1.push_back({id, true, false, 0});
+      rows_2.push_back({id, false, true, 0});
+    }
+    const TensorView chunk_1(values.data(), DType::f32, {B, T, C}), chunk_2(second.data(), DType::f32, {B, T, C});
+    const TensorView lens_1(first_lengths.data(), DType::i32, {B}), lens_2(second_lengths.data(), DType::i32, {B});
+    DlView dl_chunk_1(chunk_1), dl_chunk_2(chunk_2), dl_lens_1(lens_1), dl_lens_2(lens_2);
+    SCOPED_TRACE("round " + std::to_string(round));
+
+    CtcGreedyDecoder greedy_reference(Device::cpu());
+    asrdec_ctc_greedy_decoder* greedy = nullptr;
+    ASSERT_EQ(asrdec_ctc_greedy_create("cpu", nullptr, &greedy), ASRDEC_OK) << asrdec_last_error();
+    asrdec_results* results = nullptr;
+    ASSERT_EQ(asrdec_ctc_greedy_decode_chunks(greedy, c_rows_1.data(), B, &dl_chunk_1.tensor, &dl_lens_1.tensor,
+                                              nullptr, &results),
+              ASRDEC_OK)
+        << asrdec_last_error();
+    expect_identical(read_results(results), one_each(greedy_reference.decode_chunks(rows_1, chunk_1, lens_1)));
+    EXPECT_EQ(asrdec_ctc_greedy_open_utterances(greedy), B);
+    ASSERT_EQ(asrdec_ctc_greedy_decode_chunks(greedy, c_rows_2.data(), B, &dl_chunk_2.tensor, &dl_lens_2.tensor,
+                                              nullptr, &results),
+              ASRDEC_OK)
+        << asrdec_last_error();
+    expect_identical(read_results(results), one_each(greedy_reference.decode_chunks(rows_2, chunk_2, lens_2)));
+    EXPECT_EQ(asrdec_ctc_greedy_open_utterances(greedy), 0);
+    asrdec_ctc_greedy_free(greedy);
+
+    asrdec_ctc_beam_config beam_config;
+    asrdec_ctc_beam_config_init(&beam_config);
+    beam_config.beam = 1 + round % 4;
+    beam_config.threads = 1 + round % 3;
+    CtcBeamConfig cpp_beam;
+    cpp_beam.beam = beam_config.beam;
+    CtcBeamDecoder beam_reference(Device::cpu(), cpp_beam);
+    asrdec_ctc_beam_decoder* beam = nullptr;
+    ASSERT_EQ(asrdec_ctc_beam_create("cpu", &beam_config, &beam), ASRDEC_OK) << asrdec_last_error();
+    ASSERT_EQ(asrdec_ctc_beam_decode_chunks(beam, c_rows_1.data(), B, &dl_chunk_1.tensor, &dl_lens_1.tensor, nullptr,
+                                            &results),
+              ASRDEC_OK)
+        << asrdec_last_error();
+    expect_identical(read_results(results), one_each(beam_reference.decode_chunks(rows_1, chunk_1, lens_1)));
+    ASSERT_EQ(asrdec_ctc_beam_decode_chunks(beam, c_rows_2.data(), B, &dl_chunk_2.tensor, &dl_lens_2.tensor, nullptr,
+                                            &results),
+              ASRDEC_OK)
+        << asrdec_last_error();
+    expect_identical(read_results(results), one_each(beam_reference.decode_chunks(rows_2, chunk_2, lens_2)));
+    asrdec_ctc_beam_free(beam);
+  }
+}
+
+// Misuse of the streaming calls, the limits and the new config fields: a status and the C++ message, never a crash.
+TEST(CApi, StreamingLimitsAndThreadsAreChecked) {
+  std::vector<float> values(2 * 3 * 4, -1.0f);
+  std::vector<std::int32_t> lengths = {3, 2};
+  DlView logprobs(TensorView(values.data(), DType::f32, {2, 3, 4}));
+  DlView lens(TensorView(lengths.data(), DType::i32, {2}));
+  asrdec_ctc_greedy_config config;
+  asrdec_ctc_greedy_config_init(&config);
+  EXPECT_EQ(config.max_batch, BatchLimits{}.max_batch);
+  EXPECT_EQ(config.max_open_utterances, BatchLimits{}.max_open_utterances);
+  EXPECT_EQ(config.threads, 0);
+  config.max_open_utterances = 1;
+  asrdec_ctc_greedy_decoder* decoder = nullptr;
+  ASSERT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_OK) << asrdec_last_error();
+  asrdec_results* results = reinterpret_cast<asrdec_results*>(0x1);
+  const asrdec_chunk_row two_new[2] = {{5, 1, 0, 0}, {6, 1, 0, 0}};
+  EXPECT_EQ(asrdec_ctc_greedy_decode_chunks(decoder, nullptr, 2, &logprobs.tensor, &lens.tensor, nullptr, &results),
+            ASRDEC_INVALID_ARGUMENT);
+  EXPECT_EQ(results, nullptr);
+  EXPECT_NE(std::string(asrdec_last_error()).find("rows: NULL with num_rows = 2"), std::string::npos)
+      << asrdec_last_error();
+  const asrdec_chunk_row bad_flag[2] = {{5, 2, 0, 0}, {6, 1, 0, 0}};
+  EXPECT_EQ(asrdec_ctc_greedy_decode_chunks(decoder, bad_flag, 2, &logprobs.tensor, &lens.tensor, nullptr, &results),
+            ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("rows[0].first = 2: expected 0 or 1"), std::string::npos)
+      << asrdec_last_error();
+  EXPECT_EQ(asrdec_ctc_greedy_decode_chunks(decoder, two_new, 2, &logprobs.tensor, &lens.tensor, nullptr, &results),
+            ASRDEC_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(asrdec_last_error()).find("max_open_utterances"), std::string::npos) << asrdec_last_error();
+  const asrdec_chunk_row continuing[1] = {{42, 0, 0, 0}};
+  DlView one(TensorView(values.data(), DType::f32, {1, 3, 4}));
+  DlView one_length(TensorView(lengths.data(), DType::i32, {1}));
+  EXPECT_EQ(asrdec_ctc_greedy_decode_chunks(decoder, continuing, 1, &one.tensor, &one_length.tensor, nullptr, &results),
+            ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("42"), std::string::npos) << asrdec_last_error();
+  EXPECT_EQ(asrdec_ctc_greedy_open_utterances(decoder), 0);  // a call that throws changes no utterance
+  ASSERT_EQ(asrdec_ctc_greedy_decode_chunks(decoder, two_new, 1, &one.tensor, &one_length.tensor, nullptr, &results),
+            ASRDEC_OK)
+      << asrdec_last_error();
+  const float* confidences = reinterpret_cast<const float*>(0x1);
+  EXPECT_EQ(asrdec_results_token_confidences(results, 0, 0, &confidences), ASRDEC_OK);
+  EXPECT_EQ(confidences, nullptr);  // CTC greedy gives none
+  EXPECT_EQ(asrdec_results_token_confidences(results, 0, 1, &confidences), ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("k = 1 is outside [0, 1)"), std::string::npos);
+  asrdec_results_free(results);
+  EXPECT_EQ(asrdec_ctc_greedy_open_utterances(decoder), 1);
+  std::int32_t was_open = -1;
+  EXPECT_EQ(asrdec_ctc_greedy_cancel(decoder, 6, &was_open), ASRDEC_OK);
+  EXPECT_EQ(was_open, 0);
+  EXPECT_EQ(asrdec_ctc_greedy_cancel(decoder, 5, &was_open), ASRDEC_OK);
+  EXPECT_EQ(was_open, 1);
+  EXPECT_EQ(asrdec_ctc_greedy_cancel(decoder, 5, nullptr), ASRDEC_OK);
+  EXPECT_EQ(asrdec_ctc_greedy_open_utterances(decoder), 0);
+  EXPECT_EQ(asrdec_ctc_greedy_cancel(nullptr, 5, &was_open), ASRDEC_INVALID_ARGUMENT);
+  EXPECT_EQ(asrdec_ctc_greedy_open_utterances(nullptr), 0);
+  asrdec_ctc_greedy_free(decoder);
+
+  config.threads = 5000;
+  EXPECT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("threads"), std::string::npos) << asrdec_last_error();
+  config.threads = 0;
+  config.max_batch = 0;
+  EXPECT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("max_batch"), std::string::npos) << asrdec_last_error();
+  // A program built before the limits existed: its struct ends before them, and the defaults apply.
+  config.struct_size = static_cast<std::uint32_t>(offsetof(asrdec_ctc_greedy_config, threads));
+  ASSERT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_OK) << asrdec_last_error();
+  asrdec_ctc_greedy_free(decoder);
+
+  asrdec_wfst_decoder_config wfst;
+  asrdec_wfst_decoder_config_init(&wfst);
+  EXPECT_EQ(wfst.max_open_utterances, WfstDecoderConfig{}.max_open_utterances);
+  EXPECT_EQ(asrdec_wfst_open_utterances(nullptr), 0);
+  EXPECT_EQ(asrdec_wfst_cancel(nullptr, 1, nullptr), ASRDEC_INVALID_ARGUMENT);
+}
+
 TEST(CApi, BoostingTreeFromTokenArraysBoostsLikeTheCppTree) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
