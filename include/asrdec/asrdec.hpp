@@ -9,6 +9,7 @@
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/dtype.hpp"
+#include "asrdec/core/endpoint.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/graph.hpp"
 #include "asrdec/core/log.hpp"

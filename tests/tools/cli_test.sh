@@ -416,6 +416,49 @@ for l in wide:
 same = lambda lines: sum(a["word_ids"] == b["word_ids"] for a, b in zip(lines, wide))
 assert same(tight20) > same(tight0) + 10, (same(tight0), same(tight20))
 PY
+# Endpointing in --chunk mode: the first chunk end at which a rule fires, checked against the rules applied here to
+# the final tokens (greedy results are prefix-stable: the tokens before frame f are those of the result at f).
+for model in ctc rnnt; do
+  if [ "$model" = ctc ]; then inputs=(ctc-greedy --logprobs "$data/ctc/logprobs.npy"); else
+    inputs=(rnnt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy"); fi
+  "$asrdec" decode "${inputs[@]}" --lengths "$data/$model/lengths.npy" --device cpu --json --chunk 4 --endpoint \
+    --endpoint-silence 0.4 --endpoint-max-length 3.2 >"$work/endpoint.jsonl" 2>"$work/endpoint_err.txt" \
+    || { cat "$work/endpoint_err.txt"; fail "$model --endpoint"; }
+  grep -q "^endpoints: [0-9]* of 40 utterances (rule 1: [0-9]*, rule 2: [0-9]*, rule 3: [0-9]*)" "$work/endpoint_err.txt" \
+    || { cat "$work/endpoint_err.txt"; fail "$model endpoint summary"; }
+  python3 - "$work/endpoint.jsonl" "$data/$model/lengths.npy" <<'PY' || fail "$model: endpoints differ from the rules"
+import ast, json, struct, sys
+raw = open(sys.argv[2], "rb").read()
+size = struct.unpack("<H", raw[8:10])[0]
+header = ast.literal_eval(raw[10:10 + size].decode("latin1"))
+item = 8 if header["descr"] == "<i8" else 4
+data = raw[10 + size:]
+lengths = [int.from_bytes(data[i:i + item], "little", signed=True) for i in range(0, len(data), item)]
+lines = [json.loads(l) for l in open(sys.argv[1])]
+fired = {1: 0, 2: 0, 3: 0}
+for line, length in zip(lines, lengths):
+    want = None
+    for f in list(range(4, length, 4)) + [length]:  # the chunk ends of the utterance
+        ends = [t + 1 for t in line["timestamps"] if t < f]
+        silence = f - (ends[-1] if ends else 0)
+        rules = [(1, not ends and silence >= 30), (2, bool(ends) and silence >= 5), (3, f >= 40)]
+        rule = next((r for r, hit in rules if hit), 0)
+        if rule:
+            want = {"rule": rule, "frame": f, "seconds": f * 0.08}
+            break
+    got = line["endpoint"]
+    assert (got is None) == (want is None), (got, want)
+    if want is not None:
+        assert got["rule"] == want["rule"] and got["frame"] == want["frame"], (got, want)
+        assert abs(got["seconds"] - want["seconds"]) < 1e-9
+        fired[want["rule"]] += 1
+assert fired[2] >= 1 and fired[3] >= 1, fired  # both rules reached on the samples
+PY
+done
+if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --device cpu --endpoint >/dev/null 2>"$work/err18.txt"; then
+  fail "--endpoint without --chunk accepted"
+fi
+grep -q -- "--endpoint requires --chunk" "$work/err18.txt" || { cat "$work/err18.txt"; fail "--endpoint message"; }
 # Blank-first models (issue: LM and boosting for any blank id): copies of the samples with the blank moved to
 # column 0 decode with the same LM and phrase list to the same transcripts and scores as the blank-last originals.
 python3 "$(dirname "$0")/blank_first_copy.py" "$data" "$work/blank_first" || fail "blank-first copies"

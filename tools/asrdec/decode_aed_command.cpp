@@ -58,6 +58,9 @@ std::vector<std::string> special_token_names(const std::string& model) {
 }
 
 void run(const AedOptions& options) {
+  ASRDEC_CHECK_ARG(options.common.chunk == 0,
+                   "--chunk: the AED decoders decode whole utterances (attention reads the "
+                   "whole encoder output), not chunks");
   const Device device = choose_device(options.common.device);
   auto step = TransformerDecoderStep::load(options.model, device);
   const std::int64_t vocab = step->vocab_size();

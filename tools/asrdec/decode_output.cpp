@@ -23,11 +23,13 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--batch-size", options.batch_size, "Utterances per decode call")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  command
-      .add_option("--chunk", options.chunk,
-                  "Decode as a streaming server: N frames of each utterance in flight per call (0: whole utterances)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  CLI::Option* chunk =
+      command
+          .add_option(
+              "--chunk", options.chunk,
+              "Decode as a streaming server: N frames of each utterance in flight per call (0: whole utterances)")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str();
   command.add_option("--lanes", options.lanes, "With --chunk: at most L utterances in flight (0: --batch-size)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -41,6 +43,25 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
       ->capture_default_str();
   command.add_option("--progress", options.progress, "Progress bar on stderr: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  command
+      .add_flag("--endpoint", options.endpoint,
+                "With --chunk: report each utterance's first endpoint (JSON \"endpoint\"; docs/streaming.md)")
+      ->needs(chunk);
+  command
+      .add_option("--endpoint-silence", options.endpoints.rule2.min_trailing_silence,
+                  "Endpoint rule 2: seconds of decoded silence after speech")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      .add_option("--endpoint-silence-no-speech", options.endpoints.rule1.min_trailing_silence,
+                  "Endpoint rule 1: seconds of decoded silence with nothing said")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      .add_option("--endpoint-max-length", options.endpoints.rule3.min_utterance_length,
+                  "Endpoint rule 3: seconds after which an utterance ends whatever was said")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command.add_option("--lm", options.lm, "Token-level n-gram LM for shallow fusion (.arpa, .arpa.gz or binary image)")
       ->check(CLI::ExistingFile);
@@ -179,7 +200,8 @@ nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional
 
 }  // namespace
 
-void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest) {
+void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest,
+                       const nlohmann::json* extra) {
   const std::int64_t index = next_++;
   std::string text;
   if (vocabulary_) {
@@ -197,6 +219,7 @@ void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesi
         line["nbest"].push_back(hypothesis_json(h, vocabulary_, options_.frame_shift_ms / 1000.0));
       }
     }
+    if (extra != nullptr) line.update(*extra);
     std::cout << line.dump() << "\n";
   } else if (options_.show < 0 || index < options_.show) {
     if (vocabulary_) {

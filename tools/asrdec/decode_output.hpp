@@ -30,9 +30,11 @@ struct DecodeOptions {
   std::int64_t lanes = 0;  // --lanes: with --chunk, utterances in flight (0: --batch-size)
   std::int64_t show = -1;
   double frame_shift_ms = 80.0;
-  std::string lm;          // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
-  double lm_weight = 0.5;  // α
-  BoostOptions boost;      // --boost phrases
+  bool endpoint = false;     // --endpoint: with --chunk, report where each utterance's first endpoint fires
+  EndpointConfig endpoints;  // its rules (seconds; the frame shift is --frame-shift-ms)
+  std::string lm;            // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
+  double lm_weight = 0.5;    // α
+  BoostOptions boost;        // --boost phrases
 };
 
 /** Registers the options every decode subcommand has. */
@@ -76,8 +78,10 @@ class DecodeReport {
   DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                const std::string& source, const std::vector<std::string>& special_tokens);
   /** Prints one utterance (they must arrive in input order). With `nbest` (beam search --nbest), the JSON object
-   *  also carries "nbest": the hypotheses best first, each with tokens, timestamps, scores and text. */
-  void add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest = nullptr);
+   *  also carries "nbest": the hypotheses best first, each with tokens, timestamps, scores and text. `extra`'s keys
+   *  are added to the JSON object. */
+  void add(const Hypothesis& hypothesis, const std::vector<Hypothesis>* nbest = nullptr,
+           const nlohmann::json* extra = nullptr);
   /** Prints the beams of a batch: each beam's best hypothesis, with the `nbest` best as "nbest" when nbest > 0. */
   void add_beams(std::vector<std::vector<Hypothesis>>& beams, std::int32_t nbest);
   /** Accounts decoder time for a batch covering `frames` frames in total. */
