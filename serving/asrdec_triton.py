@@ -77,6 +77,11 @@ class Decoding:
                 self.decoder = asrdec.TransducerGreedyDecoder(model, algorithm=params.get("algorithm", "label_looping"),
                                                               **fusion, **limits)
         self.frame_shift = float(params.get("frame_shift_seconds", "0.08"))
+        # Endpointing rules of the streaming models' ENDPOINT output (seconds; docs/streaming.md#endpointing).
+        self.endpoints = asrdec.EndpointConfig(self.frame_shift)
+        self.endpoints.rule1.min_trailing_silence = float(params.get("endpoint_silence_no_speech", "2.4"))
+        self.endpoints.rule2.min_trailing_silence = float(params.get("endpoint_silence", "1.2"))
+        self.endpoints.rule3.min_utterance_length = float(params.get("endpoint_max_length", "20"))
 
     def place(self, batch):
         """The padded batch where the decoder reads it: a GPU decoder takes device memory."""
@@ -94,6 +99,16 @@ class Decoding:
                 pb_utils.Tensor("TIMESTAMPS", np.asarray([stamps], dtype=np.int32).reshape(1, -1)),
                 pb_utils.Tensor("TEXT", np.array([[text.encode()]], dtype=np.object_)),
                 pb_utils.Tensor("SCORE", np.array([[result.score]], dtype=np.float32))]
+
+
+    def endpoint(self, result, frames):
+        """ENDPOINT: the endpointing rule (1, 2, 3) that fires for a streamed result after `frames` frames, or 0."""
+        if isinstance(result, asrdec.WfstResult):  # speech ends after the last word's last frame
+            speech_end = result.word_end_frames[-1] + 1 if result.words else -1
+            rule = asrdec.detect_endpoint(self.endpoints, frames, min(speech_end, frames))
+        else:
+            rule = asrdec.detect_endpoint(self.endpoints, result, frames)
+        return pb_utils.Tensor("ENDPOINT", np.array([[rule]], dtype=np.int32))
 
 
 def _batch(chunks):
@@ -147,7 +162,8 @@ class OfflineModel:
 class StreamingModel:
     """Sequence batching: a request is a chunk of the sequence CORRID (START: its first, END: its last); the
     response holds the hypothesis so far. Sequences idle longer than the sequence batcher's idle limit are
-    cancelled, so that a vanished client does not keep its state."""
+    cancelled, so that a vanished client does not keep its state. Each response also carries ENDPOINT, the
+    endpointing rule that fires for the result so far (0: none), from the frames of the sequence so far."""
 
     def initialize(self, args):
         self.decoding = Decoding(args)
@@ -155,6 +171,7 @@ class StreamingModel:
         idle = config.get("sequence_batching", {}).get("max_sequence_idle_microseconds", 5000000)
         self.idle_seconds = int(idle) / 1e6
         self.last_seen = {}
+        self.frames = {}  # frames decoded so far, per open sequence
 
     def _decode(self, rows, chunks):
         batch, lengths = _batch(chunks)
@@ -181,17 +198,22 @@ class StreamingModel:
             for n, (row, chunk, i) in enumerate(zip(rows, chunks, index)):
                 try:
                     result = results[n] if results is not None else self._decode([row], [chunk])[0]
-                    responses[i] = pb_utils.InferenceResponse(output_tensors=self.decoding.outputs(result))
+                    frames = (0 if row.first else self.frames.get(row.utterance, 0)) + chunk.shape[0]
+                    outputs = self.decoding.outputs(result) + [self.decoding.endpoint(result, frames)]
+                    responses[i] = pb_utils.InferenceResponse(output_tensors=outputs)
                     if row.last:
                         self.last_seen.pop(row.utterance, None)
+                        self.frames.pop(row.utterance, None)
                     else:
                         self.last_seen[row.utterance] = now
+                        self.frames[row.utterance] = frames
                 except asrdec.Error as e:
                     responses[i] = _error(str(e))
         for utterance, seen in list(self.last_seen.items()):
             if now - seen > self.idle_seconds:
                 self.decoding.decoder.cancel(utterance)
                 del self.last_seen[utterance]
+                self.frames.pop(utterance, None)
         return responses
 
     def finalize(self):

@@ -15,8 +15,12 @@ DATA = pathlib.Path(__file__).resolve().parents[1] / "examples" / "data"
 
 
 def _outputs(result):
-    return {"tokens": result.as_numpy("TOKENS")[0].tolist(), "timestamps": result.as_numpy("TIMESTAMPS")[0].tolist(),
-            "text": result.as_numpy("TEXT")[0][0].decode(), "score": float(result.as_numpy("SCORE")[0][0])}
+    out = {"tokens": result.as_numpy("TOKENS")[0].tolist(), "timestamps": result.as_numpy("TIMESTAMPS")[0].tolist(),
+           "text": result.as_numpy("TEXT")[0][0].decode(), "score": float(result.as_numpy("SCORE")[0][0])}
+    endpoint = result.as_numpy("ENDPOINT")  # streaming models: the endpointing rule that fires (0: none)
+    if endpoint is not None:
+        out["endpoint"] = int(endpoint[0][0])
+    return out
 
 
 def input_name(model):

@@ -13,6 +13,7 @@
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/device.hpp"
+#include "asrdec/core/endpoint.hpp"
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/stream.hpp"
 #include "asrdec/core/version.hpp"
@@ -196,6 +197,51 @@ void bind_core(nb::module_& m) {
       .def_rw("first", &ChunkRow::first)
       .def_rw("last", &ChunkRow::last)
       .def_rw("phrase_list", &ChunkRow::phrase_list);
+
+  nb::class_<EndpointRule>(m, "EndpointRule", "One endpointing rule (asrdec::EndpointRule; docs/streaming.md).")
+      .def(
+          "__init__",
+          [](EndpointRule* self, float min_trailing_silence, float min_utterance_length, bool must_contain_speech,
+             bool enabled) {
+            new (self) EndpointRule{enabled, must_contain_speech, min_trailing_silence, min_utterance_length};
+          },
+          "min_trailing_silence"_a = 0.0f, "min_utterance_length"_a = 0.0f, "must_contain_speech"_a = false,
+          "enabled"_a = true)
+      .def_rw("enabled", &EndpointRule::enabled)
+      .def_rw("must_contain_speech", &EndpointRule::must_contain_speech)
+      .def_rw("min_trailing_silence", &EndpointRule::min_trailing_silence)
+      .def_rw("min_utterance_length", &EndpointRule::min_utterance_length);
+  nb::class_<EndpointConfig>(m, "EndpointConfig",
+                             "Endpointing rules: 1 silence with nothing said, 2 silence after speech, 3 the longest "
+                             "utterance (asrdec::EndpointConfig; sherpa's defaults).")
+      .def(
+          "__init__",
+          [](EndpointConfig* self, double frame_shift_seconds) {
+            new (self) EndpointConfig{};
+            self->frame_shift_seconds = frame_shift_seconds;
+            self->validate();
+          },
+          "frame_shift_seconds"_a = 0.08)
+      .def_rw("rule1", &EndpointConfig::rule1)
+      .def_rw("rule2", &EndpointConfig::rule2)
+      .def_rw("rule3", &EndpointConfig::rule3)
+      .def_rw("frame_shift_seconds", &EndpointConfig::frame_shift_seconds)
+      .def("__repr__", &EndpointConfig::to_string);
+  m.def(
+      "detect_endpoint",
+      [](const EndpointConfig& config, const Hypothesis& so_far, std::int64_t frames_decoded) {
+        return detect_endpoint(config, so_far, frames_decoded);
+      },
+      "config"_a, "so_far"_a, "frames_decoded"_a,
+      "The endpoint rule (1, 2, 3) that fires for a streamed utterance's result so far after frames_decoded frames, "
+      "or 0.");
+  m.def(
+      "detect_endpoint",
+      [](const EndpointConfig& config, std::int64_t frames_decoded, std::int64_t speech_end) {
+        return detect_endpoint(config, frames_decoded, speech_end);
+      },
+      "config"_a, "frames_decoded"_a, "speech_end"_a,
+      "The same from frames: speech ends at frame speech_end (exclusive; -1: nothing said).");
 
   nb::class_<WordTiming>(m, "WordTiming", "A word and its frames and seconds.")
       .def_ro("word", &WordTiming::word)

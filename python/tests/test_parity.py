@@ -140,3 +140,46 @@ def test_wfst(cli, vocab, ctc_input, wfst_graph, tmp_path):
         assert [(w.word, w.start_frame, w.end_frame, w.start_seconds, w.end_seconds) for w in timed] == [
             (w["word"], w["start_frame"], w["end_frame"], w["start"], w["end"]) for w in j["words"]], b
         assert asrdec.join_words(timed) == j["text"], b
+
+
+@pytest.mark.parametrize("kind", ["ctc", "rnnt"])
+def test_endpoints_equal_the_clis(cli, ctc_input, kind):
+    """A server loop in Python (every utterance in chunks of 4 frames, detect_endpoint after each) finds the CLI's
+    --endpoint results; the frame-level overload agrees with the Hypothesis one."""
+    if kind == "ctc":
+        data, lengths = ctc_input
+        decoder = asrdec.CtcGreedyDecoder("cpu")
+        args = ["decode", "ctc-greedy", "--logprobs", DATA / "ctc/logprobs.npy"]
+    else:
+        data, lengths = transducer_input("rnnt")
+        decoder = asrdec.TransducerGreedyDecoder(asrdec.TransducerModel.load(str(DATA / "rnnt/model.safetensors")))
+        args = ["decode", "rnnt", "--model", DATA / "rnnt/model.safetensors", "--enc", DATA / "rnnt/enc_proj.npy"]
+    want = cli(*args, "--lengths", DATA / kind / "lengths.npy", "--chunk", 4, "--endpoint", "--endpoint-silence", 0.4,
+               "--endpoint-max-length", 3.2)
+    config = asrdec.EndpointConfig()
+    config.rule2 = asrdec.EndpointRule(0.4, must_contain_speech=True)
+    config.rule3 = asrdec.EndpointRule(min_utterance_length=3.2)
+    fired = 0
+    for u, line in enumerate(want):
+        got = None
+        length = int(lengths[u])
+        for start in range(0, max(length, 1), 4):
+            size = min(4, length - start)
+            result = decoder.decode_chunks([asrdec.ChunkRow(u, start == 0, start + size == length)],
+                                           data[u:u + 1, start:start + 4], [size])[0]
+            rule = asrdec.detect_endpoint(config, result, start + size)
+            speech_end = result.timestamps[-1] + 1 if result.tokens else -1
+            assert rule == asrdec.detect_endpoint(config, start + size, speech_end)
+            if rule and got is None:
+                got = {"rule": rule, "frame": start + size}
+        decoder.cancel(u)
+        expected = line["endpoint"]
+        assert (got is None) == (expected is None), (u, got, expected)
+        if got is not None:
+            assert (got["rule"], got["frame"]) == (expected["rule"], expected["frame"]), u
+            fired += 1
+    assert fired > 0
+    with pytest.raises(asrdec.InvalidArgument, match="min_trailing_silence must be finite and >= 0"):
+        bad = asrdec.EndpointConfig()
+        bad.rule1 = asrdec.EndpointRule(-1.0)
+        asrdec.detect_endpoint(bad, 10, -1)

@@ -19,8 +19,7 @@ bool fires(const EndpointRule& rule, bool speech, double silence_seconds, double
   // Seconds are compared with a tolerance of a microsecond, so that 15 frames of 0.08 s reach 1.2 s.
   constexpr double kSlack = 1e-6;
   return rule.enabled && (speech || !rule.must_contain_speech) &&
-         silence_seconds + kSlack >= rule.min_trailing_silence &&
-         length_seconds + kSlack >= rule.min_utterance_length;
+         silence_seconds + kSlack >= rule.min_trailing_silence && length_seconds + kSlack >= rule.min_utterance_length;
 }
 
 }  // namespace
@@ -35,9 +34,10 @@ void EndpointConfig::validate() const {
 
 std::string EndpointConfig::to_string() const {
   const auto rule = [](const EndpointRule& r) {
-    return !r.enabled ? std::string("off")
-                      : detail::concat(r.must_contain_speech ? "after speech, " : "", "silence >= ",
-                                       r.min_trailing_silence, " s, length >= ", r.min_utterance_length, " s");
+    return !r.enabled
+               ? std::string("off")
+               : detail::concat(r.must_contain_speech ? "after speech, " : "", "silence >= ", r.min_trailing_silence,
+                                " s, length >= ", r.min_utterance_length, " s");
   };
   return detail::concat("EndpointConfig{rule1: ", rule(rule1), "; rule2: ", rule(rule2), "; rule3: ", rule(rule3),
                         "; frame_shift_seconds=", frame_shift_seconds, "}");

@@ -34,8 +34,8 @@ struct ASRDEC_API EndpointRule {
 };
 
 struct ASRDEC_API EndpointConfig {
-  EndpointRule rule1{true, false, 2.4f, 0.0f};  ///< nothing said for 2.4 s
-  EndpointRule rule2{true, true, 1.2f, 0.0f};   ///< 1.2 s of silence after speech
+  EndpointRule rule1{true, false, 2.4f, 0.0f};   ///< nothing said for 2.4 s
+  EndpointRule rule2{true, true, 1.2f, 0.0f};    ///< 1.2 s of silence after speech
   EndpointRule rule3{true, false, 0.0f, 20.0f};  ///< the longest utterance: 20 s
   /** Seconds per decoder frame: the encoder's hop times its subsampling (0.08 s: 10 ms features, 8×). */
   double frame_shift_seconds = 0.08;
