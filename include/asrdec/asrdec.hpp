@@ -7,6 +7,7 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/buffer.hpp"
+#include "asrdec/core/cpu_threads.hpp"
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/core/endpoint.hpp"

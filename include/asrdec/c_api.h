@@ -59,6 +59,11 @@ ASRDEC_API int asrdec_c_api_version(void);
 ASRDEC_API const char* asrdec_status_name(int status);
 /** The message of the last failed call on this thread; "" when the last call succeeded. */
 ASRDEC_API const char* asrdec_last_error(void);
+/** Sizes the CPU thread pool every CPU decoder shares (asrdec/core/cpu_threads.hpp): threads in [0, 1024], 0 for
+ *  every core; before the first CPU decoder is made. */
+ASRDEC_API asrdec_status asrdec_set_cpu_threads(int32_t threads);
+/** The size of the shared CPU thread pool (starting it). */
+ASRDEC_API int32_t asrdec_cpu_threads(void);
 
 /* ---------------------------------------------------------------------------------------------- results */
 

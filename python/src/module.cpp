@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "asrdec/core/buffer.hpp"
+#include "asrdec/core/cpu_threads.hpp"
 #include "asrdec/core/device.hpp"
 #include "asrdec/core/endpoint.hpp"
 #include "asrdec/core/error.hpp"
@@ -198,6 +199,9 @@ void bind_core(nb::module_& m) {
       .def_rw("last", &ChunkRow::last)
       .def_rw("phrase_list", &ChunkRow::phrase_list);
 
+  m.def("set_cpu_threads", &set_cpu_threads, "threads"_a,
+        "Sizes the CPU thread pool all CPU decoders share (0: every core), before the first CPU decoder is made.");
+  m.def("cpu_threads", &cpu_threads, "The size of the shared CPU thread pool (its workers plus one caller).");
   nb::class_<EndpointRule>(m, "EndpointRule", "One endpointing rule (asrdec::EndpointRule; docs/streaming.md).")
       .def(
           "__init__",

@@ -260,3 +260,13 @@ def test_to_device_copies_host_arrays(ctc_input):
         h.tokens for h in asrdec.CtcGreedyDecoder().decode(x, n)]
     with pytest.raises(asrdec.InvalidArgument, match="contiguous"):
         asrdec.to_device(x[:, ::2], "cpu")
+
+
+def test_cpu_threads_are_shared_and_sized_once(ctc_input):
+    x, n = ctc_input
+    asrdec.CtcGreedyDecoder("cpu", threads=0).decode(x, n)  # the pool runs
+    size = asrdec.cpu_threads()
+    assert size >= 1
+    asrdec.set_cpu_threads(size)  # the size it has: accepted
+    with pytest.raises(asrdec.InvalidArgument, match="already runs with"):
+        asrdec.set_cpu_threads(size + 1)

@@ -322,6 +322,20 @@ using asrdec::c_api::handle;
 
 extern "C" {
 
+/* CPU threads */
+
+asrdec_status asrdec_set_cpu_threads(int32_t threads) {
+  return guarded([&] { asrdec::set_cpu_threads(threads); });
+}
+
+int32_t asrdec_cpu_threads(void) {
+  try {
+    return asrdec::cpu_threads();
+  } catch (...) {
+    return 1;  // the pool could not start (no threads): calls run on their own thread
+  }
+}
+
 /* results */
 
 int64_t asrdec_results_utterances(const asrdec_results* results) {

@@ -492,6 +492,11 @@ TEST(CApi, StreamingLimitsAndThreadsAreChecked) {
   ASSERT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_OK) << asrdec_last_error();
   asrdec_ctc_greedy_free(decoder);
 
+  EXPECT_EQ(asrdec_cpu_threads(), cpu_threads());
+  EXPECT_EQ(asrdec_set_cpu_threads(asrdec_cpu_threads()), ASRDEC_OK);
+  EXPECT_EQ(asrdec_set_cpu_threads(asrdec_cpu_threads() + 1), ASRDEC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(asrdec_last_error()).find("already runs with"), std::string::npos) << asrdec_last_error();
+
   asrdec_wfst_decoder_config wfst;
   asrdec_wfst_decoder_config_init(&wfst);
   EXPECT_EQ(wfst.max_open_utterances, WfstDecoderConfig{}.max_open_utterances);

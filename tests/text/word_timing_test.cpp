@@ -74,7 +74,9 @@ TEST(WordTimings, JoinedWordsAreTheDetokenizedTextOnRandomHypotheses) {
       EXPECT_LT(w.start_seconds, (w.start_frame + 1) * 0.08);
       EXPECT_LE(w.end_seconds, std::max(w.end_frame, w.start_frame + 1) * 0.08 + 1e-12);
       EXPECT_GT(w.end_seconds, w.start_seconds);
-      if (i > 0) EXPECT_GE(w.start_seconds, words[i - 1].end_seconds - 1e-12) << "word " << i << " overlaps";
+      if (i > 0) {
+        EXPECT_GE(w.start_seconds, words[i - 1].end_seconds - 1e-12) << "word " << i << " overlaps";
+      }
     }
   }
 }

@@ -104,8 +104,9 @@ struct ASRDEC_API CtcBeamConfig {
    *  refused with OutOfMemory before the allocation that would pass it, at construction or when a call grows
    *  them (the decoder then stays at its old size); device_bytes() says what they take. */
   std::int64_t max_device_bytes = 0;
-  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means every
-   *  core the process may use. Each utterance is searched whole by one thread, so results do not depend on it. */
+  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means the
+   *  process's shared CPU pool (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps. Each
+   *  utterance is searched whole by one thread, so results do not depend on it. */
   std::int32_t threads = 0;
 
   /** Throws InvalidArgument for a beam outside [1, kMaxBeam], blank_id below -1, non-finite values, a negative

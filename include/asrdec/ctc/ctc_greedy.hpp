@@ -66,15 +66,16 @@ struct ASRDEC_API CtcGreedyConfig {
   std::int64_t max_device_bytes = 0;
   /** Reject NaN and +inf log-probabilities (costs one comparison per element). */
   bool check_values = true;
-  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means every
-   *  core the process may use. Results do not depend on it. */
+  /** CPU only: threads the utterances of a call are spread over, the caller's included; 0 (default) means the
+   *  process's shared CPU pool (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps.
+   *  Results do not depend on it. */
   std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the decoder's device with
    *  V = columns - 1 tokens; its token ids are the columns without the blank, in order (column c is id c before the
    *  blank and c - 1 after it; docs/ngram-lm.md), so the blank may be in any column. A frame whose acoustic argmax is
-   * blank or repeats the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens,
-   * except the previous frame's token, of log p + lm_weight × ln p_LM(token | history). The LM state starts at `<s>`
-   * and moves on emitted tokens. */
+   *  blank or repeats the previous frame's token keeps it; any other frame takes the argmax over the non-blank tokens,
+   *  except the previous frame's token, of log p + lm_weight × ln p_LM(token | history). The LM state starts at `<s>`
+   *  and moves on emitted tokens. */
   std::shared_ptr<const NgramLm> lm;
   /** α, the LM weight (natural-log scores). */
   float lm_weight = 0.0f;

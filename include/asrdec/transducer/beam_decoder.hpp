@@ -150,8 +150,9 @@ struct ASRDEC_API TransducerBeamConfig {
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
   /** CPU only: threads the rows of a call are spread over (in contiguous slices, each searched by one thread), the
-   *  caller's included; 0 (default) means every core the process may use. Results do not depend on it; when
-   *  several rows hold bad values, which one the error names may. */
+   *  caller's included; 0 (default) means the process's shared CPU pool
+   *  (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps. Results do not depend on it;
+   *  when several rows hold bad values, which one the error names may. */
   std::int32_t threads = 0;
 
   /** Throws InvalidArgument for a beam outside [1, 64], max_symbols_per_frame outside [1, 100], AES++ or WIND

@@ -79,8 +79,9 @@ struct ASRDEC_API TransducerGreedyConfig {
   /** Reject NaN or infinite values in the frames of enc_proj that are read. */
   bool check_values = true;
   /** CPU only: threads the rows of a call are spread over (in contiguous slices, each decoded by one thread), the
-   *  caller's included; 0 (default) means every core the process may use. Results do not depend on it; when
-   *  several rows hold bad values, which one the error names may. */
+   *  caller's included; 0 (default) means the process's shared CPU pool
+   *  (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps. Results do not depend on it;
+   *  when several rows hold bad values, which one the error names may. */
   std::int32_t threads = 0;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
    *  V = the model's vocabulary (blank excluded); its token ids are the model's columns without the blank, in

@@ -131,8 +131,9 @@ struct ASRDEC_API WfstDecoderConfig {
    *  older ones that no surviving path uses are dropped when it is full, and an utterance whose live paths need more
    *  goes to the CPU executor. 20 bytes each in a lane, 16 in an open streamed utterance. */
   std::int64_t device_history_tokens = 0;
-  /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means every core the
-   *  process may use. Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
+  /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means the
+   *  process's shared CPU pool (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps.
+   *  Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
   std::int32_t threads = 0;
   /** Streaming: the most utterances open at once (as BatchLimits::max_open_utterances for the other decoders). */
   std::int64_t max_open_utterances = 1024;
