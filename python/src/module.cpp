@@ -340,6 +340,36 @@ void bind_core(nb::module_& m) {
           "lists"_a, "vocab_size"_a, "device"_a = "cpu", "context_score"_a = 1.0f, "depth_scaling"_a = 2.0f,
           "unk_score"_a = 0.0f, "final_eos_score"_a = 1.0f, "uniform_weights"_a = false,
           "Builds a tree from one phrase list or several (one per utterance, chosen by ChunkRow.phrase_list).")
+      .def_static(
+          "with_slots",
+          [](std::int64_t vocab_size, std::int64_t slots, std::int64_t states_per_slot, std::int32_t max_phrase_tokens,
+             nb::handle device, float context_score, float depth_scaling, float unk_score, float final_eos_score,
+             bool uniform_weights) {
+            BoostingTreeOptions options;
+            options.context_score = context_score;
+            options.depth_scaling = depth_scaling;
+            options.unk_score = unk_score;
+            options.final_eos_score = final_eos_score;
+            options.uniform_weights = uniform_weights;
+            const Device where = device_of(device);
+            nb::gil_scoped_release release;
+            return std::make_shared<BoostingTree>(BoostingTree::with_slots(
+                vocab_size, BoostingSlots{slots, states_per_slot, max_phrase_tokens}, options, where));
+          },
+          "vocab_size"_a, "slots"_a, "states_per_slot"_a, "max_phrase_tokens"_a = 64, "device"_a = "cpu",
+          "context_score"_a = 1.0f, "depth_scaling"_a = 2.0f, "unk_score"_a = 0.0f, "final_eos_score"_a = 1.0f,
+          "uniform_weights"_a = false,
+          "A tree of `slots` phrase lists replaced at run time by set_list (per-request phrases; "
+          "docs/phrase-boosting.md).")
+      .def(
+          "set_list",
+          [](BoostingTree& tree, std::int64_t slot, const PhraseList& phrases) {
+            nb::gil_scoped_release release;
+            tree.set_list(slot, phrases);
+          },
+          "slot"_a, "phrases"_a,
+          "Replaces the phrase list of a slot (between decoder calls; not under an open stream that uses it).")
+      .def_prop_ro("slots", [](const BoostingTree& t) { return t.slots().slots; })
       .def_prop_ro("device", &BoostingTree::device)
       .def_prop_ro("num_lists", &BoostingTree::num_lists)
       .def_prop_ro("num_phrases", &BoostingTree::num_phrases)

@@ -270,3 +270,34 @@ def test_cpu_threads_are_shared_and_sized_once(ctc_input):
     asrdec.set_cpu_threads(size)  # the size it has: accepted
     with pytest.raises(asrdec.InvalidArgument, match="already runs with"):
         asrdec.set_cpu_threads(size + 1)
+
+
+def test_phrase_lists_per_request_in_slots(ctc_input):
+    """Each utterance brings its own phrases: a slotted tree refilled between calls, one decoder for every call, gives
+    what a tree built from that utterance's list gives alone."""
+    x, n = ctc_input
+    vocab = x.shape[2] - 1
+    tree = asrdec.BoostingTree.with_slots(vocab, slots=4, states_per_slot=64)
+    decoder = asrdec.CtcGreedyDecoder("cpu", boost=tree, boost_weight=3.0, max_batch=4)
+    plain = asrdec.CtcGreedyDecoder("cpu").decode(x, n)
+    boosted = 0
+    for first in (0, 4, 8):
+        lists = []
+        for b in range(4):
+            tokens = plain[first + b].tokens
+            # a phrase close to what was decoded, one token changed: boosting must pull the result towards it
+            phrase = list(tokens[2:5]) if len(tokens) > 5 else [1, 2]
+            phrase[-1] = (phrase[-1] + 1) % vocab
+            lists.append([phrase])
+            tree.set_list(b, lists[-1])
+        got = decoder.decode(x[first:first + 4], n[first:first + 4])
+        for b in range(4):
+            alone = asrdec.CtcGreedyDecoder("cpu", boost=asrdec.BoostingTree.build(lists[b], vocab), boost_weight=3.0)
+            want = alone.decode(x[first + b:first + b + 1], n[first + b:first + b + 1])[0]
+            assert (got[b].tokens, got[b].score, got[b].boost_score) == (want.tokens, want.score, want.boost_score)
+            boosted += got[b].boost_score != 0
+    assert boosted > 0
+    with pytest.raises(asrdec.InvalidArgument, match="slot 4 is outside"):
+        tree.set_list(4, [[1]])
+    with pytest.raises(asrdec.OutOfMemory, match="states_per_slot = 64"):
+        tree.set_list(0, [[t % vocab, (t + 1) % vocab] for t in range(100)])

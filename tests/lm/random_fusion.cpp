@@ -30,27 +30,34 @@ float random_weight(std::mt19937_64& rng) {
   return weights[rng() % 5];
 }
 
+PhraseList random_phrases(std::mt19937_64& rng, std::int64_t vocab, const std::vector<Hypothesis>& plain,
+                          std::int64_t utterance) {
+  PhraseList list;
+  for (int k = std::uniform_int_distribution<int>(0, 4)(rng); k > 0; --k) {
+    const auto& source = plain[utterance >= 0 ? static_cast<std::size_t>(utterance) : rng() % plain.size()].tokens;
+    std::vector<std::int32_t> phrase;
+    if (!source.empty() && rng() % 4 != 0) {
+      const std::size_t begin = rng() % source.size();
+      const std::size_t size = std::min<std::size_t>(source.size() - begin, 1 + rng() % 4);
+      phrase.assign(source.begin() + static_cast<std::ptrdiff_t>(begin),
+                    source.begin() + static_cast<std::ptrdiff_t>(begin + size));
+      phrase[rng() % phrase.size()] = static_cast<std::int32_t>(rng() % vocab);
+    } else {
+      phrase.resize(1 + rng() % 3);
+      for (auto& token : phrase) token = static_cast<std::int32_t>(rng() % vocab);
+    }
+    list.push_back(phrase);
+  }
+  return list;
+}
+
 std::shared_ptr<const BoostingTree> random_boost(std::mt19937_64& rng, std::int64_t vocab,
                                                  const std::vector<Hypothesis>& plain, Device device,
                                                  std::shared_ptr<const BoostingTree>& cpu_keep) {
   const bool per_utterance = rng() % 2 == 0;
   std::vector<PhraseList> lists(per_utterance ? plain.size() : 1);
   for (std::size_t u = 0; u < lists.size(); ++u) {
-    for (int k = std::uniform_int_distribution<int>(0, 4)(rng); k > 0; --k) {
-      const auto& source = plain[per_utterance ? u : rng() % plain.size()].tokens;
-      std::vector<std::int32_t> phrase;
-      if (!source.empty() && rng() % 4 != 0) {
-        const std::size_t begin = rng() % source.size();
-        const std::size_t size = std::min<std::size_t>(source.size() - begin, 1 + rng() % 4);
-        phrase.assign(source.begin() + static_cast<std::ptrdiff_t>(begin),
-                      source.begin() + static_cast<std::ptrdiff_t>(begin + size));
-        phrase[rng() % phrase.size()] = static_cast<std::int32_t>(rng() % vocab);
-      } else {
-        phrase.resize(1 + rng() % 3);
-        for (auto& token : phrase) token = static_cast<std::int32_t>(rng() % vocab);
-      }
-      lists[u].push_back(phrase);
-    }
+    lists[u] = random_phrases(rng, vocab, plain, per_utterance ? static_cast<std::int64_t>(u) : -1);
   }
   BoostingTreeOptions options;
   options.context_score = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);

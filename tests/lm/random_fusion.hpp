@@ -20,6 +20,11 @@ std::shared_ptr<const NgramLm> random_lm(std::mt19937_64& rng, std::int64_t voca
 /** One of 0, 0.25, 0.6, 1.5, 4. */
 float random_weight(std::mt19937_64& rng);
 
+/** Up to 4 phrases that matter: pieces of plain[utterance]'s tokens (of random utterances when utterance < 0) with
+ *  one token changed, or random tokens. */
+PhraseList random_phrases(std::mt19937_64& rng, std::int64_t vocab, const std::vector<Hypothesis>& plain,
+                          std::int64_t utterance);
+
 /** Phrase lists that matter: pieces of the `plain` transcripts with one token changed (so boosting must pull the
  *  decoder away from the acoustic choice), plus random phrases; one list for the batch or one per utterance.
  *  `cpu_keep` receives the CPU copy. */

@@ -459,6 +459,52 @@ if "$asrdec" decode ctc-greedy --logprobs "$data/ctc/logprobs.npy" --device cpu 
   fail "--endpoint without --chunk accepted"
 fi
 grep -q -- "--endpoint requires --chunk" "$work/err18.txt" || { cat "$work/err18.txt"; fail "--endpoint message"; }
+# Phrases per utterance (--boost-per-utterance, one tree of slots refilled between calls): the sample phrase list on
+# every line decodes as --boost does, whole and in chunks; each utterance's own phrases (words of its reference)
+# lower the WER; malformed files are refused with the line.
+python3 - "$data/boost/phrases.txt" "$data" "$work" <<'PY'
+import json, sys
+phrases = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")]
+for model in ("ctc", "rnnt"):
+    refs = open(f"{sys.argv[2]}/{model}/refs.txt").read().splitlines()
+    with open(f"{sys.argv[3]}/same_{model}.jsonl", "w") as out:
+        for _ in refs:
+            out.write(json.dumps(phrases) + "\n")
+    with open(f"{sys.argv[3]}/own_{model}.jsonl", "w") as out:
+        for ref in refs:
+            words = ref.split()
+            out.write(json.dumps([" ".join(words[i:i + 2]) for i in range(0, len(words), 2)][:4]) + "\n")
+PY
+for mode in "" "--chunk 5 --lanes 6"; do
+  # shellcheck disable=SC2086  # $mode is words
+  "$asrdec" decode rnnt "${rnnt[@]}" "${boost[@]}" --json --batch-size 7 $mode >"$work/fixed.jsonl" 2>/dev/null \
+    || fail "rnnt --boost $mode"
+  # shellcheck disable=SC2086
+  "$asrdec" decode rnnt "${rnnt[@]}" --boost-per-utterance "$work/same_rnnt.jsonl" --bpe "$data/bpe.model" \
+    --boost-weight 0.6 --json --batch-size 7 $mode >"$work/slots.jsonl" 2>"$work/slots_err.txt" \
+    || { cat "$work/slots_err.txt"; fail "rnnt --boost-per-utterance $mode"; }
+  cmp -s "$work/fixed.jsonl" "$work/slots.jsonl" || fail "--boost-per-utterance with one list differs from --boost ($mode)"
+done
+for model in ctc rnnt; do
+  if [ "$model" = ctc ]; then inputs=(ctc-greedy --logprobs "$data/ctc/logprobs.npy"); else
+    inputs=(rnnt --model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy"); fi
+  common=(--lengths "$data/$model/lengths.npy" --vocab "$data/tokens.txt" --refs "$data/$model/refs.txt" --device cpu
+    --show 0)
+  "$asrdec" decode "${inputs[@]}" "${common[@]}" 2>"$work/plain.txt" >/dev/null || fail "plain $model"
+  "$asrdec" decode "${inputs[@]}" "${common[@]}" --boost-per-utterance "$work/own_$model.jsonl" \
+    --bpe "$data/bpe.model" --boost-weight 1.5 --chunk 9 2>"$work/own.txt" >/dev/null \
+    || { cat "$work/own.txt"; fail "own phrases $model"; }
+  python3 -c "import sys; sys.exit(0 if float('$(wer "$work/own.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
+    || fail "own phrases did not lower the WER of $model ($(wer "$work/plain.txt") -> $(wer "$work/own.txt"))"
+done
+head -3 "$work/own_rnnt.jsonl" >"$work/short.jsonl"
+if "$asrdec" decode rnnt "${rnnt[@]}" --boost-per-utterance "$work/short.jsonl" --bpe "$data/bpe.model" \
+  >/dev/null 2>"$work/err19.txt"; then fail "a phrases file of 3 lines accepted for 40 utterances"; fi
+grep -q "has 3 lines, the input 40 utterances" "$work/err19.txt" || { cat "$work/err19.txt"; fail "line count message"; }
+printf '["a"]\n{"b": 1}\n' >"$work/bad.jsonl"
+if "$asrdec" decode rnnt "${rnnt[@]}" --boost-per-utterance "$work/bad.jsonl" --bpe "$data/bpe.model" \
+  >/dev/null 2>"$work/err20.txt"; then fail "a phrases line that is not an array accepted"; fi
+grep -q "bad.jsonl:2.*expected an array of phrases" "$work/err20.txt" || { cat "$work/err20.txt"; fail "bad line message"; }
 # Blank-first models (issue: LM and boosting for any blank id): copies of the samples with the blank moved to
 # column 0 decode with the same LM and phrase list to the same transcripts and scores as the blank-last originals.
 python3 "$(dirname "$0")/blank_first_copy.py" "$data" "$work/blank_first" || fail "blank-first copies"

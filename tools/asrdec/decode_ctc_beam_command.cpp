@@ -50,7 +50,9 @@ void run(const CtcBeamOptions& options) {
   config.beam_size_token = options.beam_size_token;
   config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
   config.lm_weight = static_cast<float>(options.common.lm_weight);
-  config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
+  const Boosting boosting = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json,
+                                          utterances, std::max(batch_size, lanes));
+  config.boost = boosting.tree;
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
   config.threads = options.threads;
@@ -63,15 +65,18 @@ void run(const CtcBeamOptions& options) {
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
   const std::string name = "ctc-beam " + std::to_string(config.beam);
   if (options.common.chunk > 0) {
-    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device);
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device,
+                     boosting.per_utterance.get());
     return;
   }
   if (utterances > 0) {  // untimed, as in every decode command: graph capture and first launches
     const std::int64_t count = std::min(batch_size, utterances);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(0, count);
     (void)decoder.decode(input.batch(0, count, stream.handle()), lengths_slice(lengths, 0, count), stream.handle());
   }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(first, count);
     const TensorView batch = input.batch(first, count, stream.handle());
     stream.synchronize();
     const auto start = std::chrono::steady_clock::now();

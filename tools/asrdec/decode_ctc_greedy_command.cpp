@@ -35,7 +35,9 @@ void run(const CtcGreedyOptions& options) {
   config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, input.columns() - 1, device);
   config.lm_weight = static_cast<float>(options.common.lm_weight);
-  config.boost = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json);
+  const Boosting boosting = load_boosting(options.common.boost, input.columns() - 1, device, options.common.json,
+                                          utterances, std::max(batch_size, lanes));
+  config.boost = boosting.tree;
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   BatchLimits limits{std::max(batch_size, lanes), std::max<std::int64_t>(input.frames(), 1)};
   limits.max_open_utterances = lanes;
@@ -44,18 +46,21 @@ void run(const CtcGreedyOptions& options) {
   Stream stream(device);
   if (options.common.chunk > 0) {
     ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
-    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, "ctc-greedy", device);
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, "ctc-greedy", device,
+                     boosting.per_utterance.get());
     return;
   }
 
   // One untimed call first: CUDA graph capture and the device's first launches are not part of throughput.
   if (utterances > 0) {
     const std::int64_t count = std::min(batch_size, utterances);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(0, count);
     (void)decoder.decode(input.batch(0, count, stream.handle()), lengths_slice(lengths, 0, count), stream.handle());
   }
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(first, count);
     const TensorView batch = input.batch(first, count, stream.handle());
     stream.synchronize();  // the host-to-device copy is not decoder time
     const auto start = std::chrono::steady_clock::now();

@@ -68,6 +68,10 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
   command.add_option("--lm-weight", options.lm_weight, "LM weight α (with --lm)")->capture_default_str();
   command.add_option("--boost", options.boost.phrases, "Phrases to boost, one per line (needs --bpe)")
       ->check(CLI::ExistingFile);
+  command
+      .add_option("--boost-per-utterance", options.boost.per_utterance,
+                  "Each utterance's own phrases to boost: JSON lines, line u an array of strings (needs --bpe)")
+      ->check(CLI::ExistingFile);
   command.add_option("--bpe", options.boost.bpe, "SentencePiece model that tokenises the --boost phrases")
       ->check(CLI::ExistingFile);
   command.add_option("--boost-weight", options.boost.weight, "Boosting weight β (with --boost)")->capture_default_str();

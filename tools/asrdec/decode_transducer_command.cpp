@@ -66,7 +66,9 @@ void run_beam(const TransducerOptions& options) {
   config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
-  config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
+  const Boosting boosting = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json,
+                                          utterances, std::max(batch_size, lanes));
+  config.boost = boosting.tree;
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   BatchLimits limits{std::max(batch_size, lanes),
                      std::max<std::int64_t>(chunk > 0 ? std::min(chunk, input.frames()) : input.frames(), 1)};
@@ -79,15 +81,18 @@ void run_beam(const TransducerOptions& options) {
 
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
   if (chunk > 0) {
-    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device);
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device,
+                     boosting.per_utterance.get());
     return;
   }
   if (utterances > 0) {  // untimed, as in every decode command: graph capture and first launches
     const std::int64_t count = std::min(batch_size, utterances);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(0, count);
     (void)decoder.decode(input.batch(0, count, stream.handle()), lengths_slice(lengths, 0, count), stream.handle());
   }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(first, count);
     const TensorView batch = input.batch(first, count, stream.handle());
     stream.synchronize();
     const auto start = std::chrono::steady_clock::now();
@@ -124,7 +129,9 @@ void run(const TransducerOptions& options) {
   config.threads = options.threads;
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
-  config.boost = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json);
+  const Boosting boosting = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json,
+                                          utterances, std::max(batch_size, lanes));
+  config.boost = boosting.tree;
   config.boost_weight = static_cast<float>(options.common.boost.weight);
   const std::int64_t chunk = options.common.chunk;
   BatchLimits limits{std::max(batch_size, lanes),
@@ -138,15 +145,18 @@ void run(const TransducerOptions& options) {
   ProgressBar progress(options.common.progress, options.common.json, utterances, "utterances");
 
   if (chunk > 0) {
-    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device);
+    report_as_server(input, lengths, options.common, lanes, stream, progress, report, decoder, name, device,
+                     boosting.per_utterance.get());
     return;
   }
   if (utterances > 0) {  // untimed: graph capture and first launches
     const std::int64_t count = std::min(batch_size, utterances);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(0, count);
     (void)decoder.decode(input.batch(0, count, stream.handle()), lengths_slice(lengths, 0, count), stream.handle());
   }
   for (std::int64_t first = 0; first < utterances; first += batch_size) {
     const std::int64_t count = std::min(batch_size, utterances - first);
+    if (boosting.per_utterance) boosting.per_utterance->fill_batch(first, count);
     const TensorView batch = input.batch(first, count, stream.handle());
     stream.synchronize();  // the host-to-device copy is not decoder time
     const auto start = std::chrono::steady_clock::now();

@@ -31,19 +31,21 @@ struct IgnoreChunks {
 template <class Result, class DecodeChunks, class Timed, class Seen = IgnoreChunks>
 std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths, std::int64_t chunk, std::int64_t lanes,
                                      Stream& stream, ProgressBar& progress, DecodeChunks&& decode, Timed&& timed,
-                                     Seen seen = Seen{}) {
+                                     Seen seen = Seen{}, UtterancePhrases* phrases = nullptr) {
   const std::int64_t utterances = input.utterances();
   const std::int64_t width = std::clamp<std::int64_t>(chunk, 1, std::max<std::int64_t>(input.frames(), 1));
   std::vector<Result> finals(static_cast<std::size_t>(utterances));
   struct InFlight {
     std::int64_t utterance;
     std::int64_t next_frame;
+    std::int32_t phrase_list;  // --boost-per-utterance: its slot
   };
   std::vector<InFlight> in_flight;
   std::int64_t joined = 0, finished = 0;
   while (joined < utterances || !in_flight.empty()) {
     while (static_cast<std::int64_t>(in_flight.size()) < lanes && joined < utterances) {
-      in_flight.push_back(InFlight{joined++, 0});
+      const std::int64_t u = joined++;
+      in_flight.push_back(InFlight{u, 0, phrases != nullptr ? phrases->join(u) : 0});
     }
     std::vector<ChunkRow> rows;
     std::vector<std::int64_t> ids, starts;
@@ -52,7 +54,7 @@ std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths,
     for (const InFlight& u : in_flight) {
       const std::int64_t length = length_at(lengths, u.utterance);
       const std::int64_t n = std::clamp<std::int64_t>(length - u.next_frame, 0, width);
-      rows.push_back(ChunkRow{u.utterance, u.next_frame == 0, u.next_frame + n == length});
+      rows.push_back(ChunkRow{u.utterance, u.next_frame == 0, u.next_frame + n == length, u.phrase_list});
       ids.push_back(u.utterance);
       starts.push_back(u.next_frame);
       row_lengths.push_back(static_cast<std::int32_t>(n));
@@ -70,6 +72,7 @@ std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths,
       u.next_frame += row_lengths[r];
       seen(u.utterance, results[r], u.next_frame);
       if (rows[r].last) {
+        if (phrases != nullptr) phrases->leave(u.utterance);
         finals[static_cast<std::size_t>(u.utterance)] = std::move(results[r]);
         ++finished;
       } else {
@@ -87,7 +90,7 @@ std::vector<Result> decode_as_server(BatchInput& input, const NpyArray& lengths,
 template <class Decoder>
 void report_as_server(BatchInput& input, const NpyArray& lengths, const DecodeOptions& options, std::int64_t lanes,
                       Stream& stream, ProgressBar& progress, DecodeReport& report, Decoder& decoder,
-                      const std::string& name, Device device) {
+                      const std::string& name, Device device, UtterancePhrases* phrases = nullptr) {
   // --endpoint: the first chunk after which an endpoint rule fires, per utterance (rule 0: none).
   EndpointConfig endpoints = options.endpoints;
   endpoints.frame_shift_seconds = options.frame_shift_ms / 1000.0;
@@ -101,7 +104,8 @@ void report_as_server(BatchInput& input, const NpyArray& lengths, const DecodeOp
       [&](std::int64_t utterance, const Hypothesis& so_far, std::int64_t frames) {
         auto& first = first_endpoint[static_cast<std::size_t>(utterance)];
         if (options.endpoint && first.first == 0) first = {detect_endpoint(endpoints, so_far, frames), frames};
-      });
+      },
+      phrases);
   std::int64_t by_rule[4] = {0, 0, 0, 0};
   for (std::size_t u = 0; u < results.size(); ++u) {
     if (!options.endpoint) {

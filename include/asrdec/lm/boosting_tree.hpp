@@ -18,11 +18,19 @@
  * Per-utterance phrase lists: the automata of all lists live in one table set, one root per list; utterance b of
  * a batch uses list b (or list 0 for every utterance when there is only one list).
  *
+ * Phrase lists per request (with_slots): a tree of fixed capacity — `slots` lists of at most `states_per_slot` trie
+ * states each — whose lists are replaced at run time by set_list(), between decoder calls, without rebuilding a
+ * decoder or recapturing its CUDA graphs: each slot keeps its ranges of the tables, whose memory never moves. Utterance
+ * b of a batch uses slot b; a streamed utterance the slot its first ChunkRow names (ChunkRow::phrase_list), which
+ * must keep its list until the utterance ends. A list that does not fit its slot is refused with OutOfMemory.
+ *
  * Final weights are `final_eos_score` on phrase ends and 0 elsewhere (for decoders that score end of sentence;
  * greedy decoding does not).
  *
- * Thread safety: immutable after building; queries may run concurrently from any thread. Copies share the tree, and
- * a moved-from tree still holds it.
+ * Thread safety: queries may run concurrently from any thread. A tree built from fixed lists is immutable; set_list()
+ * changes a slotted tree and must not run while a decoder that uses the tree is inside a call (CUDA: it writes the
+ * device tables synchronously, so it must not overlap work queued on the tree either). Copies share the tree (and
+ * set_list on one changes all), and a moved-from tree still holds it.
  */
 
 #include <cstdint>
@@ -36,6 +44,10 @@
 #include "asrdec/lm/ngram_lm.hpp"
 
 namespace asrdec {
+
+namespace detail {
+struct NgramTables;
+}  // namespace detail
 
 struct ASRDEC_API BoostingTreeOptions {
   /** Score of the first token of a phrase (NeMo's context_score). Must be positive. */
@@ -56,6 +68,19 @@ struct ASRDEC_API BoostingTreeOptions {
 /** One phrase list: each phrase a non-empty sequence of token ids. */
 using PhraseList = std::vector<std::vector<std::int32_t>>;
 
+/** The capacity of a tree whose phrase lists change at run time (BoostingTree::with_slots). A list of P phrases
+ *  takes one state per distinct phrase prefix plus its root (at most 1 + the sum of the phrase lengths); memory is
+ *  slots × (states_per_slot + 1) states of 16 bytes and slots × (V + states_per_slot) arcs of 12 bytes. */
+struct ASRDEC_API BoostingSlots {
+  std::int64_t slots = 0;            ///< lists held at once: the largest batch, or the most streams open at once
+  std::int64_t states_per_slot = 0;  ///< trie states one list may take, its root included
+  std::int32_t max_phrase_tokens = 64;
+
+  /** Throws InvalidArgument for slots outside [1, 2^20], states_per_slot outside [1, 2^24], max_phrase_tokens
+   *  outside [1, 4096], or tables of more than 2^31 states or arcs over `vocab_size` tokens. */
+  void validate(std::int64_t vocab_size) const;
+};
+
 /** Reads phrases to boost, one per line, trimmed; blank lines and lines starting with '#' are skipped (CRLF
  *  accepted). The caller tokenises them (e.g. with the model's SentencePiece model) into a PhraseList. Throws the
  *  errors of TextFileReader. */
@@ -68,6 +93,17 @@ class ASRDEC_API BoostingTree {
    *  vocabulary, no lists or bad options. */
   static BoostingTree build(const std::vector<PhraseList>& lists, std::int64_t vocab_size,
                             const BoostingTreeOptions& options = {}, Device device = Device::cpu());
+  /** A tree of `capacity.slots` empty phrase lists (no boosting) over `vocab_size` tokens, filled by set_list().
+   *  Throws as build() and BoostingSlots::validate(). */
+  static BoostingTree with_slots(std::int64_t vocab_size, const BoostingSlots& capacity,
+                                 const BoostingTreeOptions& options = {}, Device device = Device::cpu());
+  /** Replaces the phrase list of `slot` (an empty list: no boosting) with `phrases`, scored exactly as build()
+   *  would score them. Throws InvalidArgument for a tree not made by with_slots, a slot out of range, an empty phrase,
+   *  a token outside the vocabulary or a phrase longer than max_phrase_tokens; OutOfMemory when the list needs more
+   *  than states_per_slot states. On a throw the slot keeps its list. */
+  void set_list(std::int64_t slot, const PhraseList& phrases);
+  /** The capacity of a slotted tree; slots == 0 for a tree built from fixed lists. */
+  const BoostingSlots& slots() const noexcept;
 
   ~BoostingTree();
   BoostingTree(const BoostingTree&);
@@ -76,8 +112,8 @@ class ASRDEC_API BoostingTree {
   BoostingTree& operator=(BoostingTree&&) noexcept;
 
   Device device() const noexcept;
-  std::int64_t vocab_size() const noexcept;  ///< V
-  std::int64_t num_lists() const noexcept;
+  std::int64_t vocab_size() const noexcept;   ///< V
+  std::int64_t num_lists() const noexcept;    ///< lists, or slots of a slotted tree
   std::int64_t num_phrases() const noexcept;  ///< over all lists
   std::int64_t num_states() const noexcept;
   std::size_t memory_bytes() const noexcept;
@@ -85,7 +121,8 @@ class ASRDEC_API BoostingTree {
 
   /** The root of phrase list `list` (where its utterances start). */
   std::int32_t root_state(std::int64_t list) const;
-  /** The root for utterance b of a batch of `batch`: list b, or list 0 when there is one list. Throws
+  /** The root for utterance b of a batch of `batch`: list b, or list 0 when there is one list (a slotted tree: slot b,
+   *  for batches of at most `slots`). Throws
    *  InvalidArgument when there are several lists and their number is not `batch`. */
   std::int32_t root_for(std::int64_t b, std::int64_t batch) const;
   /** Checks that the tree can serve a batch of `batch` utterances (see root_for). */
@@ -108,6 +145,8 @@ class ASRDEC_API BoostingTree {
  private:
   struct Impl;
   explicit BoostingTree(std::unique_ptr<Impl> impl);
+  static std::unique_ptr<Impl> finish(detail::NgramTables tables, std::vector<std::int32_t> roots, std::int64_t phrases,
+                                      const BoostingTreeOptions& options, Device device);
   std::shared_ptr<Impl> impl_;  // shared by copies, kept by a moved-from tree
 };
 
