@@ -253,6 +253,7 @@ void bind_core(nb::module_& m) {
       .def_ro("end_frame", &WordTiming::end_frame, "Exclusive.")
       .def_ro("start_seconds", &WordTiming::start_seconds)
       .def_ro("end_seconds", &WordTiming::end_seconds)
+      .def_ro("confidence", &WordTiming::confidence, "Aggregated token confidences in [0, 1]; -1 when none.")
       .def("__repr__", [](const WordTiming& w) {
         std::ostringstream out;
         out << "asrdec.WordTiming('" << w.word << "', " << w.start_seconds << ", " << w.end_seconds << ')';
@@ -272,9 +273,13 @@ void bind_core(nb::module_& m) {
       .def("symbol", &SymbolTable::symbol, "id"_a)
       .def("find", &SymbolTable::find, "word"_a);
   m.def(
-      "word_timings", [](const Hypothesis& h, const Vocabulary& v, double shift) { return word_timings(h, v, shift); },
-      "hypothesis"_a, "vocabulary"_a, "frame_shift_seconds"_a,
-      "The words of a token hypothesis with their frames and seconds.");
+      "word_timings",
+      [](const Hypothesis& h, const Vocabulary& v, double shift, const std::string& aggregation) {
+        return word_timings(h, v, shift, parse_confidence_aggregation(aggregation));
+      },
+      "hypothesis"_a, "vocabulary"_a, "frame_shift_seconds"_a, "confidence_aggregation"_a = "min",
+      "The words of a token hypothesis with their frames, seconds and confidences (min, max, mean or prod of their "
+      "tokens').");
   m.def("join_words", &join_words, "words"_a);
 
   nb::class_<NgramLm>(m, "NgramLm", "An n-gram LM for fusion (ARPA, or asrdec's binary image).")

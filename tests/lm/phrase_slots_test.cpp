@@ -132,8 +132,8 @@ TEST_P(PhraseSlotsDecoding, EveryUtteranceOfABatchHasItsOwnList) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const std::int64_t V = 10, C = V + 1, slots = 6;
-  auto tree = std::make_shared<BoostingTree>(
-      BoostingTree::with_slots(V, BoostingSlots{slots, kStatesPerList, 8}, {}, device_));
+  auto tree =
+      std::make_shared<BoostingTree>(BoostingTree::with_slots(V, BoostingSlots{slots, kStatesPerList, 8}, {}, device_));
   CtcGreedyConfig greedy;
   greedy.boost = tree;
   greedy.boost_weight = 2.0f;
@@ -229,7 +229,8 @@ std::int64_t PhraseSlotsDecoding::stream_round(std::mt19937_64& rng) const {
     for (std::size_t r = 0; r < open.size(); ++r) {
       const std::int64_t u = open[r], at = offset[static_cast<std::size_t>(u)];
       const std::int64_t n = std::min<std::int64_t>(chunk, e.lengths[static_cast<std::size_t>(u)] - at);
-      std::copy(e.values.begin() + (u * e.frames + at) * e.hidden, e.values.begin() + (u * e.frames + at + n) * e.hidden,
+      std::copy(e.values.begin() + (u * e.frames + at) * e.hidden,
+                e.values.begin() + (u * e.frames + at + n) * e.hidden,
                 frames.begin() + static_cast<std::ptrdiff_t>(r) * chunk * e.hidden);
       rows.push_back(ChunkRow{u, at == 0, at + n == e.lengths[static_cast<std::size_t>(u)],
                               static_cast<std::int32_t>(slot_of[static_cast<std::size_t>(u)])});
@@ -262,8 +263,9 @@ std::int64_t PhraseSlotsDecoding::stream_round(std::mt19937_64& rng) const {
     const std::vector<float> one(e.values.begin() + u * e.frames * e.hidden,
                                  e.values.begin() + (u + 1) * e.frames * e.hidden);
     const std::int32_t length = e.lengths[static_cast<std::size_t>(u)];
-    const std::vector<Hypothesis> want = TransducerGreedyDecoder(model, alone).decode(
-        place(one, 1, e.frames, e.hidden, one_storage), TensorView(&length, DType::i32, {1}));
+    const std::vector<Hypothesis> want =
+        TransducerGreedyDecoder(model, alone)
+            .decode(place(one, 1, e.frames, e.hidden, one_storage), TensorView(&length, DType::i32, {1}));
     testing::expect_same_hypotheses({finals[static_cast<std::size_t>(u)]}, want, agreement(), "rnnt greedy stream");
     boosted += want[0].boost_score != 0.0f ? 1 : 0;
   }

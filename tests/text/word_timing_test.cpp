@@ -122,6 +122,33 @@ TEST(WordTimings, WordsOnOneFrameShareItInEqualParts) {
   EXPECT_DOUBLE_EQ(words[1].end_seconds, 5.0);
 }
 
+// A word's confidence aggregates the confidences of the pieces that give it characters (a piece that ends one word
+// and begins the next counts for both); none without token confidences.
+TEST(WordTimings, WordConfidencesAggregateTheirPieces) {
+  const Vocabulary v({kMark + "ca", "t", kMark + "s", "at" + kMark + "on"});
+  Hypothesis h;
+  h.tokens = {0, 1, 2, 3};  // "cat" (0.5, 0.8), "sat" (0.9, 0.4), "on" (0.4)
+  h.timestamps = {0, 1, 2, 3};
+  EXPECT_EQ(word_timings(h, v, 0.08)[0].confidence, -1.0f);
+  h.token_confidences = {0.5f, 0.8f, 0.9f, 0.4f};
+  const auto expect = [&](ConfidenceAggregation a, float cat, float sat, float on) {
+    const auto words = word_timings(h, v, 0.08, a);
+    ASSERT_EQ(words.size(), 3u);
+    EXPECT_FLOAT_EQ(words[0].confidence, cat) << to_string(a);
+    EXPECT_FLOAT_EQ(words[1].confidence, sat) << to_string(a);
+    EXPECT_FLOAT_EQ(words[2].confidence, on) << to_string(a);
+  };
+  expect(ConfidenceAggregation::min, 0.5f, 0.4f, 0.4f);
+  expect(ConfidenceAggregation::max, 0.8f, 0.9f, 0.4f);
+  expect(ConfidenceAggregation::mean, 0.65f, 0.65f, 0.4f);
+  expect(ConfidenceAggregation::prod, 0.4f, 0.36f, 0.4f);
+  EXPECT_EQ(parse_confidence_aggregation("prod"), ConfidenceAggregation::prod);
+  ASRDEC_EXPECT_THROW_MSG(parse_confidence_aggregation("avg"), InvalidArgument,
+                          "unknown confidence aggregation 'avg': expected min, max, mean or prod");
+  h.token_confidences = {0.5f};
+  ASRDEC_EXPECT_THROW_MSG(word_timings(h, v, 0.08), InvalidArgument, "4 tokens but 1 token confidences");
+}
+
 TEST(WordTimings, BadArgumentsAreRefused) {
   const Vocabulary v({"a", "b"});
   Hypothesis h;

@@ -228,6 +228,8 @@ assert sum(1 for w in whole if w["boost_score"] != 0) >= 5, "too few utterances 
 for w, c in zip(whole, chunks):
     assert abs(w["score"] - (w["am_score"] + w["lm_score"] + w["boost_score"])) < 1e-3, w
     assert abs(w["boost_score"] - c["boost_score"]) < 1e-3, (w, c)
+# Word confidences (the decoder gives token confidences): the minimum of the word's pieces' by default.
+assert all(0 <= word["confidence"] <= 1 for w in whole for word in w["words"])
 # RNN-T words share frames (several pieces on one frame); their seconds split the frame and never overlap.
 pairs = [(a, b) for w in whole for a, b in zip(w["words"], w["words"][1:])]
 assert sum(a["end_frame"] > b["start_frame"] for a, b in pairs) >= 10, "too few words share a frame to test"

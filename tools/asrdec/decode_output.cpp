@@ -34,6 +34,11 @@ void add_common_decode_options(CLI::App& command, DecodeOptions& options) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command.add_flag("--json", options.json, "One JSON object per utterance on stdout");
+  command
+      .add_option("--confidence-aggregation", options.confidence_aggregation,
+                  "Word confidences in the JSON from their tokens' (decoders that give them): min, max, mean, prod")
+      ->check(CLI::IsMember({"min", "max", "mean", "prod"}))
+      ->capture_default_str();
   command.add_option("--show", options.show, "Print at most this many transcripts in text mode (-1: all)")
       ->capture_default_str();
   command
@@ -117,7 +122,7 @@ Device choose_device(const std::string& name) { return Device::parse(name); }
 
 DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                            const std::string& source)
-    : options_(options) {
+    : options_(options), aggregation_(parse_confidence_aggregation(options.confidence_aggregation)) {
   if (!options.vocab.empty()) {
     vocabulary_ = Vocabulary::load(options.vocab);
     vocabulary_->check_matches(model_tokens, source);
@@ -130,7 +135,7 @@ DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances
 
 DecodeReport::DecodeReport(const DecodeOptions& options, std::int64_t utterances, std::int64_t model_tokens,
                            const std::string& source, const std::vector<std::string>& special_tokens)
-    : options_(options) {
+    : options_(options), aggregation_(parse_confidence_aggregation(options.confidence_aggregation)) {
   if (!options.vocab.empty()) {
     const Vocabulary text = Vocabulary::load(options.vocab);
     std::vector<std::string> tokens;
@@ -174,6 +179,7 @@ nlohmann::json words_json(const std::vector<WordTiming>& words) {
                    {"end_frame", w.end_frame},
                    {"start", w.start_seconds},
                    {"end", w.end_seconds}});
+    if (w.confidence >= 0.0f) out.back()["confidence"] = w.confidence;
   }
   return out;
 }
@@ -183,7 +189,7 @@ namespace {
 // Every hypothesis has the same keys, empty or not, whatever the decoder (docs/results.md): "text" is null and
 // "words" empty without a token table.
 nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional<Vocabulary>& vocabulary,
-                               double frame_shift_seconds) {
+                               double frame_shift_seconds, ConfidenceAggregation aggregation) {
   nlohmann::json out = {{"text", nullptr},
                         {"words", nlohmann::json::array()},
                         {"tokens", hypothesis.tokens},
@@ -197,7 +203,7 @@ nlohmann::json hypothesis_json(const Hypothesis& hypothesis, const std::optional
                         {"boost_score", hypothesis.boost_score}};
   if (vocabulary) {
     out["text"] = vocabulary->detokenize(hypothesis.tokens);
-    out["words"] = words_json(word_timings(hypothesis, *vocabulary, frame_shift_seconds));
+    out["words"] = words_json(word_timings(hypothesis, *vocabulary, frame_shift_seconds, aggregation));
   }
   return out;
 }
@@ -216,11 +222,11 @@ void DecodeReport::add(const Hypothesis& hypothesis, const std::vector<Hypothesi
   }
   if (options_.json) {
     nlohmann::json line = {{"utterance", index}};
-    line.update(hypothesis_json(hypothesis, vocabulary_, options_.frame_shift_ms / 1000.0));
+    line.update(hypothesis_json(hypothesis, vocabulary_, options_.frame_shift_ms / 1000.0, aggregation_));
     if (nbest != nullptr) {
       line["nbest"] = nlohmann::json::array();
       for (const Hypothesis& h : *nbest) {
-        line["nbest"].push_back(hypothesis_json(h, vocabulary_, options_.frame_shift_ms / 1000.0));
+        line["nbest"].push_back(hypothesis_json(h, vocabulary_, options_.frame_shift_ms / 1000.0, aggregation_));
       }
     }
     if (extra != nullptr) line.update(*extra);

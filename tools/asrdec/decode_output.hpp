@@ -30,6 +30,7 @@ struct DecodeOptions {
   std::int64_t lanes = 0;  // --lanes: with --chunk, utterances in flight (0: --batch-size)
   std::int64_t show = -1;
   double frame_shift_ms = 80.0;
+  std::string confidence_aggregation = "min";  // --confidence-aggregation: words' confidences from their tokens'
   bool endpoint = false;     // --endpoint: with --chunk, report where each utterance's first endpoint fires
   EndpointConfig endpoints;  // its rules (seconds; the frame shift is --frame-shift-ms)
   std::string lm;            // token-level ARPA (.arpa, .arpa.gz) or binary image for shallow fusion
@@ -54,7 +55,7 @@ std::vector<std::string> read_references(const std::string& path, std::int64_t u
 
 /** Word timings as the JSON "words" array: {"word", "start_frame", "end_frame" (exclusive), "start", "end"
  *  (seconds)} per word, the same for every decoder. */
-nlohmann::json words_json(const std::vector<WordTiming>& words);
+nlohmann::json words_json(const std::vector<WordTiming>& words);  // "confidence" too where the decoder gives one
 
 /** --logprobs: CTC log-probabilities [N, T, V+1] (.npy). The old spelling --logits is accepted with a deprecation
  *  warning for one release (it always took log-probabilities, not logits). */
@@ -91,6 +92,7 @@ class DecodeReport {
 
  private:
   const DecodeOptions& options_;
+  ConfidenceAggregation aggregation_;
   std::optional<Vocabulary> vocabulary_;
   std::vector<std::string> references_;
   std::int64_t next_ = 0;

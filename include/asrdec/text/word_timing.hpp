@@ -37,12 +37,26 @@ struct ASRDEC_API WordTiming {
   std::int32_t end_frame = 0;  ///< exclusive
   double start_seconds = 0.0;
   double end_seconds = 0.0;
+  /** The word's confidence in [0, 1]: its pieces' token_confidences aggregated; -1 when the hypothesis has none. */
+  float confidence = -1.0f;
 };
 
-/** The words of `hypothesis` with their frames and seconds. Throws InvalidArgument for a frame_shift_seconds that is
- *  not positive and finite, a token outside the vocabulary, or timestamps that do not match the tokens. */
+/** How a word's confidence combines the confidences c_1..c_n of the pieces that give it characters (NeMo's
+ *  aggregations): min (default) = min c_i, max = max c_i, mean = (Σ c_i) / n, prod = Π c_i. A piece that ends one
+ *  word and begins the next counts for both. */
+enum class ConfidenceAggregation { min, max, mean, prod };
+
+ASRDEC_API const char* to_string(ConfidenceAggregation aggregation) noexcept;
+/** "min", "max", "mean" or "prod"; InvalidArgument otherwise. */
+ASRDEC_API ConfidenceAggregation parse_confidence_aggregation(const std::string& name);
+
+/** The words of `hypothesis` with their frames, seconds and confidences (aggregated by `aggregation` when the
+ *  hypothesis has token_confidences). Throws InvalidArgument for a frame_shift_seconds that is not positive and
+ *  finite, a token outside the vocabulary, timestamps that do not match the tokens, or token_confidences of another
+ *  length than the tokens. */
 ASRDEC_API std::vector<WordTiming> word_timings(const Hypothesis& hypothesis, const Vocabulary& vocabulary,
-                                                double frame_shift_seconds);
+                                                double frame_shift_seconds,
+                                                ConfidenceAggregation aggregation = ConfidenceAggregation::min);
 
 /** The words' texts joined by single spaces. */
 ASRDEC_API std::string join_words(const std::vector<WordTiming>& words);
