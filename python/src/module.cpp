@@ -332,12 +332,8 @@ void bind_core(nb::module_& m) {
             } catch (const nb::cast_error&) {
               phrase_lists = {nb::cast<PhraseList>(lists)};
             }
-            BoostingTreeOptions options;
-            options.context_score = context_score;
-            options.depth_scaling = depth_scaling;
-            options.unk_score = unk_score;
-            options.final_eos_score = final_eos_score;
-            options.uniform_weights = uniform_weights;
+            const BoostingTreeOptions options{context_score, depth_scaling, unk_score, final_eos_score,
+                                              uniform_weights};
             const Device where = device_of(device);
             nb::gil_scoped_release release;
             return std::make_shared<BoostingTree>(BoostingTree::build(phrase_lists, vocab_size, options, where));
@@ -350,12 +346,8 @@ void bind_core(nb::module_& m) {
           [](std::int64_t vocab_size, std::int64_t slots, std::int64_t states_per_slot, std::int32_t max_phrase_tokens,
              nb::handle device, float context_score, float depth_scaling, float unk_score, float final_eos_score,
              bool uniform_weights) {
-            BoostingTreeOptions options;
-            options.context_score = context_score;
-            options.depth_scaling = depth_scaling;
-            options.unk_score = unk_score;
-            options.final_eos_score = final_eos_score;
-            options.uniform_weights = uniform_weights;
+            const BoostingTreeOptions options{context_score, depth_scaling, unk_score, final_eos_score,
+                                              uniform_weights};
             const Device where = device_of(device);
             nb::gil_scoped_release release;
             return std::make_shared<BoostingTree>(BoostingTree::with_slots(

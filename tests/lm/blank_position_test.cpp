@@ -69,12 +69,9 @@ class BlankPosition : public ::testing::TestWithParam<bool> {
       device_ = Device::cuda(0);
     }
   }
-  // The values as a [B, T, C] float32 tensor on the test's device; `storage` keeps device memory alive.
   TensorView place(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c,
                    DeviceBuffer<std::byte>& storage) const {
-    if (device_.is_cpu() || values.empty()) return TensorView(values.data(), DType::f32, {b, t, c}, device_);
-    storage = testing::to_device(values.data(), values.size() * sizeof(float), device_);
-    return TensorView(storage.data(), DType::f32, {b, t, c}, device_);
+    return testing::f32_on(values, b, t, c, device_, storage);
   }
   Device device_;
 };

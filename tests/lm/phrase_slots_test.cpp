@@ -96,9 +96,7 @@ class PhraseSlotsDecoding : public ::testing::TestWithParam<bool> {
   }
   TensorView place(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c,
                    DeviceBuffer<std::byte>& storage) const {
-    if (device_.is_cpu() || values.empty()) return TensorView(values.data(), DType::f32, {b, t, c}, device_);
-    storage = testing::to_device(values.data(), values.size() * sizeof(float), device_);
-    return TensorView(storage.data(), DType::f32, {b, t, c}, device_);
+    return testing::f32_on(values, b, t, c, device_, storage);
   }
   // CPU results are exact; CUDA ones may round differently from a batch of one.
   testing::Agreement agreement() const {

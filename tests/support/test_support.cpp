@@ -49,4 +49,11 @@ DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device de
   return buffer;
 }
 
+TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c, Device device,
+                  DeviceBuffer<std::byte>& storage) {
+  if (device.is_cpu() || values.empty()) return TensorView(values.data(), DType::f32, {b, t, c}, device);
+  storage = to_device(values.data(), values.size() * sizeof(float), device);
+  return TensorView(storage.data(), DType::f32, {b, t, c}, device);
+}
+
 }  // namespace asrdec::testing

@@ -32,6 +32,10 @@ bool cuda_test_device_available(std::string* reason);
 /** Copies host bytes into a new device buffer (synchronously). */
 DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device device);
 
+/** Host float32 values as a [b, t, c] tensor on `device`: in place on the CPU, else copied into `storage`. */
+TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c, Device device,
+                  DeviceBuffer<std::byte>& storage);
+
 }  // namespace asrdec::testing
 
 /** Skips a CUDA case with the reason when no device can run it ("no CUDA device: ..."). */
