@@ -26,6 +26,7 @@
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
 #include "asrdec/hyps/beam_hyps_ref.hpp"
+#include "asrdec/hyps/confidence.hpp"
 #include "asrdec/hyps/hypothesis.hpp"
 #include "asrdec/hyps/hyps_ref.hpp"
 #include "asrdec/lm/boosting_tree.hpp"

@@ -257,7 +257,12 @@ void bind_transducer(nb::module_& m) {
         BatchLimits limits;
         std::vector<Keyword> keywords = {
             choice("algorithm", config.algorithm, [](const std::string& n) { return parse_greedy_algorithm(n); }),
-            field("window", config.window), field("max_symbols_per_frame", config.max_symbols_per_frame)};
+            field("window", config.window),
+            field("max_symbols_per_frame", config.max_symbols_per_frame),
+            choice("confidence_measure", config.confidence.measure,
+                   [](const std::string& n) { return parse_confidence_measure(n); }),
+            choice("entropy_norm", config.confidence.norm, [](const std::string& n) { return parse_entropy_norm(n); }),
+            field("confidence_alpha", config.confidence.alpha)};
         add_fusion(keywords, config);
         add_execution(keywords, config);
         add_limits(keywords, limits);

@@ -301,3 +301,17 @@ def test_phrase_lists_per_request_in_slots(ctc_input):
         tree.set_list(4, [[1]])
     with pytest.raises(asrdec.OutOfMemory, match="states_per_slot = 64"):
         tree.set_list(0, [[t % vocab, (t + 1) % vocab] for t in range(100)])
+
+
+def test_confidence_measures_are_keywords():
+    model = asrdec.TransducerModel.load(str(DATA / "rnnt" / "model.safetensors"))
+    enc, lengths = transducer_input("rnnt")
+    default = asrdec.TransducerGreedyDecoder(model).decode(enc[:3], lengths[:3])
+    nemo = asrdec.TransducerGreedyDecoder(model, confidence_measure="tsallis", entropy_norm="exp",
+                                          confidence_alpha=0.33).decode(enc[:3], lengths[:3])
+    assert [h.tokens for h in nemo] == [h.tokens for h in default]  # the measure changes confidences only
+    values = [c for h in nemo for c in h.token_confidences]
+    assert values and all(-1e-5 <= c <= 1.0 + 1e-5 for c in values)
+    assert values != [c for h in default for c in h.token_confidences]
+    with pytest.raises(asrdec.InvalidArgument, match="unknown confidence measure 'entropy'"):
+        asrdec.TransducerGreedyDecoder(model, confidence_measure="entropy")

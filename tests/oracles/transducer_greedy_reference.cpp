@@ -17,9 +17,51 @@ namespace asrdec {
 
 namespace {
 
+// NeMo's confidence measures (asrdec/hyps/confidence.hpp's table), in double precision, straight from the step's C
+// token logits: p_i, then the sums over them.
+double measured_confidence(const ConfidenceMethod& method, const std::vector<float>& logits, std::int64_t columns,
+                           std::int32_t label) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::int64_t i = 0; i < columns; ++i) top = std::max(top, static_cast<double>(logits[i]));
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < columns; ++i) sum += std::exp(static_cast<double>(logits[i]) - top);
+  const double log_sum = top + std::log(sum);
+  const auto x = [&](std::int64_t i) { return static_cast<double>(logits[i]) - log_sum; };  // log p_i
+  if (method.measure == ConfidenceMeasure::probability) return std::exp(x(label));
+  const double c = static_cast<double>(columns), a = method.alpha;
+  if (method.measure == ConfidenceMeasure::max_prob) {
+    const double p_max = std::exp(top - log_sum);
+    return a == 1.0 ? (c * p_max - 1.0) / (c - 1.0) : (std::pow(c * p_max, a) - 1.0) / (std::pow(c, a) - 1.0);
+  }
+  double s_alpha = 0.0, g_alpha = 0.0;  // Σ p^α, Σ p^α log p
+  for (std::int64_t i = 0; i < columns; ++i) {
+    s_alpha += std::exp(a * x(i));
+    g_alpha += std::exp(a * x(i)) * x(i);
+  }
+  const bool lin = method.norm == EntropyNorm::lin;
+  if (a == 1.0) return lin ? 1.0 + g_alpha / std::log(c) : (c * std::exp(g_alpha) - 1.0) / (c - 1.0);
+  const double c_1a = std::pow(c, 1.0 - a);
+  switch (method.measure) {
+    case ConfidenceMeasure::gibbs: {
+      if (lin) return 1.0 + g_alpha / (std::log(c) * c_1a);
+      const double floor = std::pow(c, -a * c_1a);
+      return (std::exp(a * g_alpha) - floor) / (1.0 - floor);
+    }
+    case ConfidenceMeasure::tsallis: {
+      if (lin) return 1.0 + (1.0 - s_alpha) / (c_1a - 1.0);
+      const double floor = std::exp((1.0 - c_1a) / (1.0 - a));
+      return (std::exp((1.0 - s_alpha) / (1.0 - a)) - floor) / (1.0 - floor);
+    }
+    default:  // renyi
+      if (lin) return 1.0 + std::log2(s_alpha) / ((a - 1.0) * std::log2(c));
+      return (std::pow(s_alpha, 1.0 / (a - 1.0)) * c - 1.0) / (c - 1.0);
+  }
+}
+
 std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView& enc_proj, const TensorView& lengths,
                                   std::int32_t max_symbols, const NgramLm* lm, float lm_weight,
-                                  const BoostingTree* boost, float boost_weight) {
+                                  const BoostingTree* boost, float boost_weight,
+                                  const ConfidenceMethod& confidence = {}) {
   ASRDEC_CHECK_ARG(model.device().is_cpu(), "the reference decoder needs a CPU model, got one on ",
                    model.device().to_string());
   ASRDEC_CHECK_ARG(max_symbols >= 1, "max_symbols_per_frame must be at least 1, got ", max_symbols);
@@ -107,7 +149,7 @@ std::vector<Hypothesis> reference(const TransducerModel& model, const TensorView
         hyp.timestamps.push_back(t);
         if (tdt) hyp.durations.push_back(duration);
         hyp.token_scores.push_back(static_cast<float>(token_logprob));
-        hyp.token_confidences.push_back(static_cast<float>(std::exp(token_logprob)));
+        hyp.token_confidences.push_back(static_cast<float>(measured_confidence(confidence, logits, columns, label)));
         session->step(&label, &one, state.data(), dec.data(), 1, nullptr);
         step = tdt ? duration : 0;
         if (step == 0 && ++on_frame >= max_symbols) {
@@ -147,7 +189,7 @@ std::vector<Hypothesis> transducer_greedy_reference(const TransducerModel& model
   detail::check_fusion_vocab(config.lm.get(), config.boost.get(), model.vocab_size(),
                              detail::concat("the model ", model.vocab_size()));
   return reference(model, enc_proj, lengths, config.max_symbols_per_frame, config.lm.get(), config.lm_weight,
-                   config.boost.get(), config.boost_weight);
+                   config.boost.get(), config.boost_weight, config.confidence);
 }
 
 }  // namespace asrdec

@@ -30,11 +30,16 @@ struct TransducerOptions {
   std::int32_t aes_steps = 2;
   std::int32_t aes_beta = 2;
   double aes_gamma = 2.3;
+  std::string confidence = "probability";  // greedy: token confidences (asrdec/hyps/confidence.hpp)
+  std::string entropy_norm = "exp";
+  double confidence_alpha = 0.33;
 };
 
 bool is_beam_algorithm(const std::string& name) { return name == "alsd++" || name == "aes++" || name == "wind-beam"; }
 
 void run_beam(const TransducerOptions& options) {
+  ASRDEC_CHECK_ARG(options.confidence == "probability", "--confidence ", options.confidence,
+                   ": beam search gives no token confidences (greedy decoding does)");
   const Device device = choose_device(options.common.device);
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),
@@ -127,6 +132,9 @@ void run(const TransducerOptions& options) {
   config.max_symbols_per_frame = options.max_symbols;
   config.graph_mode = parse_graph_mode(options.common.graph_mode);
   config.threads = options.threads;
+  config.confidence =
+      ConfidenceMethod{parse_confidence_measure(options.confidence), parse_entropy_norm(options.entropy_norm),
+                       static_cast<float>(options.confidence_alpha)};
   config.lm = load_fusion_lm(options.common, model.vocab_size(), model.device());
   config.lm_weight = static_cast<float>(options.common.lm_weight);
   const Boosting boosting = load_boosting(options.common.boost, model.vocab_size(), model.device(), options.common.json,
@@ -203,6 +211,15 @@ void add_command(CLI::App& decode, TransducerType type) {
                    "Greedy, ALSD++ and wind-beam: labels per frame before moving on")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command
+      ->add_option("--confidence", options->confidence,
+                   "Greedy: token confidences: probability, or NeMo's max_prob, gibbs, tsallis, renyi")
+      ->check(CLI::IsMember({"probability", "max_prob", "gibbs", "tsallis", "renyi"}))
+      ->capture_default_str();
+  command->add_option("--entropy-norm", options->entropy_norm, "With an entropy --confidence: lin or exp")
+      ->check(CLI::IsMember({"lin", "exp"}))
+      ->capture_default_str();
+  command->add_option("--confidence-alpha", options->confidence_alpha, "The measure's α (> 0)")->capture_default_str();
   command
       ->add_option("--threads", options->threads, "On the CPU: threads the utterances are spread over (0: every core)")
       ->check(CLI::Range(0, 1024))

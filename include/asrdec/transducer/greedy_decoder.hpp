@@ -52,6 +52,7 @@
 #include "asrdec/core/streaming.hpp"
 #include "asrdec/core/tensor.hpp"
 #include "asrdec/hyps/batched_hyps.hpp"
+#include "asrdec/hyps/confidence.hpp"
 #include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
 #include "asrdec/transducer/transducer_model.hpp"
@@ -83,6 +84,9 @@ struct ASRDEC_API TransducerGreedyConfig {
    *  (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps. Results do not depend on it;
    *  when several rows hold bad values, which one the error names may. */
   std::int32_t threads = 0;
+  /** How token_confidences are computed: the emitted token's probability (default), or one of NeMo's measures of
+   *  the emitting step's distribution (asrdec/hyps/confidence.hpp has the formulas). */
+  ConfidenceMethod confidence;
   /** Shallow fusion of a token-level n-gram LM (NGPU-LM), or none. The LM must be on the model's device with
    *  V = the model's vocabulary (blank excluded); its token ids are the model's columns without the blank, in
    *  order, wherever the blank is (docs/ngram-lm.md). The acoustic model alone decides blank versus non-blank; a

@@ -90,7 +90,9 @@ class GreedySlice {
         rules_(rules),
         session_(model.predictor().start_session(rows)),
         session_rows_(rows),
-        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {}
+        joint_(model.joint().impl(), model.vocab_size() + 1, model_.durations(), model.blank_id()) {
+    joint_.set_confidence(config.confidence);
+  }
 
   PredictorSession& session() { return *session_; }
 

@@ -353,6 +353,7 @@ class GreedyCuda final : public GreedyBackend {
     g.enc_dtype = enc_dtype;
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
+    g.confidence = config_.confidence;
     g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
     g.fusion.blank = model_.blank_id();
     if (config_.lm != nullptr) {

@@ -43,6 +43,7 @@ void TransducerGreedyConfig::validate() const {
                    "TransducerGreedyConfig.max_device_bytes must be 0 (no cap) or positive, got ", max_device_bytes);
   ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
                    "TransducerGreedyConfig.threads must be in [0, 1024] (0: every core), got ", threads);
+  confidence.validate();
 }
 
 std::string TransducerGreedyConfig::to_string() const {
@@ -53,7 +54,8 @@ std::string TransducerGreedyConfig::to_string() const {
       lm != nullptr ? detail::concat(", lm=", lm->order(), "-gram, lm_weight=", lm_weight) : "",
       boost != nullptr ? detail::concat(", boost=", boost->num_phrases(), " phrases, boost_weight=", boost_weight) : "",
       max_device_bytes > 0 ? detail::concat(", max_device_bytes=", max_device_bytes) : "",
-      threads > 0 ? detail::concat(", threads=", threads) : "", "}");
+      threads > 0 ? detail::concat(", threads=", threads) : "",
+      confidence.measure != ConfidenceMeasure::probability ? ", confidence=" + confidence.to_string() : "", "}");
 }
 
 namespace detail {

@@ -2,6 +2,7 @@
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/logsumexp.hpp"
+#include "hyps/confidence_step.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
 #include "transducer/model/joint_hidden.cuh"
 
@@ -56,12 +57,16 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
     const float* logits = g.logits + row * g.outputs;
     ArgMax best = argmax_identity();
     LogSumExp lse = lse_identity();
+    ConfidenceStats stats = confidence_stats_identity();
+    const bool entropy =
+        g.confidence.measure != ConfidenceMeasure::probability && g.confidence.measure != ConfidenceMeasure::max_prob;
     bool finite = true;
     for (std::int64_t o = lane; o < g.token_columns; o += 32) {
       const float x = logits[o] + g.bias[o];
       finite = finite && is_finite_value(x);
       argmax_update(best, x, static_cast<std::int32_t>(o));
       lse = lse_add(lse, x);
+      if (entropy) stats = confidence_stats_add(stats, x, g.confidence.alpha);
     }
     ArgMax duration = argmax_identity();
     LogSumExp duration_lse = lse_identity();
@@ -81,6 +86,13 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
           lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
       duration_lse = lse_merge(duration_lse, LogSumExp{__shfl_xor_sync(kFullWarp, duration_lse.max, offset),
                                                        __shfl_xor_sync(kFullWarp, duration_lse.sum, offset)});
+      if (entropy) {  // warp-uniform
+        stats = confidence_stats_merge(
+            stats,
+            ConfidenceStats{__shfl_xor_sync(kFullWarp, stats.max, offset), __shfl_xor_sync(kFullWarp, stats.s, offset),
+                            __shfl_xor_sync(kFullWarp, stats.t, offset)},
+            g.confidence.alpha);
+      }
     }
     std::int32_t label = label_or_blank(best, g.rules.blank);
     float score = best.value;
@@ -108,7 +120,8 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
       g.choice_token_logprob[row] = token_logprob;
       g.choice_step_logprob[row] =
           token_logprob + (g.num_durations > 0 ? lse_log_probability(duration_lse, duration.value) : 0.0f);
-      g.choice_confidence[row] = lse_max_probability(lse, score);
+      g.choice_confidence[row] =
+          step_confidence(g.confidence, lse, stats, best.value, score, static_cast<int>(g.token_columns));
       g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(duration)] : 0;
     }
   }

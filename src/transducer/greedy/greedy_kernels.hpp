@@ -11,6 +11,7 @@
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/transducer_step.hpp"
+#include "asrdec/hyps/confidence.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/model/joint_enc_args.hpp"
 
@@ -52,6 +53,7 @@ struct GreedyDeviceState {
   DType weight_dtype;
   std::int32_t check_values;
   FusionRef fusion;  ///< LM fusion and boosting (totals gathered with the lanes); !fusion.active() without either
+  ConfidenceMethod confidence;  ///< how choice_confidence is computed (hyps/confidence_step.hpp)
 };
 
 /** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in

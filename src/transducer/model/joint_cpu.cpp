@@ -111,6 +111,9 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   const std::int64_t J = joint_.hidden;
   tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
   lse_.assign(static_cast<std::size_t>(count), lse_identity());
+  const bool entropy =
+      confidence_.measure != ConfidenceMeasure::probability && confidence_.measure != ConfidenceMeasure::max_prob;
+  if (entropy) stats_.assign(static_cast<std::size_t>(count), confidence_stats_identity());
   if (fused) {
     fused_.assign(static_cast<std::size_t>(count), argmax_identity());
     fused_logit_.assign(static_cast<std::size_t>(count), 0.0f);
@@ -124,6 +127,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       if (check_values) check_outputs(enc, rows[r], &logit, 1);
       argmax_update(tokens_[r], logit, static_cast<std::int32_t>(o));
       lse_[r] = lse_add(lse_[r], logit);
+      if (entropy) stats_[r] = confidence_stats_add(stats_[r], logit, confidence_.alpha);
       if (fused && o <= fusion.vocab && o != blank_) {
         ArgMax& best = fused_[static_cast<std::size_t>(r)];
         argmax_update(best, logit + fusion_bonus(fusion, rows[r].b, static_cast<std::int32_t>(o)),
@@ -141,7 +145,8 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
       logit = fused_logit_[static_cast<std::size_t>(r)];
     }
     out[r].token_logprob = lse_log_probability(lse_[r], logit);
-    out[r].confidence = lse_max_probability(lse_[r], logit);
+    out[r].confidence = step_confidence(confidence_, lse_[r], entropy ? stats_[r] : confidence_stats_identity(),
+                                        tokens_[r].value, logit, static_cast<int>(token_columns_));
     out[r].step_logprob = out[r].token_logprob;
   }
   if (!durations_.empty()) {

@@ -5,6 +5,7 @@
 
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/logsumexp.hpp"
+#include "hyps/confidence_step.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/model/joint_impl.hpp"
 
@@ -58,6 +59,9 @@ class JointCpu {
   void logits_rows(const EncodedView& enc, const JointRow* rows, const float* const* decs, std::int64_t count,
                    bool check_values, float* out);
 
+  /** How JointChoice::confidence is computed (default: the chosen token's probability). */
+  void set_confidence(const ConfidenceMethod& method) { confidence_ = method; }
+
   /** The V+1 token logits of utterance b at `frame` (the values evaluate() compares), into `logits`. */
   void token_logits(const EncodedView& enc, std::int64_t b, std::int32_t frame, const float* dec, float* logits);
 
@@ -76,6 +80,8 @@ class JointCpu {
   std::vector<ArgMax> tokens_, durations_best_, fused_;
   std::vector<float> fused_logit_;
   std::vector<LogSumExp> lse_, durations_lse_;
+  ConfidenceMethod confidence_{};
+  std::vector<ConfidenceStats> stats_;  // entropy measures: per row, over the token columns
 };
 
 }  // namespace asrdec::detail
