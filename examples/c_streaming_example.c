@@ -61,7 +61,7 @@ typedef struct {
 static Final keep(const asrdec_hypothesis* h) {
   Final f = {h->num_tokens, malloc((size_t)h->num_tokens * sizeof(int32_t) + 1),
              malloc((size_t)h->num_tokens * sizeof(int32_t) + 1), h->score, h->am_score, h->lm_score};
-  if (f.tokens != NULL && f.timestamps != NULL) {
+  if (f.tokens != NULL && f.timestamps != NULL && h->num_tokens > 0) { /* an empty result's arrays may be NULL */
     memcpy(f.tokens, h->tokens, (size_t)h->num_tokens * sizeof(int32_t));
     memcpy(f.timestamps, h->timestamps, (size_t)h->num_tokens * sizeof(int32_t));
   }
@@ -71,8 +71,8 @@ static Final keep(const asrdec_hypothesis* h) {
 static int same(const asrdec_hypothesis* a, const Final* b) {
   return b->tokens != NULL && b->timestamps != NULL && a->num_tokens == b->num_tokens && a->score == b->score &&
          a->am_score == b->am_score && a->lm_score == b->lm_score &&
-         memcmp(a->tokens, b->tokens, (size_t)a->num_tokens * sizeof(int32_t)) == 0 &&
-         memcmp(a->timestamps, b->timestamps, (size_t)a->num_tokens * sizeof(int32_t)) == 0;
+         (a->num_tokens == 0 || (memcmp(a->tokens, b->tokens, (size_t)a->num_tokens * sizeof(int32_t)) == 0 &&
+                                 memcmp(a->timestamps, b->timestamps, (size_t)a->num_tokens * sizeof(int32_t)) == 0));
 }
 
 /* Streams `input` [B, T, C] (lengths[b] frames each) by chunks of `chunk` frames and compares every final result

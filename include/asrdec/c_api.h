@@ -36,8 +36,11 @@
 extern "C" {
 #endif
 
-/** The version of this C interface: 1. It changes when a function or struct changes incompatibly. */
-#define ASRDEC_C_API_VERSION 1
+/** The version of this C interface: 2. It changes when a function or struct changes incompatibly. Version 2 added
+ *  streaming, BatchLimits and threads to the decoder configs (new fields at their ends) and confidences. A version-2
+ *  library reads a version-1 config by its struct_size, but a program built against version-1 headers must be
+ *  rebuilt all the same: version 2's *_config_init functions write the whole, larger struct. */
+#define ASRDEC_C_API_VERSION 2
 
 typedef enum asrdec_status {
   ASRDEC_OK = 0,
@@ -153,10 +156,12 @@ typedef struct asrdec_ctc_greedy_config {
   float lm_weight;
   const asrdec_boosting_tree* boost; /**< or NULL */
   float boost_weight;
-  int32_t threads;             /**< CPU: threads a call's utterances are spread over, the caller's included; 0: all */
+  /* Added in C API version 2. The 64-bit fields come first, so that none lies in the tail padding of the version-1
+   * struct (whose struct_size covers that padding). */
   int64_t max_batch;           /**< BatchLimits: utterances (or streamed rows) per call the decoder is sized for */
   int64_t max_frames;          /**< BatchLimits: frames per utterance it is sized for (calls beyond grow it) */
   int64_t max_open_utterances; /**< BatchLimits: streaming, the most utterances open at once */
+  int32_t threads;             /**< CPU: threads a call's utterances are spread over, the caller's included; 0: all */
 } asrdec_ctc_greedy_config;
 ASRDEC_API void asrdec_ctc_greedy_config_init(asrdec_ctc_greedy_config* config);
 ASRDEC_API asrdec_status asrdec_ctc_greedy_create(const char* device, const asrdec_ctc_greedy_config* config,
@@ -191,10 +196,11 @@ typedef struct asrdec_ctc_beam_config {
   int32_t check_values;
   const char* graph_mode;
   int64_t max_device_bytes;
-  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  /* Added in C API version 2 (the 64-bit fields first: see asrdec_ctc_greedy_config). */
   int64_t max_batch;
   int64_t max_frames;
   int64_t max_open_utterances;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
 } asrdec_ctc_beam_config;
 ASRDEC_API void asrdec_ctc_beam_config_init(asrdec_ctc_beam_config* config);
 ASRDEC_API asrdec_status asrdec_ctc_beam_create(const char* device, const asrdec_ctc_beam_config* config,
@@ -236,10 +242,11 @@ typedef struct asrdec_transducer_greedy_config {
   float lm_weight;
   const asrdec_boosting_tree* boost;
   float boost_weight;
-  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  /* Added in C API version 2 (the 64-bit fields first: see asrdec_ctc_greedy_config). */
   int64_t max_batch;
   int64_t max_frames;
   int64_t max_open_utterances;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
 } asrdec_transducer_greedy_config;
 ASRDEC_API void asrdec_transducer_greedy_config_init(asrdec_transducer_greedy_config* config);
 ASRDEC_API asrdec_status asrdec_transducer_greedy_create(const asrdec_transducer_model* model,
@@ -279,10 +286,11 @@ typedef struct asrdec_transducer_beam_config {
   const char* graph_mode;
   int64_t max_device_bytes;
   int32_t check_values;
-  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
+  /* Added in C API version 2 (the 64-bit fields first: see asrdec_ctc_greedy_config). */
   int64_t max_batch;
   int64_t max_frames;
   int64_t max_open_utterances;
+  int32_t threads;             /**< as asrdec_ctc_greedy_config's */
 } asrdec_transducer_beam_config;
 ASRDEC_API void asrdec_transducer_beam_config_init(asrdec_transducer_beam_config* config);
 ASRDEC_API asrdec_status asrdec_transducer_beam_create(const asrdec_transducer_model* model,
@@ -322,6 +330,7 @@ typedef struct asrdec_wfst_decoder_config {
   int32_t check_values;
   const char* graph_mode;
   int64_t max_device_bytes;
+  /* Added in C API version 2. */
   int32_t threads;             /**< CPU: threads a call's rows are spread over, the caller's included; 0: all */
   int64_t max_open_utterances; /**< streaming: the most utterances open at once */
 } asrdec_wfst_decoder_config;

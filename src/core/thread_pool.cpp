@@ -38,16 +38,14 @@ struct Job {
 class ProcessPool {
  public:
   explicit ProcessPool(int threads) : size_(threads) {
-    for (int w = 1; w < threads; ++w) workers_.emplace_back([this] { serve(); });
-  }
-  ~ProcessPool() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+    try {
+      for (int w = 1; w < threads; ++w) workers_.emplace_back([this] { serve(); });
+    } catch (...) {
+      stop_workers();  // a thread that could not start: the started ones are joined, not left joinable
+      throw;
     }
-    wake_.notify_all();
-    for (std::thread& t : workers_) t.join();
   }
+  ~ProcessPool() { stop_workers(); }
   ProcessPool(const ProcessPool&) = delete;
   ProcessPool& operator=(const ProcessPool&) = delete;
 
@@ -67,6 +65,15 @@ class ProcessPool {
   }
 
  private:
+  void stop_workers() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
   void serve() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {

@@ -19,14 +19,17 @@ struct ConfidenceStats {
   float t;
 };
 
-ASRDEC_HD_INLINE ConfidenceStats confidence_stats_identity() { return ConfidenceStats{-__builtin_huge_valf(), 0.0f, 0.0f}; }
+ASRDEC_HD_INLINE ConfidenceStats confidence_stats_identity() {
+  return ConfidenceStats{-__builtin_huge_valf(), 0.0f, 0.0f};
+}
 
 /** Rescales a's sums to the maximum m ≥ a.max: each term e^(α(l − a.max))(l − a.max) becomes
  *  e^(α(l − m))(l − m) = e^(αd)(e^(α(l − a.max))(l − a.max) + d·e^(α(l − a.max))) with d = a.max − m. */
 ASRDEC_HD_INLINE ConfidenceStats confidence_stats_rescaled(ConfidenceStats a, float m, float alpha) {
-  if (a.s == 0.0f) return ConfidenceStats{m, 0.0f, 0.0f};
   const float d = a.max - m;
-  const float scale = expf(alpha * d);
+  const float scale = a.s == 0.0f ? 0.0f : expf(alpha * d);
+  // Terms that vanish (p = 0: a -inf logit, or underflow) add nothing: 0 · (−inf) must not become NaN.
+  if (scale == 0.0f) return ConfidenceStats{m, 0.0f, 0.0f};
   return ConfidenceStats{m, a.s * scale, (a.t + d * a.s) * scale};
 }
 
@@ -45,8 +48,8 @@ ASRDEC_HD_INLINE ConfidenceStats confidence_stats_add(ConfidenceStats a, float l
 /** The confidence of a step: `method` over the step's `classes` token columns, whose log-sum-exp is `lse`, whose
  *  largest logit is `best` and whose emitted token's logit is `emitted`; `stats` as accumulated above (ignored by
  *  probability and max_prob). */
-ASRDEC_HD_INLINE float step_confidence(const ConfidenceMethod& method, LogSumExp lse, ConfidenceStats stats,
-                                       float best, float emitted, int classes) {
+ASRDEC_HD_INLINE float step_confidence(const ConfidenceMethod& method, LogSumExp lse, ConfidenceStats stats, float best,
+                                       float emitted, int classes) {
   if (method.measure == ConfidenceMeasure::probability) return lse_max_probability(lse, emitted);
   const float c = static_cast<float>(classes);
   const float a = method.alpha;
@@ -59,7 +62,7 @@ ASRDEC_HD_INLINE float step_confidence(const ConfidenceMethod& method, LogSumExp
     return (ca * expf(a * x_max) - 1.0f) / (ca - 1.0f);
   }
   const float scale = expf(a * (stats.max - log_sum));
-  const float s_alpha = scale * stats.s;                                    // Σ p^α
+  const float s_alpha = scale * stats.s;                                      // Σ p^α
   const float g_alpha = scale * (stats.t + (stats.max - log_sum) * stats.s);  // Σ p^α log p
   const float log_c = logf(c);
   if (one || method.measure == ConfidenceMeasure::gibbs) {

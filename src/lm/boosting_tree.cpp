@@ -353,22 +353,23 @@ void BoostingTree::set_list(std::int64_t slot, const PhraseList& phrases) {
     write_slot(graph.host, a, slot, slot_states, slot_arcs);
   } else {
 #if ASRDEC_WITH_CUDA
-    // The slot's ranges, written on the host and copied over the device tables' (the kernels' pointers stay).
+    // The slot's ranges, staged on the host (values absolute, positions from the slot's start) and copied over the
+    // device tables' (the kernels' pointers stay).
     detail::NgramTables staged;
-    staged.arc_begin.assign(static_cast<std::size_t>((slot + 1) * slot_states + 1), 0);
-    staged.backoff_to.assign(static_cast<std::size_t>((slot + 1) * slot_states), 0);
+    staged.arc_begin.assign(static_cast<std::size_t>(slot_states), 0);
+    staged.backoff_to.assign(static_cast<std::size_t>(slot_states), 0);
     staged.backoff_weight.assign(staged.backoff_to.size(), 0.0f);
     staged.final_weight.assign(staged.backoff_to.size(), 0.0f);
-    staged.arc_label.assign(static_cast<std::size_t>((slot + 1) * slot_arcs), 0);
+    staged.arc_label.assign(static_cast<std::size_t>(slot_arcs), 0);
     staged.arc_target.assign(staged.arc_label.size(), 0);
     staged.arc_weight.assign(staged.arc_label.size(), 0.0f);
-    write_slot(staged, a, slot, slot_states, slot_arcs);
+    write_slot(staged, a, 0, slot_states, slot_arcs);
     Stream stream(device());
     const auto states_at = static_cast<std::size_t>(slot * slot_states);
     const auto arcs_at = static_cast<std::size_t>(slot * slot_arcs);
-    const auto n_states = static_cast<std::size_t>(slot_states), n_arcs = static_cast<std::size_t>(slot_arcs);
+    const auto n_states = static_cast<std::size_t>(slot_states), n_arcs = a.arc_label.size();
     const auto copy = [&](auto& to, const auto& from, std::size_t at, std::size_t elements) {
-      copy_bytes_async(to.data() + at, device(), from.data() + at, Device::cpu(), elements * sizeof(from[0]),
+      copy_bytes_async(to.data() + at, device(), from.data(), Device::cpu(), elements * sizeof(from[0]),
                        stream.handle());
     };
     copy(graph.arc_begin, staged.arc_begin, states_at, n_states);

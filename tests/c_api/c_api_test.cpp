@@ -487,10 +487,17 @@ TEST(CApi, StreamingLimitsAndThreadsAreChecked) {
   config.max_batch = 0;
   EXPECT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_INVALID_ARGUMENT);
   EXPECT_NE(std::string(asrdec_last_error()).find("max_batch"), std::string::npos) << asrdec_last_error();
-  // A program built before the limits existed: its struct ends before them, and the defaults apply.
-  config.struct_size = static_cast<std::uint32_t>(offsetof(asrdec_ctc_greedy_config, threads));
+  // A version-1 struct: it ends where the limits begin (its size covers its tail padding, which must hold none of the
+  // new fields), and the defaults apply. Garbage in that padding changes nothing.
+  asrdec_ctc_greedy_config_init(&config);
+  config.struct_size = static_cast<std::uint32_t>(offsetof(asrdec_ctc_greedy_config, max_batch));
+  const std::size_t padding = offsetof(asrdec_ctc_greedy_config, boost_weight) + sizeof(float);
+  std::memset(reinterpret_cast<char*>(&config) + padding, 0xff, config.struct_size - padding);
   ASSERT_EQ(asrdec_ctc_greedy_create("cpu", &config, &decoder), ASRDEC_OK) << asrdec_last_error();
   asrdec_ctc_greedy_free(decoder);
+  static_assert(offsetof(asrdec_transducer_greedy_config, max_batch) % 8 == 0 &&
+                    offsetof(asrdec_transducer_beam_config, max_batch) % 8 == 0,
+                "the version-2 fields start on 8 bytes, after the version-1 struct's padding");
 
   EXPECT_EQ(asrdec_cpu_threads(), cpu_threads());
   EXPECT_EQ(asrdec_set_cpu_threads(asrdec_cpu_threads()), ASRDEC_OK);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "asrdec/asrdec.hpp"
@@ -52,6 +53,12 @@ TEST(Confidence, OneHotStepsScoreOneAndUniformStepsZero) {
       one_hot[1] = 0.0f;
       EXPECT_NEAR(confidence_of(method, uniform, false), 0.0f, 2e-4f) << classes << " classes";
       EXPECT_NEAR(confidence_of(method, one_hot, true), 1.0f, 2e-4f) << classes << " classes";
+    }
+    // A -inf log-probability (p = 0) adds nothing to the sums: the measure stays finite, in whichever order it comes.
+    const float inf = __builtin_huge_valf();
+    for (const bool halves : {false, true}) {
+      EXPECT_TRUE(std::isfinite(confidence_of(method, {-inf, 0.5f, 1.0f, -inf}, halves)));
+      EXPECT_TRUE(std::isfinite(confidence_of(method, {0.5f, -inf, 1.0f}, halves)));
     }
   }
 }
@@ -125,9 +132,9 @@ TEST_P(ConfidenceDecoding, GreedyTokenConfidencesEqualTheOracle) {
       config.algorithm = algorithm;
       config.window = window;
       const auto got = TransducerGreedyDecoder(model, config, BatchLimits{4, 17}).decode(enc, e.lens());
-      testing::expect_same_hypotheses(got, want,
-                                      GetParam() ? testing::cuda_agreement(DType::f32) : testing::Agreement{1e-4, false},
-                                      to_string(algorithm));
+      testing::expect_same_hypotheses(
+          got, want, GetParam() ? testing::cuda_agreement(DType::f32) : testing::Agreement{1e-4, false},
+          to_string(algorithm));
       if (::testing::Test::HasFailure()) return;
     }
     for (const auto& h : want) tokens += static_cast<std::int64_t>(h.tokens.size());

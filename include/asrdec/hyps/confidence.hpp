@@ -16,9 +16,9 @@
  * | gibbs, lin | 1 + G / ln C | 1 + G_α / (ln C · C^(1−α)) |
  * | gibbs, exp | (C · e^G − 1) / (C − 1) | (e^(α·G_α) − C^(−α·C^(1−α))) / (1 − C^(−α·C^(1−α))) |
  * | tsallis, lin | as gibbs, lin | 1 + (1 − S_α) / (C^(1−α) − 1) |
- * | tsallis, exp | as gibbs, exp | (e^((1 − S_α)/(1 − α)) − e^((1 − C^(1−α))/(1 − α))) / (1 − e^((1 − C^(1−α))/(1 − α))) |
- * | renyi, lin | as gibbs, lin | 1 + log2(S_α) / ((α − 1) · log2 C) |
- * | renyi, exp | as gibbs, exp | (S_α^(1/(α − 1)) · C − 1) / (C − 1) |
+ * | tsallis, exp | as gibbs, exp | (e^((1 − S_α)/(1 − α)) − e^((1 − C^(1−α))/(1 − α))) / (1 − e^((1 − C^(1−α))/(1 −
+ * α))) | | renyi, lin | as gibbs, lin | 1 + log2(S_α) / ((α − 1) · log2 C) | | renyi, exp | as gibbs, exp | (S_α^(1/(α
+ * − 1)) · C − 1) / (C − 1) |
  *
  * p_max is the step's largest probability, whichever token is emitted (LM fusion may emit another). Each measure is
  * 1 for a one-hot distribution and 0 for a uniform one. NeMo's default is tsallis, exp, α = 0.33.
