@@ -4,16 +4,8 @@
 #   cli_server_test.sh <asrdec CLI> <examples/data> [--sanitized]
 # (a separate ctest from cli_test.sh, so that each stays well inside ctest's time limit under the sanitizers).
 set -euo pipefail
-asrdec="$1"
-data="$2"
-sanitized="${3:-}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-wer() { grep -o "^WER [0-9.]*" "$1" | cut -d' ' -f2; }
-boost=(--boost "$data/boost/phrases.txt" --bpe "$data/bpe.model" --boost-weight 0.6)
-rnnt=(--model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --lengths "$data/rnnt/lengths.npy"
-  --vocab "$data/tokens.txt" --refs "$data/rnnt/refs.txt" --device cpu --show 0)
+# shellcheck source=cli_test_setup.sh
+source "$(dirname "$0")/cli_test_setup.sh"
 
 # Endpointing in --chunk mode: the first chunk end at which a rule fires, checked against the rules applied here to
 # the final tokens (greedy results are prefix-stable: the tokens before frame f are those of the result at f).
