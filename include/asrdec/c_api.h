@@ -76,7 +76,7 @@ typedef struct asrdec_hypothesis {
   const int32_t* tokens;      /**< token ids, blank never included */
   const int32_t* timestamps;  /**< frame of each token */
   const int32_t* durations;   /**< TDT: duration of each token; NULL otherwise */
-  const float* token_scores;  /**< per-token log-probabilities; NULL when the decoder gives none (beam search) */
+  const float* token_scores;  /**< per-token log-probabilities; NULL when the decoder gives none */
   float score;                /**< the total log-probability: am_score + lm_score + boost_score (docs/results.md) */
   float am_score;             /**< its acoustic part */
   float lm_score;             /**< its (weighted) language-model part */
@@ -92,7 +92,7 @@ ASRDEC_API int64_t asrdec_results_hypotheses(const asrdec_results* results, int6
 ASRDEC_API asrdec_status asrdec_results_get(const asrdec_results* results, int64_t utterance, int64_t k,
                                             asrdec_hypothesis* out);
 /** The per-token confidences of hypothesis k of `utterance` (num_tokens values in [0, 1], Hypothesis::
- *  token_confidences: transducer greedy decoding), or NULL in *out when the decoder gives none. */
+ *  token_confidences; every token decoder gives them), or NULL in *out when the decoder gives none. */
 ASRDEC_API asrdec_status asrdec_results_token_confidences(const asrdec_results* results, int64_t utterance, int64_t k,
                                                           const float** out);
 ASRDEC_API void asrdec_results_free(asrdec_results* results);

@@ -207,6 +207,10 @@ def test_streaming_equals_whole_utterances(ctc_input):
         for u in rows:
             assert (final[u].tokens, final[u].timestamps, final[u].score) == (
                 whole[u].tokens, whole[u].timestamps, whole[u].score), (repr(decoder), u)
+            # Every token decoder gives token scores and confidences, beam search along the best alignment.
+            assert len(whole[u].token_scores) == len(whole[u].tokens), (repr(decoder), u)
+            assert final[u].token_scores == whole[u].token_scores, (repr(decoder), u)
+            assert np.allclose(final[u].token_confidences, np.exp(whole[u].token_scores), rtol=1e-6), (repr(decoder), u)
     # Tuples are rows too; cancel forgets an utterance.
     decoder = asrdec.CtcGreedyDecoder()
     decoder.decode_chunks([(7, True, False)], x[:1, :4], [4])

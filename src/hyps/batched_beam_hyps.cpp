@@ -45,6 +45,8 @@ Hypothesis beam_hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k)
     out.tokens.push_back(label);
     out.timestamps.push_back(h.timestamps[at]);
     if (h.kind == BeamKind::tdt) out.durations.push_back(h.durations[at]);
+    out.token_scores.push_back(h.logprobs[at]);
+    out.token_confidences.push_back(std::exp(h.logprobs[at]));
   }
   out.score = h.scores[beam_slot(h, b, k)];
   out.ranking_score = out.score;

@@ -1,6 +1,7 @@
 #include "hyps/beam_channel.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
@@ -33,6 +34,7 @@ void beam_channel_start(BeamChannel& c, std::int32_t beam, std::int32_t boost_ro
   c.duration.clear();
   c.token.clear();
   c.frame.clear();
+  c.logprob.clear();
   c.parent.clear();
 }
 
@@ -84,10 +86,13 @@ void BeamChannelSave::prepare(const BeamHypsRef& h, std::int64_t rows, const std
       most_steps = std::max(most_steps, steps);
     }
     const auto wanted = static_cast<std::size_t>(static_cast<std::int64_t>(c->token.size()) + entries);
-    if (wanted > c->token.capacity()) {
-      const std::size_t room = std::max(wanted, 2 * c->token.capacity());
+    const std::size_t capacity =
+        std::min({c->token.capacity(), c->frame.capacity(), c->logprob.capacity(), c->parent.capacity()});
+    if (wanted > capacity) {
+      const std::size_t room = std::max(wanted, 2 * capacity);
       c->token.reserve(room);
       c->frame.reserve(room);
+      c->logprob.reserve(room);
       c->parent.reserve(room);
       if (h.kind == BeamKind::tdt) c->duration.reserve(room);
     }
@@ -122,6 +127,7 @@ BeamChannel& BeamChannelSave::commit(const BeamHypsRef& h, std::int64_t b, std::
       if (beam_emits(h, label, previous)) {
         c.token.push_back(label);  // within the room prepare() took
         c.frame.push_back(static_cast<std::int32_t>(offset + h.timestamps[at]));
+        c.logprob.push_back(h.logprobs[at]);
         if (h.kind == BeamKind::tdt) c.duration.push_back(h.durations[at]);
         c.parent.push_back(last);
         last = static_cast<std::int64_t>(c.token.size()) - 1;
@@ -170,10 +176,14 @@ std::vector<Hypothesis> beam_channel_hypotheses(const BeamChannel& c, bool lengt
     for (std::int64_t at = c.tip[i]; at >= 0; at = c.parent[static_cast<std::size_t>(at)]) {
       hyp.tokens.push_back(c.token[static_cast<std::size_t>(at)]);
       hyp.timestamps.push_back(c.frame[static_cast<std::size_t>(at)]);
+      hyp.token_scores.push_back(c.logprob[static_cast<std::size_t>(at)]);
+      hyp.token_confidences.push_back(std::exp(c.logprob[static_cast<std::size_t>(at)]));
       if (!c.duration.empty()) hyp.durations.push_back(c.duration[static_cast<std::size_t>(at)]);
     }
     std::reverse(hyp.tokens.begin(), hyp.tokens.end());
     std::reverse(hyp.timestamps.begin(), hyp.timestamps.end());
+    std::reverse(hyp.token_scores.begin(), hyp.token_scores.end());
+    std::reverse(hyp.token_confidences.begin(), hyp.token_confidences.end());
     std::reverse(hyp.durations.begin(), hyp.durations.end());
     hyp.score = c.score[i];
     hyp.ranking_score = key(k);

@@ -37,8 +37,10 @@ struct BeamChannel {
   /** ALSD++ and WIND beam: the encoder frames from the earliest frame a live slot stands on to the end of the
    * utterance's frames so far, [frames, J] as float32; the executor fills and reads it. */
   std::vector<float> tail;
-  // The forest of the paths' tokens (TDT: with their durations).
+  // The forest of the paths' tokens (TDT: with their durations), with each token's log-probability where it was
+  // emitted (its token score).
   std::vector<std::int32_t> token, frame, duration;
+  std::vector<float> logprob;
   std::vector<std::int64_t> parent;
 };
 

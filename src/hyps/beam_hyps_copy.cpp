@@ -38,13 +38,15 @@ void copy_beams_to_host(const BeamHypsRef& device, const BeamHypsRef& host, std:
   const std::int32_t width = n > 0 ? *std::max_element(host.steps, host.steps + n) : 0;
   if (width == 0) return;
   const std::size_t pitch = static_cast<std::size_t>(device.capacity) * 4;
-  const auto copy_cells = [&](std::int32_t* target, const std::int32_t* source) {
+  const auto copy_cells = [&](auto* target, const auto* source) {
+    static_assert(sizeof(*source) == 4, "entries are 4-byte cells");
     ASRDEC_CUDA_CHECK(cudaMemcpy2DAsync(target, pitch, source, pitch, static_cast<std::size_t>(width) * 4, n,
                                         cudaMemcpyDeviceToHost, stream));
   };
   copy_cells(host.labels, device.labels);
   copy_cells(host.parents, device.parents);
   copy_cells(host.timestamps, device.timestamps);
+  copy_cells(host.logprobs, device.logprobs);
   if (device.kind == BeamKind::tdt) copy_cells(host.durations, device.durations);
   ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

@@ -66,6 +66,10 @@ void expect_same(const std::vector<std::vector<Hypothesis>>& got, const std::vec
       EXPECT_NEAR(got[b][k].lm_score, want[b][k].lm_score, 1e-4 * (1 + std::fabs(want[b][k].lm_score)));
       EXPECT_NEAR(got[b][k].boost_score, want[b][k].boost_score, 1e-4 * (1 + std::fabs(want[b][k].boost_score)));
       EXPECT_EQ(got[b][k].token_scores, want[b][k].token_scores);
+      ASSERT_EQ(got[b][k].token_confidences.size(), got[b][k].token_scores.size());
+      for (std::size_t i = 0; i < got[b][k].token_scores.size(); ++i) {
+        EXPECT_FLOAT_EQ(got[b][k].token_confidences[i], std::exp(got[b][k].token_scores[i]));
+      }
       EXPECT_NEAR(got[b][k].score, got[b][k].am_score + got[b][k].lm_score + got[b][k].boost_score,
                   1e-3 * (1 + std::fabs(got[b][k].score)));
     }

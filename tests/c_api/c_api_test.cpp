@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -464,7 +465,14 @@ TEST(CApi, StreamingLimitsAndThreadsAreChecked) {
       << asrdec_last_error();
   const float* confidences = reinterpret_cast<const float*>(0x1);
   EXPECT_EQ(asrdec_results_token_confidences(results, 0, 0, &confidences), ASRDEC_OK);
-  EXPECT_EQ(confidences, nullptr);  // CTC greedy gives none
+  asrdec_hypothesis got{};
+  ASSERT_EQ(asrdec_results_get(results, 0, 0, &got), ASRDEC_OK);
+  if (got.num_tokens == 0) {
+    EXPECT_EQ(confidences, nullptr);  // no tokens, no values
+  } else {
+    ASSERT_NE(confidences, nullptr);
+    for (std::int64_t i = 0; i < got.num_tokens; ++i) EXPECT_FLOAT_EQ(confidences[i], std::exp(got.token_scores[i]));
+  }
   EXPECT_EQ(asrdec_results_token_confidences(results, 0, 1, &confidences), ASRDEC_INVALID_ARGUMENT);
   EXPECT_NE(std::string(asrdec_last_error()).find("k = 1 is outside [0, 1)"), std::string::npos);
   asrdec_results_free(results);

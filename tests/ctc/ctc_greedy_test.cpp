@@ -68,6 +68,10 @@ void expect_matches_reference(const CtcBatch& batch, const std::vector<Hypothesi
     ASSERT_EQ(got[b].tokens, want.tokens);
     ASSERT_EQ(got[b].timestamps, want.timestamps);
     ASSERT_EQ(got[b].token_scores, want.token_logprobs);
+    ASSERT_EQ(got[b].token_confidences.size(), want.token_logprobs.size());
+    for (std::size_t i = 0; i < want.token_logprobs.size(); ++i) {
+      ASSERT_FLOAT_EQ(got[b].token_confidences[i], std::exp(want.token_logprobs[i]));
+    }
     if (std::isinf(want.score)) {
       EXPECT_EQ(got[b].score, static_cast<float>(want.score));
     } else {
@@ -149,6 +153,8 @@ TEST_P(CtcGreedy, AsyncResultsEqualSyncResults) {
     unpacked[b].tokens.assign(tokens.data() + row, tokens.data() + row + counts[b]);
     unpacked[b].timestamps.assign(timestamps.data() + row, timestamps.data() + row + counts[b]);
     unpacked[b].token_scores.assign(logprobs.data() + row, logprobs.data() + row + counts[b]);
+    // The async tensors hold no confidences; decode() derives them from the token log-probabilities likewise.
+    for (const float logp : unpacked[b].token_scores) unpacked[b].token_confidences.push_back(std::exp(logp));
     unpacked[b].score = unpacked[b].am_score = scores[b];
   }
   expect_matches_reference(batch, unpacked);

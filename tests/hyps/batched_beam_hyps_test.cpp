@@ -19,6 +19,7 @@ struct Candidate {
   std::int32_t parent, label;
   float score;
   std::int32_t duration = 0;
+  float logprob = 0.0f;  // the label's log-probability, reported as the token's score
 };
 
 // One step for utterance b: every slot staged from the current values, then committed; then recombination.
@@ -27,7 +28,7 @@ void step(BatchedBeamHyps<MemoryKind::host>& hyps, std::int64_t b, const std::ve
   const BeamHypsRef h = hyps.ref();
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const Candidate& c = candidates[static_cast<std::size_t>(k)];
-    beam_stage_result(h, b, k, c.parent, c.label, c.score, c.duration);
+    beam_stage_result(h, b, k, c.parent, c.label, c.score, c.duration, c.logprob);
   }
   for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_result(h, b, k);
   if (!recombine) return;
@@ -61,16 +62,19 @@ TEST(BatchedBeamHyps, RnntRecombinesEqualTranscriptsByLogSumExp) {
   const std::int32_t blank = 4;
   auto hyps = make(BeamKind::rnnt, 3, blank);
   // Step 1: slot 0 emits 2, slot 1 takes blank (both from slot 0), slot 2 stays dead.
-  step(hyps, 0, {{0, 2, -1.0f}, {0, blank, -0.5f}, {0, 1, kDead}});
+  step(hyps, 0, {{0, 2, -1.0f, 0, -0.9f}, {0, blank, -0.5f, 0, -0.5f}, {0, 1, kDead}});
   // Step 2: "2 ∅" (slot 0) and "∅ 2" (slot 1) are the same transcript on the same frame after one more step each.
-  step(hyps, 0, {{0, blank, -2.0f}, {1, 2, -1.5f}, {1, 3, -3.0f}});
+  step(hyps, 0, {{0, blank, -2.0f, 0, -1.0f}, {1, 2, -1.5f, 0, -1.25f}, {1, 3, -3.0f, 0, -2.5f}});
   const BeamHypsRef h = hyps.ref();
   EXPECT_EQ(h.scores[0], kDead);  // the lower score dies
   EXPECT_NEAR(h.scores[1], std::log(std::exp(-2.0) + std::exp(-1.5)), 1e-6);
   EXPECT_EQ(h.scores[2], -3.0f);
   const Hypothesis best = beam_hypothesis(h, 0, 1);
   EXPECT_EQ(best.tokens, (std::vector<std::int32_t>{2}));
-  EXPECT_EQ(best.timestamps, (std::vector<std::int32_t>{1}));                  // emitted on frame 1, after the blank
+  EXPECT_EQ(best.timestamps, (std::vector<std::int32_t>{1}));  // emitted on frame 1, after the blank
+  EXPECT_EQ(best.token_scores, (std::vector<float>{-1.25f}));  // the survivor's own alignment, not the merged one's
+  EXPECT_EQ(best.token_confidences, (std::vector<float>{std::exp(-1.25f)}));
+  EXPECT_EQ(beam_hypothesis(h, 0, 0).token_scores, (std::vector<float>{-0.9f}));
   EXPECT_EQ(beam_hypothesis(h, 0, 0).tokens, (std::vector<std::int32_t>{2}));  // still rebuildable
   EXPECT_EQ(beam_hypothesis(h, 0, 2).tokens, (std::vector<std::int32_t>{3}));
 }
@@ -130,6 +134,7 @@ TEST(BatchedBeamHyps, NbestRanksLiveSlotsWithTiesToTheLowerSlot) {
 // The naive store: every slot owns its whole history.
 struct NaiveSlot {
   std::vector<std::int32_t> labels, tokens, timestamps, durations;
+  std::vector<float> token_scores;
   std::int32_t last = -1, time = 0, on_frame = 0;
   double score = 0.0;
 };
@@ -154,7 +159,8 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
       std::vector<NaiveSlot> next;
       for (std::int32_t k = 0; k < K; ++k) {
         Candidate c{static_cast<std::int32_t>(rng() % K), static_cast<std::int32_t>(rng() % 5) - 1,
-                    -std::uniform_real_distribution<float>(0.0f, 10.0f)(rng), static_cast<std::int32_t>(rng() % 3)};
+                    -std::uniform_real_distribution<float>(0.0f, 10.0f)(rng), static_cast<std::int32_t>(rng() % 3),
+                    -std::uniform_real_distribution<float>(0.0f, 5.0f)(rng)};
         if (rng() % 7 == 0) c.score = kDead;
         candidates.push_back(c);
         NaiveSlot n = naive[static_cast<std::size_t>(c.parent)];
@@ -172,6 +178,7 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
           n.tokens.push_back(c.label);
           n.timestamps.push_back(kind == BeamKind::ctc ? s : kind == BeamKind::tdt ? emitted_on : n.time);
           if (kind == BeamKind::tdt) n.durations.push_back(c.duration);
+          n.token_scores.push_back(c.logprob);
         }
         if (kind == BeamKind::ctc ? c.label >= 0 : real) n.last = c.label;
         n.score = c.score;
@@ -219,6 +226,7 @@ TEST(BatchedBeamHyps, RandomStepsEqualANaiveCopyingStore) {
         ASSERT_EQ(rebuilt.tokens, n.tokens) << "step " << s << " slot " << k;
         ASSERT_EQ(rebuilt.timestamps, n.timestamps);
         ASSERT_EQ(rebuilt.durations, n.durations);
+        ASSERT_EQ(rebuilt.token_scores, n.token_scores);
       }
     }
   }

@@ -1,7 +1,7 @@
 // The results table (docs/results.md) holds for every decoder, on the CPU and on CUDA: the same fields mean the same
 // thing whichever decoder filled them. Checked on the shipped samples (with the sample LM where a decoder fuses one),
-// plus the cross-decoder identities the table promises: ALSD++ with beam 1 finds greedy decoding's path and score,
-// and TDT beam search stamps tokens on the frame greedy decoding does.
+// plus the cross-decoder identities the table promises: ALSD++ with beam 1 finds greedy decoding's path, token scores
+// and score, and TDT beam search stamps tokens on the frame greedy decoding does.
 
 #include <gtest/gtest.h>
 
@@ -61,20 +61,13 @@ void expect_row_holds(const Hypothesis& h, std::int32_t length, Kind kind, bool 
       EXPECT_LE(h.timestamps[i - 1], h.timestamps[i]);
     }
   }
-  // token_scores: per-token log-probabilities in greedy decoding, empty in beam search.
-  if (beam) {
-    EXPECT_TRUE(h.token_scores.empty());
-  } else {
-    ASSERT_EQ(h.token_scores.size(), h.tokens.size());
-    for (const float s : h.token_scores) EXPECT_LE(s, 1e-6f) << "a log-probability";
-  }
-  if (kind == Kind::rnnt_greedy || kind == Kind::tdt_greedy) {
-    ASSERT_EQ(h.token_confidences.size(), h.tokens.size());
-    for (std::size_t i = 0; i < h.tokens.size(); ++i) {
-      EXPECT_NEAR(h.token_confidences[i], std::exp(h.token_scores[i]), 1e-5);
-    }
-  } else {
-    EXPECT_TRUE(h.token_confidences.empty());
+  // token_scores: per-token log-probabilities (beam search: along the hypothesis' own path); token_confidences:
+  // their probabilities (the default measure).
+  ASSERT_EQ(h.token_scores.size(), h.tokens.size());
+  for (const float s : h.token_scores) EXPECT_LE(s, 1e-6f) << "a log-probability";
+  ASSERT_EQ(h.token_confidences.size(), h.tokens.size());
+  for (std::size_t i = 0; i < h.tokens.size(); ++i) {
+    EXPECT_NEAR(h.token_confidences[i], std::exp(h.token_scores[i]), 1e-5);
   }
   // score: a log-probability, split into its parts; the acoustic part is at most 0 (no insertion bonus is used).
   EXPECT_TRUE(std::isfinite(h.score));
@@ -205,6 +198,10 @@ TEST_P(ResultsTable, BeamSearchUsesGreedysTimestampsAndScores) {
       EXPECT_EQ(got[b].timestamps, want[b].timestamps);
       EXPECT_EQ(got[b].durations, want[b].durations);
       EXPECT_NEAR(got[b].score, want[b].score, 1e-4 * (1.0 + std::fabs(want[b].score)));
+      ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());
+      for (std::size_t i = 0; i < want[b].token_scores.size(); ++i) {
+        EXPECT_NEAR(got[b].token_scores[i], want[b].token_scores[i], 1e-4 * (1.0 + std::fabs(want[b].token_scores[i])));
+      }
     }
     config.beam = 4;
     TransducerBeamDecoder beam4(model, config);

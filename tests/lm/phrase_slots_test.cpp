@@ -106,10 +106,11 @@ class PhraseSlotsDecoding : public ::testing::TestWithParam<bool> {
   Device device_;
 };
 
-// CTC results (no token confidences): the same path, scores equal on the CPU and within `relative` on CUDA.
+// CTC results: the same path, scores equal on the CPU and within `relative` on CUDA (token scores are the inputs).
 void expect_same_ctc(const Hypothesis& got, const Hypothesis& want, double relative, const std::string& what) {
   EXPECT_EQ(got.tokens, want.tokens) << what;
   EXPECT_EQ(got.timestamps, want.timestamps) << what;
+  EXPECT_EQ(got.token_scores, want.token_scores) << what;
   EXPECT_NEAR(got.score, want.score, relative * std::max(1.0f, std::fabs(want.score))) << what;
   EXPECT_NEAR(got.boost_score, want.boost_score, relative * std::max(1.0f, std::fabs(want.boost_score))) << what;
 }

@@ -120,7 +120,7 @@ std::vector<Hypothesis> aes_reference(ReferenceBeamModel& scorer, const Transduc
       if (expanding[i]) beam[i].score += scorer.label_score(beam[i], logp[i], blank_id);
     }
   }
-  return scorer.ranked(std::move(beam));
+  return scorer.ranked(std::move(beam), p, b);
 }
 
 }  // namespace asrdec::detail

@@ -77,7 +77,20 @@ void ReferenceBeamModel::emit(RefHyp& h, std::int32_t v) {
   session_->step(&v, &one, h.state.data(), h.dec.data(), 1, nullptr);
 }
 
-std::vector<Hypothesis> ReferenceBeamModel::ranked(std::vector<RefHyp> beam) const {
+std::vector<float> ReferenceBeamModel::token_logprobs(const TransducerInput& p, std::int64_t b,
+                                                      const std::vector<std::int32_t>& tokens,
+                                                      const std::vector<std::int32_t>& timestamps) {
+  // Replays the path: the predictor after tokens[0..i), the joint on the frame token i was emitted on.
+  RefHyp h = start(b, p.batch);
+  std::vector<float> out;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    out.push_back(log_probs(p, b, timestamps[i], h).first[static_cast<std::size_t>(tokens[i])]);
+    emit(h, tokens[i]);
+  }
+  return out;
+}
+
+std::vector<Hypothesis> ReferenceBeamModel::ranked(std::vector<RefHyp> beam, const TransducerInput& p, std::int64_t b) {
   const auto key = [&](const RefHyp& h) {
     return config_.length_normalized ? h.score / static_cast<float>(h.tokens.size() + 1) : h.score;
   };
@@ -91,6 +104,8 @@ std::vector<Hypothesis> ReferenceBeamModel::ranked(std::vector<RefHyp> beam) con
     hyp.tokens = h.tokens;
     hyp.timestamps = h.timestamps;
     hyp.durations = h.durations;
+    hyp.token_scores = token_logprobs(p, b, h.tokens, h.timestamps);
+    for (const float logp : hyp.token_scores) hyp.token_confidences.push_back(std::exp(logp));
     hyp.score = h.score;
     hyp.ranking_score = key(h);
     hyp.lm_score = h.lm_total;

@@ -39,8 +39,13 @@ class ReferenceBeamModel {
   float label_score(const RefHyp& h, const std::vector<float>& logp, std::int32_t v) const;
   /** h emits token v: the LM and the tree add their weighted scores and move on, the predictor steps. */
   void emit(RefHyp& h, std::int32_t v);
-  /** The beam as results, ranked as the decoders rank it. */
-  std::vector<Hypothesis> ranked(std::vector<RefHyp> beam) const;
+  /** The acoustic log-probability of each token of a path of utterance b where it was emitted: the log-softmax of
+   *  its column on frame timestamps[i] after tokens[0..i) (the token scores beam search reports). */
+  std::vector<float> token_logprobs(const TransducerInput& p, std::int64_t b, const std::vector<std::int32_t>& tokens,
+                                    const std::vector<std::int32_t>& timestamps);
+  /** The beam of utterance b as results, ranked as the decoders rank it, with token scores replayed
+   *  (token_logprobs). */
+  std::vector<Hypothesis> ranked(std::vector<RefHyp> beam, const TransducerInput& p, std::int64_t b);
 
  private:
   bool fused() const { return config_.lm != nullptr || config_.boost != nullptr; }

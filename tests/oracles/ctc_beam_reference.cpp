@@ -196,6 +196,12 @@ std::vector<std::vector<Hypothesis>> ctc_beam_reference(const TensorView& logpro
       Hypothesis hyp;
       hyp.tokens = h.tokens;
       hyp.timestamps = h.timestamps;
+      // Token scores: each token's log-probability on the first frame of its run.
+      for (std::size_t i = 0; i < h.tokens.size(); ++i) {
+        detail::read_ctc_frame(p, b, h.timestamps[i], config.check_values, frame.data());
+        hyp.token_scores.push_back(frame[static_cast<std::size_t>(h.tokens[i])]);
+        hyp.token_confidences.push_back(std::exp(hyp.token_scores.back()));
+      }
       hyp.score = h.score;
       hyp.ranking_score = h.score;
       hyp.lm_score = h.lm_total;

@@ -68,7 +68,7 @@ class AlsdReference {
       beam = merge(std::move(next));
     }
 
-    return scorer_.ranked(std::move(beam));
+    return scorer_.ranked(std::move(beam), p, b);
   }
 
  private:

@@ -143,7 +143,7 @@ std::vector<Hypothesis> wind_beam_reference(ReferenceBeamModel& scorer, const Tr
     }
     pool = std::move(kept);
   }
-  return scorer.ranked(std::move(pool));
+  return scorer.ranked(std::move(pool), p, b);
 }
 
 }  // namespace asrdec::detail

@@ -260,6 +260,9 @@ for line in lines:
     assert all(abs(h["ranking_score"] - h["score"] / (len(h["tokens"]) + 1)) < 1e-5 for h in nbest), line
     assert len({tuple(h["tokens"]) for h in nbest}) == len(nbest), "unique transcripts"
     assert all(len(h["durations"]) == len(h["tokens"]) for h in nbest), line
+    # Token scores along each hypothesis' own path: one log-probability per token.
+    assert all(len(h["token_scores"]) == len(h["tokens"]) for h in nbest), line
+    assert all(s <= 1e-6 for h in nbest for s in h["token_scores"]), line
     assert set(nbest[0]) == set(line) - {"utterance", "nbest"}, sorted(line)
 PY
 # AES++ with the LM also beats greedy on the RNN-T sample; TDT models are refused.
@@ -297,6 +300,9 @@ for line in lines:
     scores = [h["score"] for h in line["nbest"]]
     assert 1 <= len(scores) <= 2 and scores == sorted(scores, reverse=True), line
     assert line["nbest"][0]["tokens"] == line["tokens"], line
+    assert all(len(h["token_scores"]) == len(h["tokens"]) for h in line["nbest"]), line
+    # Beam search gives token confidences, so words carry one (the minimum of their pieces').
+    assert all(0 <= word["confidence"] <= 1 for word in line["words"]), line
 PY
 # graph build: the reference words spelled with the sample BPE model and the test word 3-gram give a TLG, the
 # words table and the lexicon used; a lexicon piece that is not a token is refused with its file and line.

@@ -205,6 +205,7 @@ void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vecto
     ASSERT_EQ(got[b].timestamps, want[b].timestamps);
     ASSERT_EQ(got[b].durations, want[b].durations);
     ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());
+    ASSERT_EQ(got[b].token_confidences.size(), want[b].token_confidences.size());
     for (std::size_t i = 0; i < got[b].token_scores.size(); ++i) {
       ASSERT_NEAR(got[b].token_scores[i], want[b].token_scores[i],
                   std::max(agreement.token_absolute, tolerance * std::fabs(want[b].token_scores[i])));

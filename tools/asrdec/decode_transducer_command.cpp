@@ -39,7 +39,7 @@ bool is_beam_algorithm(const std::string& name) { return name == "alsd++" || nam
 
 void run_beam(const TransducerOptions& options) {
   ASRDEC_CHECK_ARG(options.confidence == "probability", "--confidence ", options.confidence,
-                   ": beam search gives no token confidences (greedy decoding does)");
+                   ": beam search gives the probability only (an entropy measure is greedy decoding's)");
   const Device device = choose_device(options.common.device);
   const TransducerModel model = TransducerModel::load(options.model, device);
   ASRDEC_CHECK_ARG(model.type() == options.type, options.model, " holds a ", to_string(model.type()),

@@ -26,7 +26,8 @@
  * step.max_positions() − P_b, and encoder_lengths[b] + max_length_delta − P_b (when max_length_delta ≥ 0).
  *
  * Results: tokens; timestamps = the position each token was generated at, counted from 0 after the prompt;
- * token_scores = each token's step log-probability (greedy); am_score, lm_score, boost_score as above.
+ * token_scores = each token's step log-probability and token_confidences = exp(token_scores) (greedy); am_score,
+ * lm_score, boost_score as above.
  *
  * Devices: the search and the fused models run on the CPU. The step may live on the CPU or a CUDA device; for a
  * CUDA step each call's row arrays are copied to the device, the step runs on the caller's stream, and its scores

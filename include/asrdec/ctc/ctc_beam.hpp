@@ -20,7 +20,8 @@
  * (the beam score, a log-probability), ranking_score = score (NeMo's CTC beam does not length-normalise),
  * lm_score = α × (Σ ln p_LM of the tokens + ln p_LM(</s>)), boost_score = Σ β_boost·boost, am_score = score −
  * lm_score − boost_score (acoustic log-probability plus the insertion bonuses). N-best lists hold distinct
- * transcripts (unique_transcripts). token_scores and token_confidences are empty.
+ * transcripts (unique_transcripts). token_scores = each token's log-probability on the first frame of its run, along
+ * the hypothesis' own path (the alignment that survived every merge); token_confidences = exp(token_scores).
  *
  * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens).
  *

@@ -10,7 +10,7 @@
  *
  * Result per utterance (asrdec::Hypothesis):
  * - tokens, and timestamps = the first frame of each emitted run;
- * - token_scores = the log-probability of the token at that frame;
+ * - token_scores = the log-probability of the token at that frame; token_confidences = exp(token_scores);
  * - am_score = the log-probability of the whole path, i.e. the sum over frames t < length of the chosen
  *   column's log-probability (the frame's maximum without an LM), blank frames included (accumulated in double
  *   precision);

@@ -11,7 +11,7 @@
  * History is sized to what a decode needs, not to its worst case: decoders start a slot with
  * beam_history_start(frames) entries and widen it (host memory: widen_history, between steps; device memory: by
  * decoding the batch again with twice the entries, see docs/cuda-contract.md) when a step finds it full, up to the
- * worst case the algorithm allows. An entry takes 12 bytes (TDT: 16). Each slot also keeps its total score
+ * worst case the algorithm allows. An entry takes 16 bytes (TDT: 20). Each slot also keeps its total score
  * (-inf: empty or dead), its token count, last label, a 64-bit hash of its tokens (NeMo's formula,
  * beam_hash_extend) and, for transducers, its frame and the labels emitted on it.
  *
@@ -62,6 +62,7 @@ class BatchedBeamHyps {
     const auto cells = slots * static_cast<std::size_t>(capacity_);
     for (auto* buffer : {&labels_, &parents_, &timestamps_}) *buffer = Buffer<std::int32_t, Kind>(cells, device);
     durations_ = Buffer<std::int32_t, Kind>(kind == BeamKind::tdt ? cells : 1, device);
+    logprobs_ = Buffer<float, Kind>(cells, device);
     for (auto* buffer : {&steps_, &tokens_, &last_label_, &next_time_, &on_frame_, &staged_tokens_, &staged_last_label_,
                          &staged_next_time_, &staged_on_frame_}) {
       *buffer = Buffer<std::int32_t, Kind>(slots, device);
@@ -91,6 +92,11 @@ class BatchedBeamHyps {
       }
       *buffer = std::move(wider);
     }
+    Buffer<float, Kind> wider(slots * width, Device::cpu());
+    for (std::size_t s = 0; s < slots; ++s) {
+      std::copy_n(logprobs_.data() + s * old_width, old_width, wider.data() + s * width);
+    }
+    logprobs_ = std::move(wider);
     capacity_ = capacity;
   }
 
@@ -124,6 +130,7 @@ class BatchedBeamHyps {
     r.parents = parents_.data();
     r.timestamps = timestamps_.data();
     r.durations = durations_.data();
+    r.logprobs = logprobs_.data();
     r.scores = scores_.data();
     r.steps = steps_.data();
     r.tokens = tokens_.data();
@@ -153,11 +160,12 @@ class BatchedBeamHyps {
   Buffer<std::int32_t, Kind> steps_, tokens_, last_label_, next_time_, on_frame_, overflow_;
   Buffer<std::int32_t, Kind> staged_tokens_, staged_last_label_, staged_next_time_, staged_on_frame_;
   Buffer<std::uint64_t, Kind> hash_, prefix_hash_, staged_hash_, staged_prefix_hash_;
-  Buffer<float, Kind> scores_, staged_score_;
+  Buffer<float, Kind> logprobs_, scores_, staged_score_;
 };
 
 /** The hypothesis in slot k of utterance b (host memory), rebuilt from the back-pointer tree: tokens, timestamps,
- *  TDT durations, score = ranking_score = am_score = the slot's score. */
+ *  TDT durations, token_scores (each token's acoustic log-probability where this path emitted it) and
+ *  token_confidences = exp(token_scores), score = ranking_score = am_score = the slot's score. */
 ASRDEC_API Hypothesis beam_hypothesis(const BeamHypsRef& hyps, std::int64_t b, std::int32_t k);
 
 /** The value slot `slot` is ranked by: its score, or score / (tokens + 1) with `length_normalized`. */

@@ -45,6 +45,7 @@ struct BeamHypsRef {
   std::int32_t* parents;     ///< [B,K,L] the slot, at step i-1, of the entry's parent
   std::int32_t* timestamps;  ///< [B,K,L] frame of the entry (transducers: the frame it was emitted on; CTC: step)
   std::int32_t* durations;   ///< [B,K,L] TDT duration of the entry (TDT only)
+  float* logprobs;           ///< [B,K,L] acoustic log-probability of the entry's label on its frame (token_scores)
   // Per-slot state.
   float* scores;               ///< [B,K] total log score; -inf marks an empty or dead slot
   std::int32_t* steps;         ///< [B,K] entries written (the same for every slot)
@@ -85,11 +86,14 @@ ASRDEC_HD_INLINE bool beam_emits(const BeamHypsRef& h, std::int32_t label, std::
 }
 
 /** Phase 1 of adding a step's results: slot k of utterance b becomes `parent`'s hypothesis extended by `label`
- *  with total score `score` (TDT: and `duration`). Writes the new entry and stages the slot's state. Every slot of
+ *  with total score `score` (TDT: and `duration`); `logprob` is the label's acoustic log-probability on the frame it
+ *  was emitted on (the log-softmax of its column, without LM, boosting or blank-scoring terms), which the results
+ *  report as the token's token_scores entry (pass 0 for blank and -1). Writes the new entry and stages the slot's
+ *  state. Every slot of
  *  an utterance must take part in every step it takes (-1 for "no change"): entry i of a slot points at entry i-1
  *  of its parent's row, so rows that fell behind would overwrite entries other slots still point at. */
 ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t parent,
-                                        std::int32_t label, float score, std::int32_t duration) {
+                                        std::int32_t label, float score, std::int32_t duration, float logprob) {
   const std::int64_t s = beam_slot(h, b, k);
   const std::int64_t p = beam_slot(h, b, parent);
   const std::int32_t step = h.steps[p];
@@ -123,6 +127,7 @@ ASRDEC_HD_INLINE void beam_stage_result(const BeamHypsRef& h, std::int64_t b, st
   const std::int64_t at = s * h.capacity + step;
   h.labels[at] = label;
   h.parents[at] = parent;
+  h.logprobs[at] = logprob;
   // Timestamps: CTC the step (frame); TDT the frame the label was emitted on, before its duration (as greedy);
   // RNN-T and windowed the frame the hypothesis is on after the label (a token does not move an RNN-T hypothesis).
   h.timestamps[at] = h.kind == BeamKind::ctc ? step : (h.kind == BeamKind::tdt ? h.next_time[p] : time);

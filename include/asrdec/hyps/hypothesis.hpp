@@ -4,7 +4,8 @@
  * The host-side result every decoder returns for one utterance. The fields mean the same for every decoder
  * (docs/results.md has the table): scores are natural-log probabilities, token_scores per-token log-probabilities,
  * timestamps the frame a token was emitted on. Fields a decoder does not produce stay empty (durations outside
- * TDT; token_scores and token_confidences in beam search, where a hypothesis stands for merged alignments).
+ * TDT; token_scores and token_confidences in attention-decoder beam search). Beam search reports token scores
+ * along the hypothesis' own path, the alignment that survived every merge.
  */
 
 #include <cstdint>
@@ -18,8 +19,8 @@ struct ASRDEC_API Hypothesis {
   std::vector<std::int32_t> tokens;      ///< token ids, blank never included
   std::vector<std::int32_t> timestamps;  ///< frame each token was emitted on (CTC: the first frame of its run)
   std::vector<std::int32_t> durations;   ///< TDT: predicted duration of each token (end frame = timestamp + it)
-  std::vector<float> token_scores;       ///< log-probability of each token where it was emitted (greedy decoders)
-  std::vector<float> token_confidences;  ///< exp(token_scores), in [0, 1] (transducer greedy)
+  std::vector<float> token_scores;       ///< acoustic log-probability of each token where it was emitted
+  std::vector<float> token_confidences;  ///< exp(token_scores), or a NeMo measure (transducer greedy), in [0, 1]
   float score = 0.0f;                    ///< log-probability: am_score + lm_score + boost_score
   float ranking_score = 0.0f;            ///< what N-best lists are sorted by: score, or score / (tokens + 1)
   float am_score = 0.0f;                 ///< acoustic log-probability (beam search: with its blank-scoring terms)

@@ -57,8 +57,9 @@
  * log-probability (merged hypotheses carry the log-sum-exp), ranking_score = what the list is sorted by (score /
  * (tokens + 1) with length_normalized), lm_score = Σ α·ln p_LM and boost_score = Σ β·boost over its tokens, am_score
  * = score − lm_score − boost_score (the acoustic part, blank-scoring terms included). N-best lists hold distinct
- * transcripts (unique_transcripts). token_scores and token_confidences are left empty: a merged hypothesis stands
- * for several alignments.
+ * transcripts (unique_transcripts). token_scores = each token's log-probability (log-softmax over the V+1 token
+ * columns) on the frame it was emitted on, along the hypothesis' own path (the alignment that survived every merge);
+ * token_confidences = exp(token_scores).
  *
  * Executors: every algorithm runs on the CPU and on CUDA, with the same step rules (src/transducer/beam/alsd_step.hpp,
  * src/transducer/beam/aes_step.hpp, src/transducer/beam/wind_beam_step.hpp) in CPU loops and in kernels over the

@@ -344,7 +344,8 @@ void search_frames(CtcBeamDecoder::Impl& self, const detail::CtcInput& p, const 
         kept = merge_then_keep(w.proposals, config.beam_threshold, config.log_add, K, w.best.data(), w.ids.data());
         threshold = std::numeric_limits<float>::infinity();  // applied before merging
       }
-      ctc_beam_keep(h, b, w.best.data(), w.ids.data(), kept, C, threshold, states, config.log_add);
+      const auto frame_logp = [&w](std::int32_t v) { return w.frame[static_cast<std::size_t>(v)]; };
+      ctc_beam_keep(h, b, w.best.data(), w.ids.data(), kept, C, threshold, states, config.log_add, frame_logp);
     }
   });
 }

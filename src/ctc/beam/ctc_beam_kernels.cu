@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
           topk_insert(best, ids, K, kept, list_scores[j * K + e], list_ids[j * K + e]);
         }
       }
-      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states, g.rule.log_add);
+      const auto frame_logp = [&](std::int32_t v) { return load_logprob<T>(g, args, b, t, v); };
+      ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states, g.rule.log_add, frame_logp);
     }
     __syncthreads();
   }

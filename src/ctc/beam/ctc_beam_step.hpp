@@ -38,10 +38,12 @@ struct CtcBeamStates {
 /** Utterance b's frame ends. `best`/`ids` hold its `kept` best proposals in beam_before order (id = k·columns + v:
  *  slot k extended by column v); those more than `threshold` below the best die. Slot i becomes proposal i, its
  *  fused states follow its parent (moved on when the column emits a token), then equal hypotheses merge (by
- *  maximum, or by log-sum-exp with `log_add`). */
+ *  maximum, or by log-sum-exp with `log_add`). `logp(v)` is column v's log-probability on the frame (each entry
+ *  records its label's, the token score of a token that starts there). */
+template <class FrameLogp>
 ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const float* best, const std::int32_t* ids,
                                     std::int32_t kept, std::int32_t columns, float threshold,
-                                    const CtcBeamStates& states, bool log_add) {
+                                    const CtcBeamStates& states, bool log_add, const FrameLogp& logp) {
   const FusionRef& f = states.fusion;
   const float floor = kept > 0 ? best[0] - threshold : -__builtin_huge_valf();
   for (std::int32_t i = 0; i < h.beam; ++i) {
@@ -55,7 +57,7 @@ ASRDEC_HD_INLINE void ctc_beam_keep(const BeamHypsRef& h, std::int64_t b, const 
     if (f.boost.state != nullptr) {
       fusion_take(f, f.boost, states.next_boost_state, states.next_boost_total, s, from, token);
     }
-    beam_stage_result(h, b, i, parent, label, live ? best[i] : -__builtin_huge_valf(), 0);
+    beam_stage_result(h, b, i, parent, label, live ? best[i] : -__builtin_huge_valf(), 0, live ? logp(label) : 0.0f);
   }
   for (std::int32_t i = 0; i < h.beam; ++i) {
     const std::int64_t s = beam_slot(h, b, i);

@@ -42,6 +42,7 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
     hypothesis.tokens.assign(result.tokens + begin, result.tokens + end);
     hypothesis.timestamps.assign(result.timestamps + begin, result.timestamps + end);
     hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
+    for (const float logp : hypothesis.token_scores) hypothesis.token_confidences.push_back(std::exp(logp));
     hypothesis.am_score = result.scores[b];
     hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
     hypothesis.boost_score = result.boost_scores != nullptr ? result.boost_scores[b] : 0.0f;

@@ -194,8 +194,10 @@ ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& 
   for (std::int32_t i = 0; i < K; ++i) {
     const bool live = i < kept && best[i] != -__builtin_huge_valf();
     parents[i] = live ? ids[i] / C : 0;
-    labels[i] = live ? proposals[beam_slot(h, b, parents[i])].label[ids[i] % C] : -1;
-    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), 0);
+    const std::int64_t p = beam_slot(h, b, parents[i]);
+    labels[i] = live ? proposals[p].label[ids[i] % C] : -1;
+    const float logp = labels[i] >= 0 ? frame.logp[p * frame.tokens + labels[i]] : 0.0f;
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), 0, logp);
   }
   for (std::int32_t i = 0; i < K; ++i) {
     beam_commit_result(h, b, i);
@@ -216,9 +218,9 @@ ASRDEC_HD_INLINE void aes_end_frame(const BeamFusionRule& rule, const BeamHypsRe
   for (std::int32_t k = 0; k < h.beam; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
     const bool leaves = expanding[s] != 0;
-    const float score =
-        leaves ? h.scores[s] + beam_blank_score(rule, frame.logp[s * frame.tokens + frame.blank]) : h.scores[s];
-    beam_stage_result(h, b, k, k, leaves ? frame.blank : -1, score, 0);
+    const float logp_blank = leaves ? frame.logp[s * frame.tokens + frame.blank] : 0.0f;
+    const float score = leaves ? h.scores[s] + beam_blank_score(rule, logp_blank) : h.scores[s];
+    beam_stage_result(h, b, k, k, leaves ? frame.blank : -1, score, 0, logp_blank);
   }
   for (std::int32_t k = 0; k < h.beam; ++k) beam_commit_result(h, b, k);
 }

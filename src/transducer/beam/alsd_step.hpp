@@ -22,11 +22,13 @@ struct AlsdRow {
   std::int64_t slot;
 };
 
-/** Up to K extensions of one hypothesis: added score, label, frame jump (TDT; RNN-T 0), in proposal order. */
+/** Up to K extensions of one hypothesis: added score, label, frame jump (TDT; RNN-T 0), and the label's acoustic
+ *  log-probability (what the results report as its token score), in proposal order. */
 struct AlsdProposals {
   float score[kMaxBeam];
   std::int32_t label[kMaxBeam];
   std::int32_t jump[kMaxBeam];
+  float logp[kMaxBeam];
   std::int32_t count;
 };
 
@@ -68,6 +70,7 @@ ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& ro
         out.score[j] = label_scores[j];
         out.label[j] = labels[j];
         out.jump[j] = 0;
+        out.logp[j] = row.logp[labels[j]];
       }
       out.count = label_count;
       return;
@@ -78,6 +81,7 @@ ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& ro
       out.score[j] = scores[j];
       out.label[j] = ids[j];
       out.jump[j] = 0;
+      out.logp[j] = row.logp[ids[j]];
     }
     out.count = count;
     return;
@@ -94,6 +98,7 @@ ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& ro
       out.score[j] = scores[j];
       out.label[j] = label;
       out.jump[j] = alsd_jump(row, label, ids[j] % D);
+      out.logp[j] = row.logp[label];
     }
   } else {
     for (std::int32_t v = 0; v < row.tokens; ++v) {
@@ -105,6 +110,7 @@ ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& ro
       out.score[j] = scores[j];
       out.label[j] = label;
       out.jump[j] = alsd_jump(row, label, ids[j] % D);
+      out.logp[j] = row.logp[label];
     }
   }
   out.count = count;
@@ -124,6 +130,7 @@ ASRDEC_HD_INLINE void alsd_force_blank(const BeamFusionRule& rule, const AlsdRow
   out.score[0] = score;
   out.label[0] = row.blank;
   out.jump[0] = 1;
+  out.logp[0] = row.logp[row.blank];
   out.count = 1;
 }
 
@@ -150,6 +157,7 @@ ASRDEC_HD_INLINE void alsd_idle_proposals(bool utterance_running, float score, A
   out.score[0] = 0.0f;
   out.label[0] = -1;
   out.jump[0] = 0;
+  out.logp[0] = 0.0f;
   out.count = 1;
 }
 
@@ -176,7 +184,8 @@ ASRDEC_HD_INLINE void alsd_select(const BeamHypsRef& h, std::int64_t b, const Al
     const AlsdProposals& p = proposals[beam_slot(h, b, parents[i])];
     const std::int32_t j = live ? ids[i] % K : 0;
     labels[i] = live ? p.label[j] : -1;
-    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), live ? p.jump[j] : 0);
+    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), live ? p.jump[j] : 0,
+                      live ? p.logp[j] : 0.0f);
   }
   for (std::int32_t i = 0; i < K; ++i) beam_commit_result(h, b, i);
   for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);

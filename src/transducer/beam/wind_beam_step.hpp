@@ -59,6 +59,7 @@ ASRDEC_HD_INLINE void wind_propose(const BeamFusionRule& rule, const WindowRow& 
     out.label[i] = v;
     out.jump[i] = v == row.blank ? row.frames : j;
     out.score[i] = scores[i];
+    out.logp[i] = row.logp[static_cast<std::int64_t>(j) * row.tokens + v];  // blank: on the window's last frame
   }
   out.count = count;
   if (!early) return;
@@ -173,12 +174,14 @@ struct WindTokenScore {
   }
 };
 
-/** A hypothesis of the rebuilt pool: `parent` (a pool slot) as it is (label -1) or extended by `label`. */
+/** A hypothesis of the rebuilt pool: `parent` (a pool slot) as it is (label -1) or extended by `label` (`logp`: its
+ *  acoustic log-probability where it is emitted). */
 struct WindCandidate {
   std::int32_t parent;
   std::int32_t label;
   std::int32_t jump;
   float score;
+  float logp;
 };
 
 /** One step of utterance b, whose group (`count` slots in `group`) is on frame t and proposed `proposals` (by
@@ -201,7 +204,7 @@ ASRDEC_HD_INLINE bool wind_step(const BeamFusionRule& rule, const BeamHypsRef& h
   for (std::int32_t k = 0; k < P; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
     if (h.scores[s] == -__builtin_huge_valf() || h.next_time[s] == t) continue;
-    candidates[kept++] = WindCandidate{k, -1, 0, h.scores[s]};
+    candidates[kept++] = WindCandidate{k, -1, 0, h.scores[s], 0.0f};
   }
   // The pool has room for every proposal: at most cap hypotheses on each of the window's frames after t, plus
   // cap proposals from each of the (at most cap) group members.
@@ -214,13 +217,14 @@ ASRDEC_HD_INLINE bool wind_step(const BeamFusionRule& rule, const BeamHypsRef& h
         fits = false;
         break;
       }
-      candidates[kept++] = WindCandidate{group[g], proposals[g].label[r], proposals[g].jump[r], score};
+      candidates[kept++] =
+          WindCandidate{group[g], proposals[g].label[r], proposals[g].jump[r], score, proposals[g].logp[r]};
     }
   }
-  for (std::int32_t i = kept; i < P; ++i) candidates[i] = WindCandidate{0, -1, 0, -__builtin_huge_valf()};
+  for (std::int32_t i = kept; i < P; ++i) candidates[i] = WindCandidate{0, -1, 0, -__builtin_huge_valf(), 0.0f};
   for (std::int32_t i = 0; i < P; ++i) {
     const WindCandidate c = candidates[i];
-    beam_stage_result(h, b, i, c.parent, c.label, c.score, c.jump);
+    beam_stage_result(h, b, i, c.parent, c.label, c.score, c.jump, c.logp);
   }
   for (std::int32_t i = 0; i < P; ++i) beam_commit_result(h, b, i);
   for (std::int32_t i = 0; i < P; ++i) beam_stage_recombination(h, b, i);
