@@ -13,6 +13,12 @@
 
 namespace asrdec::detail {
 
+/** Whether `method` needs the entropy sums (ConfidenceStats) over the row; the probability measures need only the
+ *  log-sum-exp and the best logit. */
+ASRDEC_HD_INLINE bool needs_entropy_sums(const ConfidenceMethod& method) {
+  return method.measure != ConfidenceMeasure::probability && method.measure != ConfidenceMeasure::max_prob;
+}
+
 struct ConfidenceStats {
   float max;
   float s;

@@ -58,8 +58,7 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
     ArgMax best = argmax_identity();
     LogSumExp lse = lse_identity();
     ConfidenceStats stats = confidence_stats_identity();
-    const bool entropy =
-        g.confidence.measure != ConfidenceMeasure::probability && g.confidence.measure != ConfidenceMeasure::max_prob;
+    const bool entropy = needs_entropy_sums(g.confidence);
     bool finite = true;
     for (std::int64_t o = lane; o < g.token_columns; o += 32) {
       const float x = logits[o] + g.bias[o];

@@ -111,8 +111,7 @@ void JointCpu::evaluate_rows(const EncodedView& enc, const JointRow* rows, std::
   const std::int64_t J = joint_.hidden;
   tokens_.assign(static_cast<std::size_t>(count), argmax_identity());
   lse_.assign(static_cast<std::size_t>(count), lse_identity());
-  const bool entropy =
-      confidence_.measure != ConfidenceMeasure::probability && confidence_.measure != ConfidenceMeasure::max_prob;
+  const bool entropy = needs_entropy_sums(confidence_);
   if (entropy) stats_.assign(static_cast<std::size_t>(count), confidence_stats_identity());
   if (fused) {
     fused_.assign(static_cast<std::size_t>(count), argmax_identity());
