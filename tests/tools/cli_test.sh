@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test of the asrdec CLI: JSON output contract, WER report, text mode, and error exits.
+#   cli_test.sh <asrdec CLI> <examples/data>
 set -euo pipefail
-asrdec="$1"
-data="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=cli_test_setup.sh
+source "$(dirname "$0")/cli_test_setup.sh"
 
 "$asrdec" info | grep -q "^asrdec " || fail "info does not print the version"
 "$asrdec" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["devices"][0]["device"]=="cpu"' \
@@ -125,24 +123,9 @@ done
 # whole-batch run byte for byte, for every streaming decode command and algorithm, with and without fusion (the
 # fused transducer runs take label looping: the fusion path is shared by every algorithm, and the API tests cover
 # each one with fusion).
-lm=(--lm "$data/lm/tokens_4gram.arpa.gz" --lm-weight 0.3)
-boosted=(--boost "$data/boost/phrases.txt" --bpe "$data/bpe.model" --boost-weight 0.6)
-streamed() {  # name, then the command's arguments
-  local name="$1"
-  shift
-  "$asrdec" decode "$@" --vocab "$data/tokens.txt" --device cpu --json >"$work/stream-whole.jsonl" 2>"$work/err.txt" \
-    || { cat "$work/err.txt"; fail "$name"; }
-  for lanes in "7 5" "1 40"; do
-    read -r chunk width <<<"$lanes"
-    "$asrdec" decode "$@" --vocab "$data/tokens.txt" --device cpu --json --chunk "$chunk" --lanes "$width" \
-      >"$work/stream-chunks.jsonl" 2>"$work/err.txt" || { cat "$work/err.txt"; fail "$name --chunk $chunk"; }
-    cmp -s "$work/stream-whole.jsonl" "$work/stream-chunks.jsonl" \
-      || fail "$name: --chunk $chunk --lanes $width differs from the whole-batch JSON"
-  done
-}
 ctc_input=(--logprobs "$data/ctc/logprobs.npy" --lengths "$data/ctc/lengths.npy")
 streamed "ctc-greedy" ctc-greedy "${ctc_input[@]}"
-streamed "ctc-greedy + LM + boosting" ctc-greedy "${ctc_input[@]}" "${lm[@]}" "${boosted[@]}"
+streamed "ctc-greedy + LM + boosting" ctc-greedy "${ctc_input[@]}" "${lm[@]}" "${boost[@]}"
 for model in rnnt tdt; do
   input=(--model "$data/$model/model.safetensors" --enc "$data/$model/enc_proj.npy" --lengths "$data/$model/lengths.npy")
   algos="frame-looping label-looping"
@@ -150,17 +133,17 @@ for model in rnnt tdt; do
   for algo in $algos; do
     streamed "$model $algo" "$model" "${input[@]}" --algo "$algo"
   done
-  streamed "$model label-looping + LM + boosting" "$model" "${input[@]}" "${lm[@]}" "${boosted[@]}"
+  streamed "$model label-looping + LM + boosting" "$model" "${input[@]}" "${lm[@]}" "${boost[@]}"
 done
 streamed "ctc-beam" ctc-beam "${ctc_input[@]}" --beam 4
 rnnt_input=(--model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --lengths "$data/rnnt/lengths.npy")
 tdt_input=(--model "$data/tdt/model.safetensors" --enc "$data/tdt/enc_proj.npy" --lengths "$data/tdt/lengths.npy")
 streamed "rnnt aes++" rnnt "${rnnt_input[@]}" --algo aes++ --beam 4 --aes-steps 3
-streamed "rnnt aes++ + LM + boosting" rnnt "${rnnt_input[@]}" --algo aes++ --beam 3 "${lm[@]}" "${boosted[@]}"
+streamed "rnnt aes++ + LM + boosting" rnnt "${rnnt_input[@]}" --algo aes++ --beam 3 "${lm[@]}" "${boost[@]}"
 streamed "rnnt alsd++" rnnt "${rnnt_input[@]}" --algo alsd++ --beam 4
-streamed "tdt alsd++ + LM + boosting" tdt "${tdt_input[@]}" --algo alsd++ --beam 3 "${lm[@]}" "${boosted[@]}"
+streamed "tdt alsd++ + LM + boosting" tdt "${tdt_input[@]}" --algo alsd++ --beam 3 "${lm[@]}" "${boost[@]}"
 streamed "rnnt wind-beam + LM" rnnt "${rnnt_input[@]}" --algo wind-beam --beam 3 --window 2 "${lm[@]}"
-streamed "ctc-beam + LM + boosting" ctc-beam "${ctc_input[@]}" --beam 4 --beam-beta 1 "${lm[@]}" "${boosted[@]}"
+streamed "ctc-beam + LM + boosting" ctc-beam "${ctc_input[@]}" --beam 4 --beam-beta 1 "${lm[@]}" "${boost[@]}"
 if "$asrdec" decode ctc-beam "${ctc_input[@]}" --device cpu --chunk 4 --nbest 2 >/dev/null 2>"$work/err12.txt"; then
   fail "ctc-beam with --chunk and --nbest accepted"
 fi
@@ -173,7 +156,6 @@ if "$asrdec" decode rnnt --model "$data/rnnt/model.safetensors" --enc "$data/ctc
 grep -q "enc_proj: dimension 2 must be 64 (J, the joint hidden size of the model), got 257" "$work/err8.txt" \
   || { cat "$work/err8.txt"; fail "enc_proj shape message"; }
 # LM fusion lowers the WER of every sample at the weights the README shows.
-wer() { grep -o "^WER [0-9.]*" "$1" | cut -d' ' -f2; }
 for pair in ctc-greedy:ctc:0.5 rnnt:rnnt:0.2 tdt:tdt:0.3; do
   IFS=: read -r command set weight <<<"$pair"
   if [ "$command" = ctc-greedy ]; then inputs=(--logprobs "$data/ctc/logprobs.npy"); else
@@ -209,9 +191,6 @@ fi
 grep -q "is token 512, outside the vocabulary of V = 256 tokens" "$work/err9.txt" || { cat "$work/err9.txt"; fail "LM vocabulary message"; }
 # Phrase boosting: the RNN-T sample's WER drops at the README's weight, the chunked decode equals the whole one,
 # JSON carries boost_score, and --boost without --bpe is refused.
-boost=(--boost "$data/boost/phrases.txt" --bpe "$data/bpe.model" --boost-weight 0.6)
-rnnt=(--model "$data/rnnt/model.safetensors" --enc "$data/rnnt/enc_proj.npy" --lengths "$data/rnnt/lengths.npy"
-  --vocab "$data/tokens.txt" --refs "$data/rnnt/refs.txt" --device cpu --show 0)
 "$asrdec" decode rnnt "${rnnt[@]}" 2>"$work/plain.txt" >/dev/null || fail "rnnt without boosting"
 "$asrdec" decode rnnt "${rnnt[@]}" "${boost[@]}" 2>"$work/boosted.txt" >/dev/null || { cat "$work/boosted.txt"; fail "boost"; }
 python3 -c "import sys; sys.exit(0 if float('$(wer "$work/boosted.txt")') < float('$(wer "$work/plain.txt")') else 1)" \
