@@ -51,11 +51,16 @@ def test_version_is_the_libraries(cli):
     assert asrdec.__version__ in out.split()[1]
 
 
+def ctc_sample(sample):
+    return np.load(DATA / sample / "logprobs.npy"), np.load(DATA / sample / "lengths.npy")
+
+
+@pytest.mark.parametrize("sample", ["ctc", "real"])
 @pytest.mark.parametrize("fused", [False, True])
-def test_ctc_greedy(cli, vocab, ctc_input, fused):
-    x, n = ctc_input
-    args = ["decode", "ctc-greedy", "--logprobs", DATA / "ctc/logprobs.npy", "--lengths", DATA / "ctc/lengths.npy",
-            "--vocab", DATA / "tokens.txt"]
+def test_ctc_greedy(cli, vocab, sample, fused):
+    x, n = ctc_sample(sample)
+    args = ["decode", "ctc-greedy", "--logprobs", DATA / sample / "logprobs.npy", "--lengths",
+            DATA / sample / "lengths.npy", "--vocab", DATA / "tokens.txt"]
     kwargs = {}
     if fused:
         args += ["--lm", LM, "--lm-weight", 0.3]
@@ -63,11 +68,12 @@ def test_ctc_greedy(cli, vocab, ctc_input, fused):
     expect_results(asrdec.CtcGreedyDecoder("cpu", **kwargs).decode(x, n), cli(*args), vocab, "ctc-greedy")
 
 
+@pytest.mark.parametrize("sample", ["ctc", "real"])
 @pytest.mark.parametrize("fused", [False, True])
-def test_ctc_beam(cli, vocab, ctc_input, fused):
-    x, n = ctc_input
-    args = ["decode", "ctc-beam", "--logprobs", DATA / "ctc/logprobs.npy", "--lengths", DATA / "ctc/lengths.npy",
-            "--vocab", DATA / "tokens.txt", "--beam", 4, "--nbest", 3]
+def test_ctc_beam(cli, vocab, sample, fused):
+    x, n = ctc_sample(sample)
+    args = ["decode", "ctc-beam", "--logprobs", DATA / sample / "logprobs.npy", "--lengths",
+            DATA / sample / "lengths.npy", "--vocab", DATA / "tokens.txt", "--beam", 4, "--nbest", 3]
     kwargs = dict(beam=4)
     if fused:
         args += ["--lm", LM, "--lm-weight", 0.3]
@@ -76,14 +82,16 @@ def test_ctc_beam(cli, vocab, ctc_input, fused):
     expect_results(decoder.decode(x, n), cli(*args), vocab, "ctc-beam", nbest=decoder.decode_nbest(x, n))
 
 
-def transducer_args(kind):
-    return ["decode", kind, "--model", DATA / kind / "model.safetensors", "--enc", DATA / kind / "enc_proj.npy",
-            "--lengths", DATA / kind / "lengths.npy", "--vocab", DATA / "tokens.txt"]
+def transducer_args(sample):
+    """The CLI's arguments for a transducer sample (rnnt, tdt, or real: an RNN-T model)."""
+    return ["decode", "tdt" if sample == "tdt" else "rnnt", "--model", DATA / sample / "model.safetensors", "--enc",
+            DATA / sample / "enc_proj.npy", "--lengths", DATA / sample / "lengths.npy", "--vocab", DATA / "tokens.txt"]
 
 
 @pytest.mark.parametrize("kind,algorithm,fused", [
     ("rnnt", "frame-looping", False), ("rnnt", "label-looping", False), ("rnnt", "wind", False),
-    ("rnnt", "label-looping", True), ("tdt", "frame-looping", False), ("tdt", "label-looping", True)])
+    ("rnnt", "label-looping", True), ("tdt", "frame-looping", False), ("tdt", "label-looping", True),
+    ("real", "label-looping", False), ("real", "wind", True)])
 def test_transducer_greedy(cli, vocab, kind, algorithm, fused):
     model = asrdec.TransducerModel.load(str(DATA / kind / "model.safetensors"))
     x, n = transducer_input(kind)
@@ -98,7 +106,7 @@ def test_transducer_greedy(cli, vocab, kind, algorithm, fused):
 
 @pytest.mark.parametrize("kind,algorithm,extra,fused", [
     ("rnnt", "alsd++", {}, False), ("rnnt", "aes++", {}, True), ("rnnt", "wind-beam", {"wind_window": 2}, False),
-    ("tdt", "alsd++", {}, True)])
+    ("tdt", "alsd++", {}, True), ("real", "alsd++", {}, True), ("real", "aes++", {}, False)])
 def test_transducer_beam(cli, vocab, kind, algorithm, extra, fused):
     model = asrdec.TransducerModel.load(str(DATA / kind / "model.safetensors"))
     x, n = transducer_input(kind)
@@ -113,7 +121,8 @@ def test_transducer_beam(cli, vocab, kind, algorithm, extra, fused):
     expect_results(decoder.decode(x, n), cli(*args), vocab, f"{kind} {algorithm}", nbest=decoder.decode_nbest(x, n))
 
 
-def test_wfst(cli, vocab, ctc_input, wfst_graph, tmp_path):
+@pytest.mark.parametrize("sample", ["ctc", "real"])
+def test_wfst(cli, vocab, sample, wfst_graph, tmp_path):
     graph, words, summary = wfst_graph
     # The graph equals the CLI's from the same files, byte for byte.
     cli_graph, cli_words = tmp_path / "TLG.fst", tmp_path / "words.txt"
@@ -124,12 +133,12 @@ def test_wfst(cli, vocab, ctc_input, wfst_graph, tmp_path):
     assert filecmp.cmp(graph, cli_graph, shallow=False) and filecmp.cmp(words, cli_words, shallow=False)
     assert summary.tlg_states > 0 and summary.words > 0 and "TLG" in str(summary)
 
-    x, n = ctc_input
+    x, n = ctc_sample(sample)
     table = asrdec.SymbolTable.load(str(words))
     decoder = asrdec.WfstDecoder(asrdec.WfstGraph.load(str(graph)), "cpu", word_start_columns=vocab.word_start_ids())
     results = decoder.decode(x, n)
-    lines = cli("decode", "ctc-wfst", "--graph", graph, "--words", words, "--logprobs", DATA / "ctc/logprobs.npy",
-                "--lengths", DATA / "ctc/lengths.npy", "--tokens", DATA / "tokens.txt")
+    lines = cli("decode", "ctc-wfst", "--graph", graph, "--words", words, "--logprobs", DATA / sample / "logprobs.npy",
+                "--lengths", DATA / sample / "lengths.npy", "--tokens", DATA / "tokens.txt")
     assert len(results) == len(lines) == 40
     for b, (r, j) in enumerate(zip(results, lines)):
         assert r.words == j["word_ids"], b

@@ -1,5 +1,6 @@
-// The shipped CTC sample decoded by the library must give exactly what the sample generator's own (NumPy)
-// greedy decoder recorded in expected_greedy.jsonl: a cross-implementation check on realistic data.
+// The shipped CTC samples decoded by the library must give exactly what a NumPy greedy decoder recorded: the sample
+// generator's in ctc/expected_greedy.jsonl, the real model exporter's in real/expected_ctc_greedy.jsonl (a trained
+// model's outputs): a cross-implementation check on realistic data.
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,11 +29,12 @@ std::vector<Expected> load_expected(const std::string& path) {
   return out;
 }
 
-void check_sample(Device device) {
-  const std::string dir = testing::source_path("examples/data/ctc/");
+void check_sample(Device device, const std::string& name, const std::string& expected_file) {
+  SCOPED_TRACE(name);
+  const std::string dir = testing::source_path("examples/data/" + name + "/");
   const NpyArray logprobs = read_npy(dir + "logprobs.npy");
   const NpyArray lengths = read_npy(dir + "lengths.npy");
-  const std::vector<Expected> expected = load_expected(dir + "expected_greedy.jsonl");
+  const std::vector<Expected> expected = load_expected(dir + expected_file);
   ASSERT_EQ(static_cast<std::int64_t>(expected.size()), logprobs.shape()[0]);
   CtcGreedyDecoder decoder(device);
   DeviceBuffer<std::byte> on_device;
@@ -52,21 +54,27 @@ void check_sample(Device device) {
   }
 }
 
-TEST(CtcGreedySample, CpuReproducesTheGeneratorsGreedyOutput) { check_sample(Device::cpu()); }
+TEST(CtcGreedySample, CpuReproducesTheGeneratorsGreedyOutput) {
+  check_sample(Device::cpu(), "ctc", "expected_greedy.jsonl");
+  check_sample(Device::cpu(), "real", "expected_ctc_greedy.jsonl");
+}
 
 TEST(CtcGreedySampleCUDA, CudaReproducesTheGeneratorsGreedyOutput) {
   ASRDEC_SKIP_WITHOUT_CUDA();
-  check_sample(Device::cuda(0));
+  check_sample(Device::cuda(0), "ctc", "expected_greedy.jsonl");
+  check_sample(Device::cuda(0), "real", "expected_ctc_greedy.jsonl");
 }
 
 TEST(SampleData, TokenTableMatchesTheModels) {
   const Vocabulary vocabulary = Vocabulary::load(testing::source_path("examples/data/tokens.txt"));
   const NpyArray logprobs = read_npy(testing::source_path("examples/data/ctc/logprobs.npy"));
   vocabulary.check_matches(logprobs.shape()[2] - 1, "the CTC sample");
-  for (const char* model : {"rnnt", "tdt"}) {
-    const SafetensorsFile file(testing::source_path(std::string("examples/data/") + model + "/model.safetensors"));
-    EXPECT_EQ(file.metadata().at("model_type"), model);
-    vocabulary.check_matches(std::stoll(file.metadata().at("vocab_size")), model);
+  vocabulary.check_matches(read_npy(testing::source_path("examples/data/real/logprobs.npy")).shape()[2] - 1,
+                           "the real CTC sample");
+  for (const std::string sample : {"rnnt", "tdt", "real"}) {
+    const SafetensorsFile file(testing::source_path("examples/data/" + sample + "/model.safetensors"));
+    EXPECT_EQ(file.metadata().at("model_type"), sample == "tdt" ? "tdt" : "rnnt");
+    vocabulary.check_matches(std::stoll(file.metadata().at("vocab_size")), sample);
   }
 }
 

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -102,10 +104,18 @@ class ResultsTable : public ::testing::TestWithParam<bool> {
     if (GetParam()) ASRDEC_SKIP_WITHOUT_CUDA();
   }
   Device device() const { return GetParam() ? Device::cuda(0) : Device::cpu(); }
+  void check_ctc_sample(const std::string& name);
 };
 
 TEST_P(ResultsTable, CtcDecodersFillEveryFieldAsTheTableSays) {
-  const Sample s = load_sample("ctc", "logprobs.npy", device());
+  for (const std::string name : {"ctc", "real"}) {
+    SCOPED_TRACE(name);
+    check_ctc_sample(name);
+  }
+}
+
+void ResultsTable::check_ctc_sample(const std::string& name) {
+  const Sample s = load_sample(name, "logprobs.npy", device());
   const auto lm = sample_lm(device());
   CtcGreedyConfig greedy_config;
   greedy_config.lm = lm;
@@ -131,7 +141,7 @@ TEST_P(ResultsTable, CtcDecodersFillEveryFieldAsTheTableSays) {
 
 TEST_P(ResultsTable, TransducerDecodersFillEveryFieldAsTheTableSays) {
   const auto lm = sample_lm(device());
-  for (const std::string name : {"rnnt", "tdt"}) {
+  for (const std::string name : {"rnnt", "tdt", "real"}) {
     const bool tdt = name == "tdt";
     const Sample s = load_sample(name, "enc_proj.npy", device());
     const TransducerModel model =
@@ -176,10 +186,12 @@ TEST_P(ResultsTable, TransducerDecodersFillEveryFieldAsTheTableSays) {
   }
 }
 
-// Beam 1 (ALSD++) is greedy decoding: same tokens, timestamps, durations, and the same path log-probability.
-// Beam 4 (TDT): wherever its best transcript equals greedy's, so do its timestamps (one convention for both).
+// Beam 1 (ALSD++) is greedy decoding: same tokens, timestamps, durations, token scores and the same path
+// log-probability. Beam 4 on the simulated samples, whose planted paths leave no rival alignment: wherever its best
+// transcript equals greedy's, so do its timestamps (one convention for both). A trained model's beam may prefer
+// another alignment of the same transcript (the real sample), so that part is not checked there.
 TEST_P(ResultsTable, BeamSearchUsesGreedysTimestampsAndScores) {
-  for (const std::string name : {"rnnt", "tdt"}) {
+  for (const std::string name : {"rnnt", "tdt", "real"}) {
     SCOPED_TRACE(name);
     const Sample s = load_sample(name, "enc_proj.npy", device());
     const TransducerModel model =
@@ -197,12 +209,24 @@ TEST_P(ResultsTable, BeamSearchUsesGreedysTimestampsAndScores) {
       EXPECT_EQ(got[b].tokens, want[b].tokens);
       EXPECT_EQ(got[b].timestamps, want[b].timestamps);
       EXPECT_EQ(got[b].durations, want[b].durations);
-      EXPECT_NEAR(got[b].score, want[b].score, 1e-4 * (1.0 + std::fabs(want[b].score)));
+      // The blank forced after max_symbols tokens on a frame adds nothing to greedy decoding's score and its
+      // log-probability to beam search's (docs/results.md); elsewhere the scores agree.
+      std::map<std::int32_t, int> per_frame;
+      for (const std::int32_t t : want[b].timestamps) ++per_frame[t];
+      const bool forced = std::any_of(per_frame.begin(), per_frame.end(), [](const auto& f) {
+        return f.second >= TransducerBeamConfig{}.max_symbols_per_frame;
+      });
+      if (forced) {
+        EXPECT_LE(got[b].score, want[b].score + 1e-4 * (1.0 + std::fabs(want[b].score)));
+      } else {
+        EXPECT_NEAR(got[b].score, want[b].score, 1e-4 * (1.0 + std::fabs(want[b].score)));
+      }
       ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());
       for (std::size_t i = 0; i < want[b].token_scores.size(); ++i) {
         EXPECT_NEAR(got[b].token_scores[i], want[b].token_scores[i], 1e-4 * (1.0 + std::fabs(want[b].token_scores[i])));
       }
     }
+    if (name == "real") continue;
     config.beam = 4;
     TransducerBeamDecoder beam4(model, config);
     const auto wider = beam4.decode(s.view, s.lengths.view());
