@@ -1,8 +1,9 @@
 #pragma once
 // Internal: the CUDA executor behind WfstDecoder. Whole utterances (decode) stay on the device from the start to
 // their best path, and streams (decode_chunks) keep their channels on the device between chunks (wfst_rows_kernel.hpp);
-// the host turns paths into results with the CPU's code. N-best lists keep their channels (wfst_channel.hpp) on the
-// host: the executor decodes their frames on the device and appends the frames' tokens to them.
+// the host turns paths into results with the CPU's code. N-best lists need every token of an utterance's last frame
+// and the paths to them: the executor decodes the utterances on the device and hands their channels to the host,
+// where the CPU's code ranks them (WfstSearcher::nbest).
 
 #include <memory>
 #include <vector>
@@ -28,9 +29,12 @@ class WfstBackend {
   /** Throws InvalidArgument for the first NaN or +inf among the frames that are read (before any channel changes),
    *  with the CPU executor's message. */
   virtual void check_values(const CtcInput& problem, StreamHandle stream) = 0;
-  /** Decodes frames [0, lengths[b]) of every row b through channels[b] on `stream` (nullptr: the legacy default
-   *  stream); returns when they are in the channels. */
-  virtual void advance(const CtcInput& problem, const std::vector<WfstChannel*>& channels, StreamHandle stream) = 0;
+  /** Whole utterances into host channels: frames [0, lengths[b]) of every row b from the start, into channels[b],
+   *  which the caller started (WfstSearcher::start, with the row's boosts). Each channel then holds what the CPU
+   *  executor's would after the same frames: the last frame's tokens (all of them) with the paths to them, the active
+   *  tokens, the frame count and the overflow flag; its older history may be collected differently. Runs on `stream`
+   *  (nullptr: the legacy default stream); values must have been checked. */
+  virtual void decode_into(const CtcInput& problem, const std::vector<WfstChannel*>& channels, StreamHandle stream) = 0;
   /** Stream chunks: frames [0, lengths[b]) of row b continue its stream, and its result after them (partial, or by
    *  the final rule on the last chunk; WfstSearcher::result's). A stream's state stays in the executor by slot
    *  between calls; `chunks[b].channel` holds it only for streams the executor continues on the host. Values must
@@ -50,9 +54,7 @@ class WfstBackend {
 };
 
 #if ASRDEC_WITH_CUDA
-/** `searcher` (which appends frames to channels) must outlive the executor. */
-std::unique_ptr<WfstBackend> make_wfst_cuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device,
-                                            const WfstSearcher& searcher);
+std::unique_ptr<WfstBackend> make_wfst_cuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device);
 #endif
 
 }  // namespace asrdec::detail

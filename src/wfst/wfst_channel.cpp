@@ -233,34 +233,6 @@ void WfstSearcher::commit(WfstChannel& channel, float beam, bool overflow) {
   if (static_cast<std::int64_t>(channel.history.size()) > channel.collect_at) collect_history(channel);
 }
 
-void WfstSearcher::append_frame(WfstChannel& channel, const WfstStoredToken* tokens, std::int64_t count,
-                                bool overflow) const {
-  const auto base = static_cast<std::int64_t>(channel.history.size());
-  const std::int64_t previous = channel.last_frame_begin;
-  const std::int64_t previous_end = base;
-  channel.frames += 1;
-  channel.active.clear();
-  for (std::int64_t i = 0; i < count; ++i) {
-    const WfstStoredToken& t = tokens[i];
-    ASRDEC_EXPECTS(t.state >= 0 && t.state < g_->num_states && t.arc >= -1 && t.arc < graph_->num_arcs(), Error,
-                   "WFST: the CUDA executor returned a token with state ", t.state, " and arc ", t.arc,
-                   " (internal error)");
-    std::int64_t prev = -1;  // arc −1: no way in could be rebuilt (a flagged overflow); the path starts here
-    if (t.arc >= 0) {
-      const bool emitting = g_->ilabel[static_cast<std::size_t>(t.arc)] != 0;
-      prev = emitting ? previous + t.prev : base + t.prev;
-      ASRDEC_EXPECTS(t.prev >= 0 && (emitting ? prev < previous_end : t.prev < count), Error,
-                     "WFST: the CUDA executor returned a token whose predecessor ", t.prev,
-                     " is out of range (internal error)");
-    }
-    channel.history.push_back(WfstToken{t.state, channel.frames, prev, t.arc, t.cost});
-    if (t.active != 0) channel.active.push_back(base + i);
-  }
-  channel.last_frame_begin = base;
-  channel.overflow = channel.overflow || overflow;
-  if (static_cast<std::int64_t>(channel.history.size()) > channel.collect_at) collect_history(channel);
-}
-
 // Drops the history no traceback can reach any more: everything but the last frame's tokens and their ancestors.
 // Runs when the history has doubled since the last collection, so its cost is amortised and long streams keep
 // only their live paths (roughly the last frame's tokens times the frames since the paths merged).

@@ -47,9 +47,6 @@ class WfstSearcher {
   void start_with(WfstChannel& channel, std::vector<float> boost_by_word);
   /** One frame: `logp` holds the frame's log-probabilities (at least max_input_label columns). */
   void advance(WfstChannel& channel, const float* logp);
-  /** Appends one frame decoded elsewhere (the CUDA executor): `tokens` as described by WfstStoredToken, whose
-   *  emitting predecessors index the channel's last frame. Throws Error for tokens that do not fit the graph. */
-  void append_frame(WfstChannel& channel, const WfstStoredToken* tokens, std::int64_t count, bool overflow) const;
   /** The best path so far: final (use_final_probs applies) or partial (the best active token). `blank_label`: the
    *  blank's input label, for word frames. */
   WfstResult result(const WfstChannel& channel, bool final, std::int32_t blank_label) const;

@@ -8,15 +8,11 @@
 // hold (more tokens in a frame, or more live back-pointers, than a lane has room for) is decoded on the CPU, exactly:
 // a whole utterance again from the start, a stream from the last frame its lane stored, to its end.
 //
-// N-best lists (advance): rows are decoded in groups of `lanes_`; per group, programs of kWfstFramesPerProgram frame
-// steps (one CUDA graph each) alternate between two output segments: while the device fills one, the host copies the
-// other's tokens and appends them to the channels. These lanes' arrays are dense over the graph's states (about 100
-// bytes per state per lane, most of it the two segments).
+// N-best lists (decode_into): rows are decoded as streams of one chunk, in groups of as many as lanes run at once,
+// each into a channel of its own (not the open streams' ones); the host then copies each channel into the row's host
+// channel (wfst_channel_import.hpp), where the CPU's code ranks the last frame's tokens.
 
 #include <algorithm>
-#include <array>
-#include <limits>
-#include <optional>
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
@@ -27,41 +23,26 @@
 #include "wfst/lane_step/wfst_channel_import.hpp"
 #include "wfst/lane_step/wfst_row_result.hpp"
 #include "wfst/wfst_backend.hpp"
-#include "wfst/wfst_kernels.hpp"
 #include "wfst/wfst_rows_kernel.hpp"
 
 namespace asrdec::detail {
 namespace {
 
 constexpr std::int64_t kMaxLanes = 1024;
-constexpr std::int32_t kMinSegmentCapacity = 8192;
 
-// An owned CUDA event without timing, created on the current device by create().
-class Event {
- public:
-  Event() = default;
-  void create() { ASRDEC_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~Event() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const noexcept { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
+// Streams' channels in device memory, one per slot (wfst_lane_chunk.hpp's WfstChannelLayout).
+struct DeviceChannels {
+  DeviceBuffer<unsigned char> memory;
+  std::int64_t slots = 0;
 };
 
 class WfstCuda final : public WfstBackend {
  public:
-  WfstCuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device, const WfstSearcher& searcher)
+  WfstCuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device)
       : graph_(graph),
         config_(config),
         device_(device),
-        searcher_(&searcher),
         lifecycle_(device, config.graph_mode),
-        copy_stream_(device),
-        input_(1, device),
         bad_value_(1, device),
         queue_(2, device),
         fallback_(graph, config) {
@@ -70,17 +51,12 @@ class WfstCuda final : public WfstBackend {
                    "WFST decoding on CUDA supports graphs of up to 2^31 arcs and 2^30 states; ", graph.source(),
                    " has ", graph.num_arcs(), " arcs and ", a.num_states, " states");
     DeviceGuard guard(device_);
-    for (std::size_t s = 0; s < 2; ++s) {
-      program_done_[s].create();
-      segment_free_[s].create();
-    }
-    preload_wfst_kernels();
     row_layout_ = wfst_lane_layout(
         config.device_frame_tokens > 0 ? static_cast<std::int32_t>(config.device_frame_tokens) : kWfstLaneTokens,
         config.device_history_tokens > 0 ? static_cast<std::int32_t>(config.device_history_tokens) : kWfstLaneHistory,
         static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads);
     channel_layout_ = wfst_channel_layout(row_layout_);
-    resident_lanes_ = wfst_lanes_resident();
+    resident_lanes_ = wfst_lanes_resident();  // also loads the kernels, so that the first call does not
     Stream setup(device_);
     cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {
@@ -130,25 +106,45 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  void advance(const CtcInput& p, const std::vector<WfstChannel*>& channels, StreamHandle user_stream) override {
+  void decode_into(const CtcInput& p, const std::vector<WfstChannel*>& channels, StreamHandle user_stream) override {
     if (p.batch == 0) return;
     DeviceGuard guard(device_);
     if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
-    const WfstInputArgs input = input_of(p);
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(input_.data(), &input, sizeof input, cudaMemcpyHostToDevice, stream));
-    ensure_lanes(p.batch, stream);
-    try {
-      for (std::int64_t first = 0; first < p.batch; first += lanes_) {
-        const std::int64_t rows = std::min<std::int64_t>(lanes_, p.batch - first);
-        decode_group(p, channels, first, rows, stream);
+    const std::int64_t group = lanes_for(p.batch);  // rows at once, each with a lane and a channel
+    for (std::int64_t first = 0; first < p.batch; first += group) {
+      const std::int64_t rows = std::min(group, p.batch - first);
+      const CtcInput part = rows_of(p, first, rows);
+      std::vector<WfstChunk> chunks;
+      std::vector<std::int32_t> queue;
+      std::int64_t path_capacity = 0;  // the kernel traces each row's best path too, which is not needed here
+      for (std::int64_t r = 0; r < rows; ++r) {
+        chunks.push_back(
+            WfstChunk{channels[static_cast<std::size_t>(first + r)], static_cast<std::int32_t>(r), true, true, 0});
+        queue.push_back(static_cast<std::int32_t>(r));
+        path_capacity += path_room(part.host_lengths[static_cast<std::size_t>(r)]);
       }
-    } catch (...) {
-      // Nothing may still be writing into the lanes, segments or pinned buffers once the error leaves.
-      cudaStreamSynchronize(stream);
-      cudaStreamSynchronize(copy_stream_.handle());
-      throw;
+      try {
+        ensure_channels(nbest_, rows, group, stream);
+        launch_chunks(part, chunks, queue, nbest_, path_capacity, stream);
+      } catch (...) {
+        cudaStreamSynchronize(stream);
+        rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
+        throw;
+      }
+      std::vector<const WfstChunk*> all;
+      for (const WfstChunk& c : chunks) all.push_back(&c);
+      const std::vector<std::int32_t> stored = import_channels(nbest_, all, stream);
+      for (std::size_t r = 0; r < chunks.size(); ++r) {
+        const WfstRowOutcome& o = host_outcomes_[r];
+        ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
+                       "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
+        if (o.status == 0) continue;
+        // The lane gave up: the CPU continues from the last frame it stored (from the start when it stored none).
+        advance_on_host(part, static_cast<std::int64_t>(r), *chunks[r].channel, stored[r], stream);
+        host_rows_ += 1;
+      }
     }
   }
 
@@ -173,10 +169,13 @@ class WfstCuda final : public WfstBackend {
     for (std::size_t b = 0; b < batch; ++b) {
       if (on_host_[static_cast<std::size_t>(chunks[b].slot)] != 0) continue;
       queue.push_back(static_cast<std::int32_t>(b));
-      path_capacity += 4 * (chunks[b].offset + p.host_lengths[b]) + 64;
+      path_capacity += path_room(chunks[b].offset + p.host_lengths[b]);
     }
     try {
-      if (!queue.empty()) launch_chunks(p, chunks, queue, slots, path_capacity, stream);
+      if (!queue.empty()) {
+        ensure_channels(streams_, slots, config_.max_open_utterances, stream);
+        launch_chunks(p, chunks, queue, streams_, path_capacity, stream);
+      }
     } catch (...) {
       cudaStreamSynchronize(stream);
       rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
@@ -198,7 +197,7 @@ class WfstCuda final : public WfstBackend {
                                        c.channel->boost_by_word, blank_label);
           continue;
         }
-        first = import_channel(c, stream);
+        first = import_channels(streams_, {&c}, stream).front();
         on_host_[static_cast<std::size_t>(c.slot)] = 1;
       }
       advance_on_host(p, static_cast<std::int64_t>(b), *c.channel, first, stream);
@@ -218,7 +217,7 @@ class WfstCuda final : public WfstBackend {
     const cudaStream_t stream = call.stream();
     const auto batch = static_cast<std::size_t>(p.batch);
     std::int64_t path_capacity = 0;
-    for (const std::int32_t length : p.host_lengths) path_capacity += 4 * static_cast<std::int64_t>(length) + 64;
+    for (const std::int32_t length : p.host_lengths) path_capacity += path_room(length);
     try {
       ensure_row_lanes(p.batch, p.batch, path_capacity, stream);
       upload_boosts(
@@ -262,14 +261,39 @@ class WfstCuda final : public WfstBackend {
     return WfstInputArgs{p.logprobs.data(), p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)};
   }
 
+  // Lanes for `wanted` rows: as many as max_device_bytes, the blocks the device runs at once and kMaxLanes allow.
+  std::int64_t lanes_for(std::int64_t wanted) const {
+    const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / row_layout_.bytes);
+    ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", row_layout_.bytes,
+                   " bytes of device memory, above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
+    return std::min({wanted, max_lanes, static_cast<std::int64_t>(resident_lanes_)});
+  }
+
+  // Path steps to reserve for a row's result after `frames` frames: a path has at most one step per arena entry, so
+  // no more than the lane's history (a longer guess could only grow with a stream's length); a path that does not fit
+  // sends its row to the CPU.
+  std::int64_t path_room(std::int64_t frames) const {
+    return std::min<std::int64_t>(4 * frames + 64, row_layout_.history);
+  }
+
+  // Rows [first, first + rows) of `p` as a problem of their own (the same frames in place).
+  static CtcInput rows_of(const CtcInput& p, std::int64_t first, std::int64_t rows) {
+    CtcInput part = p;
+    const auto* data = static_cast<const unsigned char*>(p.logprobs.data());
+    if (data != nullptr) data += first * p.logprobs.stride(0) * dtype_size(p.logprobs.dtype());
+    part.logprobs = TensorView(data, p.logprobs.dtype(), {rows, p.frames, p.columns},
+                               {p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)}, p.logprobs.device());
+    part.lengths = TensorView();  // read from host_lengths
+    part.batch = rows;
+    part.host_lengths.assign(p.host_lengths.begin() + first, p.host_lengths.begin() + first + rows);
+    return part;
+  }
+
   // Lanes for `wanted` rows (as many as max_device_bytes, the blocks the device runs at once and kMaxLanes allow) and
   // the per-call buffers of `batch` rows; never shrunk. Every lane byte is 0xff (an empty lane) after allocation, and
   // after each row.
   void ensure_row_lanes(std::int64_t wanted, std::int64_t batch, std::int64_t path_capacity, cudaStream_t stream) {
-    const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / row_layout_.bytes);
-    ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", row_layout_.bytes,
-                   " bytes of device memory, above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
-    const std::int64_t lanes = std::min({wanted, max_lanes, static_cast<std::int64_t>(resident_lanes_)});
+    const std::int64_t lanes = lanes_for(wanted);
     if (lanes > row_lane_count_ || !rows_clean_) {
       const std::int64_t count = std::max(lanes, row_lane_count_);
       if (count > row_lane_count_) {
@@ -323,38 +347,61 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  // A stream its lane gave up on, from its device channel into its host channel (left as started when the lane
-  // stored nothing of a fresh stream); returns the chunk's first frame the lane did not store.
-  std::int32_t import_channel(const WfstChunk& c, cudaStream_t stream) {
-    const unsigned char* base = channels_.data() + static_cast<std::int64_t>(c.slot) * channel_layout_.bytes;
-    WfstChannelScalars s{};
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&s, base + channel_layout_.scalars, sizeof s, cudaMemcpyDeviceToHost, stream));
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (s.used == 0) {
-      ASRDEC_EXPECTS(c.fresh, Error,
-                     "WFST decoding on CUDA: a stream's channel is empty after its first chunk "
-                     "(internal error)");
-      return 0;
-    }
-    std::vector<WfstArenaEntry> entries(static_cast<std::size_t>(s.used));
-    std::vector<std::int32_t> active(static_cast<std::size_t>(s.active_count));
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(entries.data(), base + channel_layout_.entries,
-                                      entries.size() * sizeof(WfstArenaEntry), cudaMemcpyDeviceToHost, stream));
-    if (!active.empty()) {
-      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(active.data(), base + channel_layout_.active, active.size() * 4,
+  // Streams' device channels in `store` into their host channels (a fresh stream's left as started when its lane
+  // stored nothing); returns each chunk's first frame its lane did not store. Two synchronisations for them all.
+  std::vector<std::int32_t> import_channels(const DeviceChannels& store, const std::vector<const WfstChunk*>& chunks,
+                                            cudaStream_t stream) {
+    const std::size_t n = chunks.size();
+    const auto base = [&](std::size_t i) {
+      return store.memory.data() + static_cast<std::int64_t>(chunks[i]->slot) * channel_layout_.bytes;
+    };
+    std::vector<WfstChannelScalars> scalars(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&scalars[i], base(i) + channel_layout_.scalars, sizeof(WfstChannelScalars),
                                         cudaMemcpyDeviceToHost, stream));
     }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    *c.channel = wfst_channel_from_lane(graph_, entries.data(), s, active.data(), std::move(c.channel->boost_by_word));
-    return static_cast<std::int32_t>(s.frames - c.offset);
+    std::vector<std::vector<WfstArenaEntry>> entries(n);
+    std::vector<std::vector<std::int32_t>> active(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const WfstChannelScalars& s = scalars[i];
+      ASRDEC_EXPECTS(s.used >= 0 && s.used <= channel_layout_.history && s.active_count >= 0 &&
+                         s.active_count <= channel_layout_.capacity,
+                     Error, "WFST decoding on CUDA: a channel holds ", s.used, " entries and ", s.active_count,
+                     " active tokens (internal error)");
+      if (s.used == 0) continue;
+      entries[i].resize(static_cast<std::size_t>(s.used));
+      active[i].resize(static_cast<std::size_t>(s.active_count));
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(entries[i].data(), base(i) + channel_layout_.entries,
+                                        entries[i].size() * sizeof(WfstArenaEntry), cudaMemcpyDeviceToHost, stream));
+      if (!active[i].empty()) {
+        ASRDEC_CUDA_CHECK(cudaMemcpyAsync(active[i].data(), base(i) + channel_layout_.active, active[i].size() * 4,
+                                          cudaMemcpyDeviceToHost, stream));
+      }
+    }
+    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::vector<std::int32_t> first(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const WfstChunk& c = *chunks[i];
+      const WfstChannelScalars& s = scalars[i];
+      if (s.used == 0) {
+        ASRDEC_EXPECTS(c.fresh, Error,
+                       "WFST decoding on CUDA: a stream's channel is empty after its first chunk (internal error)");
+        continue;
+      }
+      *c.channel =
+          wfst_channel_from_lane(graph_, entries[i].data(), s, active[i].data(), std::move(c.channel->boost_by_word));
+      first[i] = static_cast<std::int32_t>(s.frames - c.offset);
+    }
+    return first;
   }
 
-  // The chunk rows `queue` on the device: their outcomes into host_outcomes_ (by row) and paths into host_paths_.
+  // The chunk rows `queue` on the device, their channels by slot in `store` (which holds their slots): their outcomes
+  // into host_outcomes_ (by row) and paths into host_paths_.
   void launch_chunks(const CtcInput& p, const std::vector<WfstChunk>& chunks, const std::vector<std::int32_t>& queue,
-                     std::int64_t slots, std::int64_t path_capacity, cudaStream_t stream) {
+                     DeviceChannels& store, std::int64_t path_capacity, cudaStream_t stream) {
     const auto batch = static_cast<std::size_t>(p.batch);
     ensure_row_lanes(static_cast<std::int64_t>(queue.size()), p.batch, path_capacity, stream);
-    ensure_channels(slots, stream);
     upload_boosts(
         batch, [&](std::size_t b) { return &chunks[b].channel->boost_by_word; }, stream);
     upload_lengths(p, stream);
@@ -377,7 +424,7 @@ class WfstCuda final : public WfstBackend {
     c.count = static_cast<std::int32_t>(queue.size());
     c.slot = chunk_rows_.data() + queue.size();
     c.flags = chunk_rows_.data() + queue.size() + batch;
-    c.channels = channels_.data();
+    c.channels = store.memory.data();
     c.channel = channel_layout_;
     launch_wfst_chunks(p.logprobs.dtype(), c,
                        static_cast<std::int32_t>(std::min<std::int64_t>(row_lane_count_, c.count)), stream);
@@ -395,19 +442,19 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  // Device channels for slots [0, slots) (grown geometrically up to max_open_utterances, never shrunk; a fresh
-  // channel needs no initial contents).
-  void ensure_channels(std::int64_t slots, cudaStream_t stream) {
-    if (slots <= channel_slots_) return;
-    const std::int64_t count = std::min(std::max(slots, 2 * channel_slots_), config_.max_open_utterances);
+  // Channels in `store` for slots [0, slots) (grown geometrically up to `most`, never shrunk; the channels kept are
+  // copied, and a fresh channel needs no initial contents).
+  void ensure_channels(DeviceChannels& store, std::int64_t slots, std::int64_t most, cudaStream_t stream) {
+    if (slots <= store.slots) return;
+    const std::int64_t count = std::max(slots, std::min(2 * store.slots, most));
     DeviceBuffer<unsigned char> grown(static_cast<std::size_t>(count * channel_layout_.bytes), device_);
-    if (channel_slots_ > 0) {
-      copy_bytes_async(grown.data(), device_, channels_.data(), device_,
-                       static_cast<std::size_t>(channel_slots_ * channel_layout_.bytes), stream);
+    if (store.slots > 0) {
+      copy_bytes_async(grown.data(), device_, store.memory.data(), device_,
+                       static_cast<std::size_t>(store.slots * channel_layout_.bytes), stream);
       ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
-    channels_ = std::move(grown);
-    channel_slots_ = count;
+    store.memory = std::move(grown);
+    store.slots = count;
   }
 
   // The rows' boosts, packed: row b reads row boost_row[b] of the table, or none; `row(b)`: row b's boosts by word
@@ -472,238 +519,10 @@ class WfstCuda final : public WfstBackend {
     copy_bytes_async(lengths_.data(), device_, p.host_lengths.data(), Device::cpu(), p.host_lengths.size() * 4, stream);
   }
 
-  std::int32_t num_states() const { return graph_.arrays().num_states; }
-  std::int32_t segment_capacity() const { return std::max(num_states(), kMinSegmentCapacity); }
-
-  // Bytes of device memory one lane needs.
-  std::size_t lane_bytes(std::int64_t columns) const {
-    const auto S = static_cast<std::size_t>(num_states());
-    const std::size_t dense = S * (8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4) + 2 * ((S + 31) / 32) * 4;
-    const std::size_t segments =
-        2 * (static_cast<std::size_t>(segment_capacity()) * sizeof(WfstStoredToken) + sizeof(WfstSegmentHeader));
-    return dense + segments + static_cast<std::size_t>(columns) * 4 + sizeof(WfstLaneControl) +
-           static_cast<std::size_t>(graph_.max_output_label() + 1) * 4;
-  }
-
-  // Allocates lanes for a batch (as many as the budget max_device_bytes holds, up to the batch and kMaxLanes); they
-  // are never shrunk. A failed allocation restores the old lanes (ExecutorLifecycle::grow).
-  void ensure_lanes(std::int64_t batch, cudaStream_t stream) {
-    const std::int64_t columns = graph_.max_input_label();  // the columns input labels read (0: none)
-    const std::int64_t per_lane = static_cast<std::int64_t>(lane_bytes(columns));
-    const std::int64_t max_lanes = std::min(kMaxLanes, config_.max_device_bytes / per_lane);
-    ASRDEC_EXPECTS(max_lanes >= 1, OutOfMemory, "WFST decoding on CUDA: one lane needs ", per_lane,
-                   " bytes of device memory for ", graph_.source(), " (", num_states(),
-                   " states), above WfstDecoderConfig.max_device_bytes = ", config_.max_device_bytes);
-    const std::int64_t lanes = std::max(std::min(batch, max_lanes), lanes_);
-    if (lifecycle_.usable() && lanes == lanes_) return;
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.handle()));
-    Lanes current{lanes_, columns_};
-    lifecycle_.grow(current, Lanes{lanes, columns}, [&] {
-      if (current.lanes > 0) allocate(current.lanes, current.columns, stream);
-    });
-  }
-
-  // What the lane buffers are sized for.
-  struct Lanes {
-    std::int64_t lanes = 0;
-    std::int64_t columns = 0;
-  };
-
-  void allocate(std::int64_t lanes, std::int64_t columns, cudaStream_t stream) {
-    for (auto& executor : executors_) executor.reset();
-    const auto S = static_cast<std::size_t>(num_states());
-    const auto n = static_cast<std::size_t>(lanes);
-    const std::size_t words = (S + 31) / 32;
-    const auto capacity = static_cast<std::size_t>(segment_capacity());
-    key_ = DeviceBuffer<unsigned long long>(n * S, device_);
-    slot_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    list_state_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    emit_win_ = DeviceBuffer<unsigned long long>(n * S, device_);
-    eps_win_ = DeviceBuffer<unsigned long long>(n * S, device_);
-    mark_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    stored_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    frontier_ = DeviceBuffer<std::int32_t>(2 * n * S, device_);
-    queued_ = DeviceBuffer<unsigned int>(2 * n * words, device_);
-    active_state_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    active_cost_ = DeviceBuffer<float>(n * S, device_);
-    active_stored_ = DeviceBuffer<std::int32_t>(n * S, device_);
-    frame_logp_ = DeviceBuffer<float>(std::max<std::size_t>(n * static_cast<std::size_t>(columns), 1), device_);
-    boost_ = DeviceBuffer<float>(n * static_cast<std::size_t>(graph_.max_output_label() + 1), device_);
-    control_ = DeviceBuffer<WfstLaneControl>(n, device_);
-    host_control_ = PinnedBuffer<WfstLaneControl>(n, Device::cpu());
-    for (std::size_t s = 0; s < 2; ++s) {
-      tokens_[s] = DeviceBuffer<WfstStoredToken>(n * capacity, device_);
-      headers_[s] = DeviceBuffer<WfstSegmentHeader>(n, device_);
-      host_headers_[s] = PinnedBuffer<WfstSegmentHeader>(n, Device::cpu());
-    }
-    fill_bytes_async(key_.data(), device_, 0xff, key_.bytes(), stream);
-    fill_bytes_async(slot_.data(), device_, 0xff, slot_.bytes(), stream);
-    fill_bytes_async(queued_.data(), device_, 0, queued_.bytes(), stream);
-    fill_bytes_async(control_.data(), device_, 0, control_.bytes(), stream);
-    ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    lanes_ = lanes;
-    columns_ = columns;
-  }
-
-  WfstKernelArgs kernel_args(std::size_t segment) {
-    WfstKernelArgs g{};
-    g.graph = WfstDeviceGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
-                              next_state_.data(),     weight_.data(),        num_states()};
-    WfstLanes& w = g.lanes;
-    w.key = key_.data();
-    w.slot = slot_.data();
-    w.list_state = list_state_.data();
-    w.emit_win = emit_win_.data();
-    w.eps_win = eps_win_.data();
-    w.mark = mark_.data();
-    w.stored = stored_.data();
-    w.frontier = frontier_.data();
-    w.queued = queued_.data();
-    w.active_state = active_state_.data();
-    w.active_cost = active_cost_.data();
-    w.active_stored = active_stored_.data();
-    w.frame_logp = frame_logp_.data();
-    w.boost = boost_.data();
-    w.control = control_.data();
-    w.boost_width = graph_.max_output_label() + 1;
-    w.queued_words = (num_states() + 31) / 32;
-    w.columns = static_cast<std::int32_t>(columns_);
-    w.lanes = static_cast<std::int32_t>(lanes_);
-    g.params =
-        WfstSearchParams{config_.beam,       config_.acoustic_scale, config_.max_active, config_.max_tokens_per_frame,
-                         segment_capacity(), config_.min_active};
-    g.segment = WfstSegment{tokens_[segment].data(), headers_[segment].data()};
-    g.input = input_.data();
-    return g;
-  }
-
-  // The program of one segment: begin, then kWfstFramesPerProgram × (gather the frame, frame step).
-  GraphExecutor& executor(DType dtype, std::size_t segment) {
-    auto& slot = executors_[static_cast<std::size_t>(dtype) * 2 + segment];
-    if (!slot) {
-      const WfstKernelArgs g = kernel_args(segment);
-      StreamProgram program;
-      program.then([g](StreamHandle s) { launch_wfst_begin_segment(g, s); });
-      for (std::int32_t f = 0; f < kWfstFramesPerProgram; ++f) {
-        program.then([g, dtype](StreamHandle s) {
-          launch_wfst_gather_frame(dtype, g, s);
-          launch_wfst_frame(g, s);
-        });
-      }
-      slot.emplace(device_, lifecycle_.mode(), program);
-    }
-    return *slot;
-  }
-
-  // Rows [first, first + rows) on lanes 0 … rows − 1.
-  void decode_group(const CtcInput& p, const std::vector<WfstChannel*>& channels, std::int64_t first, std::int64_t rows,
-                    cudaStream_t stream) {
-    const auto n = static_cast<std::size_t>(lanes_);
-    const auto S = static_cast<std::size_t>(num_states());
-    const auto width = static_cast<std::size_t>(graph_.max_output_label() + 1);
-    for (std::size_t l = 0; l < n; ++l) {
-      WfstLaneControl& c = host_control_[l];
-      c = WfstLaneControl{-1, 0, 0, 0, 0, 0};
-      if (static_cast<std::int64_t>(l) >= rows) continue;
-      const std::int64_t b = first + static_cast<std::int64_t>(l);
-      const WfstChannel& channel = *channels[static_cast<std::size_t>(b)];
-      c.row = static_cast<std::int32_t>(b);
-      c.length = p.host_lengths[static_cast<std::size_t>(b)];
-      c.active_count = static_cast<std::int32_t>(channel.active.size());
-      c.has_boost = channel.boost_by_word.empty() ? 0 : 1;
-      // The channel's active tokens, with their index in its last frame.
-      active_state_host_.resize(channel.active.size());
-      active_cost_host_.resize(channel.active.size());
-      active_stored_host_.resize(channel.active.size());
-      for (std::size_t i = 0; i < channel.active.size(); ++i) {
-        const WfstToken& t = channel.history[static_cast<std::size_t>(channel.active[i])];
-        active_state_host_[i] = t.state;
-        active_cost_host_[i] = t.cost;
-        active_stored_host_[i] = static_cast<std::int32_t>(channel.active[i] - channel.last_frame_begin);
-      }
-      const std::size_t count = channel.active.size();
-      if (count > 0) {
-        copy_bytes_async(active_state_.data() + l * S, device_, active_state_host_.data(), Device::cpu(), count * 4,
-                         stream);
-        copy_bytes_async(active_cost_.data() + l * S, device_, active_cost_host_.data(), Device::cpu(), count * 4,
-                         stream);
-        copy_bytes_async(active_stored_.data() + l * S, device_, active_stored_host_.data(), Device::cpu(), count * 4,
-                         stream);
-      }
-      if (c.has_boost != 0) {
-        copy_bytes_async(boost_.data() + l * width, device_, channel.boost_by_word.data(), Device::cpu(), width * 4,
-                         stream);
-      }
-    }
-    copy_bytes_async(control_.data(), device_, host_control_.data(), Device::cpu(), n * sizeof(WfstLaneControl),
-                     stream);
-    const DType dtype = p.logprobs.dtype();
-    std::array<bool, 2> launched_before{false, false};
-    const auto launch = [&](std::size_t s) {
-      if (launched_before[s]) ASRDEC_CUDA_CHECK(cudaStreamWaitEvent(stream, segment_free_[s].get(), 0));
-      launched_before[s] = true;
-      lifecycle_.run(executor(dtype, s), stream);
-      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_headers_[s].data(), headers_[s].data(), n * sizeof(WfstSegmentHeader),
-                                        cudaMemcpyDeviceToHost, stream));
-      ASRDEC_CUDA_CHECK(cudaEventRecord(program_done_[s].get(), stream));
-    };
-    launch(0);
-    std::int64_t last_progress = -1;
-    int idle_programs = 0;
-    for (std::int64_t iteration = 0;; ++iteration) {
-      const auto s = static_cast<std::size_t>(iteration & 1);
-      ASRDEC_CUDA_CHECK(cudaEventSynchronize(program_done_[s].get()));
-      const WfstSegmentHeader* headers = host_headers_[s].data();
-      bool finished = true;
-      std::int64_t progress = 0;
-      std::size_t total = 0;
-      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
-        finished = finished && headers[l].progress >= host_control_[l].length;
-        progress += headers[l].progress;
-        total += static_cast<std::size_t>(headers[l].used);
-      }
-      // Every program moves some lane on (a fresh segment has room for any frame); guard against a hang anyway.
-      idle_programs = progress == last_progress ? idle_programs + 1 : 0;
-      last_progress = progress;
-      ASRDEC_EXPECTS(idle_programs < 3, Error, "WFST decoding on CUDA made no progress (internal error)");
-      if (!finished) launch(s ^ 1);
-      // This segment's tokens to the host (on the copy stream, while the device decodes the next program).
-      // The pinned buffer grows geometrically, so reallocating (which may synchronise) is rare.
-      if (host_tokens_[s].size() < total) {
-        host_tokens_[s].reserve_discard(std::max(total, 2 * host_tokens_[s].size()));
-      }
-      std::size_t offset = 0;
-      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
-        const auto used = static_cast<std::size_t>(headers[l].used);
-        if (used == 0) continue;
-        ASRDEC_CUDA_CHECK(cudaMemcpyAsync(
-            host_tokens_[s].data() + offset, tokens_[s].data() + l * static_cast<std::size_t>(segment_capacity()),
-            used * sizeof(WfstStoredToken), cudaMemcpyDeviceToHost, copy_stream_.handle()));
-        offset += used;
-      }
-      ASRDEC_CUDA_CHECK(cudaEventRecord(segment_free_[s].get(), copy_stream_.handle()));
-      ASRDEC_CUDA_CHECK(cudaEventSynchronize(segment_free_[s].get()));
-      offset = 0;
-      for (std::size_t l = 0; l < static_cast<std::size_t>(rows); ++l) {
-        WfstChannel& channel = *channels[static_cast<std::size_t>(first) + l];
-        const WfstSegmentHeader& h = headers[l];
-        for (std::int32_t f = 0; f < h.frames; ++f) {
-          searcher_->append_frame(channel, host_tokens_[s].data() + offset, h.sizes[f],
-                                  ((h.overflow_mask >> f) & 1) != 0);
-          offset += static_cast<std::size_t>(h.sizes[f]);
-        }
-      }
-      if (finished) break;
-    }
-  }
-
   const WfstGraph& graph_;
   WfstDecoderConfig config_;
   Device device_;
-  const WfstSearcher* searcher_;
   ExecutorLifecycle lifecycle_;
-  Stream copy_stream_;
-  DeviceBuffer<WfstInputArgs> input_;
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<std::int32_t> lengths_;
   DeviceBuffer<std::int64_t> emitting_begin_, epsilon_begin_;
@@ -711,7 +530,7 @@ class WfstCuda final : public WfstBackend {
   DeviceBuffer<float> weight_;
   DeviceBuffer<float> final_weight_;
   DeviceBuffer<std::int32_t> arc_source_;  // [arcs] the state each arc leaves (WfstLaneGraph::arc_source)
-  // decode(): the rows kernel's lanes and per-call buffers; a searcher for the rows no lane could hold.
+  // The lanes and per-call buffers; a searcher for the rows no lane could hold.
   DeviceBuffer<unsigned long long> queue_;  // [0]: the next row (int32), [1]: path steps used
   WfstSearcher fallback_;
   WfstLaneLayout row_layout_;
@@ -721,10 +540,11 @@ class WfstCuda final : public WfstBackend {
   std::int64_t host_rows_ = 0;
   std::int32_t resident_lanes_ = 1;
   PinnedBuffer<unsigned long long> host_queue_{2, Device::cpu()};
-  // decode_chunks(): the streams' channels by slot, and which streams continue on the host.
+  // decode_chunks(): the streams' channels by slot, and which streams continue on the host; decode_into(): the
+  // channels of the rows decoded at once.
   WfstChannelLayout channel_layout_;
-  DeviceBuffer<unsigned char> channels_;
-  std::int64_t channel_slots_ = 0;
+  DeviceChannels streams_;
+  DeviceChannels nbest_;
   std::vector<char> on_host_;
   DeviceBuffer<std::int32_t> chunk_rows_;
   PinnedBuffer<std::int32_t> host_chunk_rows_;
@@ -736,29 +556,12 @@ class WfstCuda final : public WfstBackend {
   PinnedBuffer<WfstRowOutcome> host_outcomes_;
   DeviceBuffer<WfstPathStep> paths_;
   PinnedBuffer<WfstPathStep> host_paths_;
-  std::int64_t lanes_ = 0;
-  std::int64_t columns_ = 0;
-  DeviceBuffer<unsigned long long> key_, emit_win_, eps_win_;
-  DeviceBuffer<std::int32_t> slot_, list_state_, mark_, stored_, frontier_, active_state_, active_stored_;
-  DeviceBuffer<unsigned int> queued_;
-  DeviceBuffer<float> active_cost_, frame_logp_, boost_;
-  DeviceBuffer<WfstLaneControl> control_;
-  PinnedBuffer<WfstLaneControl> host_control_;
-  std::array<DeviceBuffer<WfstStoredToken>, 2> tokens_;
-  std::array<DeviceBuffer<WfstSegmentHeader>, 2> headers_;
-  std::array<PinnedBuffer<WfstSegmentHeader>, 2> host_headers_;
-  std::array<PinnedBuffer<WfstStoredToken>, 2> host_tokens_;
-  std::array<Event, 2> program_done_, segment_free_;
-  std::vector<std::int32_t> active_state_host_, active_stored_host_;
-  std::vector<float> active_cost_host_;
-  std::array<std::optional<GraphExecutor>, 6> executors_;
 };
 
 }  // namespace
 
-std::unique_ptr<WfstBackend> make_wfst_cuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device,
-                                            const WfstSearcher& searcher) {
-  return std::make_unique<WfstCuda>(graph, config, device, searcher);
+std::unique_ptr<WfstBackend> make_wfst_cuda(const WfstGraph& graph, const WfstDecoderConfig& config, Device device) {
+  return std::make_unique<WfstCuda>(graph, config, device);
 }
 
 }  // namespace asrdec::detail

@@ -127,15 +127,6 @@ struct WfstDecoder::Impl {
     check_rows(*this, p);
   }
 
-  // Frames [0, lengths[b]) of every row b through lanes[b], its channel (values already checked).
-  void advance(const detail::CtcInput& p, const std::vector<detail::WfstChannel*>& lanes, StreamHandle stream) {
-    if (cuda) {
-      cuda->advance(p, lanes, stream);
-      return;
-    }
-    advance_rows(*this, p, lanes);
-  }
-
   // Frames [0, length) of row b, through the channel, on thread `worker`; `check`: reject NaN and +inf (unless
   // already checked).
   void run(detail::WfstChannel& channel, const detail::CtcInput& p, std::int64_t b, bool check, int worker) {
@@ -192,7 +183,7 @@ WfstDecoder::WfstDecoder(WfstGraph graph, WfstDecoderConfig config, Device devic
                  " needs a build with CUDA");
   impl_ = std::make_unique<Impl>(std::move(graph), config, device);
 #if ASRDEC_WITH_CUDA
-  if (!device.is_cpu()) impl_->cuda = detail::make_wfst_cuda(impl_->graph, impl_->config, device, impl_->searcher);
+  if (!device.is_cpu()) impl_->cuda = detail::make_wfst_cuda(impl_->graph, impl_->config, device);
 #endif
 }
 
@@ -236,7 +227,7 @@ std::vector<std::vector<WfstResult>> WfstDecoder::decode_nbest(const TensorView&
       self.searcher.start(channels[b], boosts.empty() ? none : boosts[b]);
       rows.push_back(&channels[b]);
     }
-    self.advance(p, rows, stream);
+    self.cuda->decode_into(p, rows, stream);  // on the device, then ranked on the host
     for (const detail::WfstChannel& channel : channels)
       results.push_back(best_of(self.searcher, channel, p.blank + 1, n));
     return results;
@@ -283,7 +274,7 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& 
     }
     results = self.cuda->decode_chunks(p, chunks, stream);
   } else {
-    self.advance(p, lanes, stream);
+    advance_rows(self, p, lanes);
     results.reserve(rows.size());
     for (std::size_t b = 0; b < rows.size(); ++b)
       results.push_back(self.searcher.result(*lanes[b], rows[b].last, p.blank + 1));

@@ -1,10 +1,12 @@
 // The CUDA kernels of WFST decoding on lanes (wfst_rows_kernel.hpp): wfst_lane_decode.hpp (whole utterances) and
-// wfst_lane_chunk.hpp (stream chunks) in one thread block per lane. Compiled without FMA contraction
-// (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
+// wfst_lane_chunk.hpp (stream chunks) in one thread block per lane, and the check of the frames' values. Compiled
+// without FMA contraction (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
 
 #include <algorithm>
 
 #include "asrdec/detail/float16.hpp"
+#include "core/bad_value.hpp"
+#include "core/ctc_input.hpp"
 #include "core/cuda/check.hpp"
 #include "wfst/lane_step/wfst_block_exec.cuh"
 #include "wfst/wfst_rows_kernel.hpp"
@@ -120,6 +122,22 @@ __global__ void __launch_bounds__(kWfstLaneThreads) wfst_chunks_kernel(const __g
   });
 }
 
+// A block per (row, frame) in [0, lengths[b]): the lowest packed position of a NaN or +inf.
+template <class T>
+__global__ void wfst_check_values_kernel(WfstInputArgs input, const std::int32_t* lengths, std::int32_t batch,
+                                         std::int32_t frames, std::int32_t columns, unsigned long long* bad) {
+  for (std::int64_t bt = blockIdx.x; bt < static_cast<std::int64_t>(batch) * frames; bt += gridDim.x) {
+    const std::int64_t b = bt / frames;
+    const std::int64_t t = bt - b * frames;
+    if (t >= lengths[b]) continue;
+    const T* row = static_cast<const T*>(input.logprobs) + b * input.stride_b + t * input.stride_t;
+    for (std::int32_t v = threadIdx.x; v < columns; v += blockDim.x) {
+      const float x = to_float(row[v * input.stride_v]);
+      if (is_invalid_logprob(x)) atomicMin(bad, pack_bad_value(b, t, v, x != x));
+    }
+  }
+}
+
 // The f32, f16 or bf16 version of a lane kernel, by the frames' dtype, on `lanes` blocks.
 template <class Args>
 void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*bf16)(Args), const Args& args,
@@ -141,6 +159,19 @@ void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t la
                   lanes, stream, "wfst_chunks_kernel");
 }
 
+void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std::int32_t* lengths, std::int32_t batch,
+                              std::int32_t frames, std::int32_t columns, unsigned long long* bad, cudaStream_t stream) {
+  const std::int64_t rows = static_cast<std::int64_t>(batch) * frames;
+  if (rows == 0) return;
+  const int blocks = static_cast<int>(rows < 65535 ? rows : 65535);
+  void (*kernel)(WfstInputArgs, const std::int32_t*, std::int32_t, std::int32_t, std::int32_t, unsigned long long*) =
+      dtype == DType::f16    ? wfst_check_values_kernel<half_t>
+      : dtype == DType::bf16 ? wfst_check_values_kernel<bfloat16_t>
+                             : wfst_check_values_kernel<float>;
+  kernel<<<blocks, 256, 0, stream>>>(input, lengths, batch, frames, columns, bad);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wfst_check_values_kernel");
+}
+
 std::int32_t wfst_lanes_resident() {
   int device = 0, sms = 0;
   ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
@@ -157,6 +188,10 @@ std::int32_t wfst_lanes_resident() {
   count(wfst_chunks_kernel<float>);
   count(wfst_chunks_kernel<half_t>);
   count(wfst_chunks_kernel<bfloat16_t>);
+  cudaFuncAttributes attributes{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_check_values_kernel<float>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_check_values_kernel<half_t>));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_check_values_kernel<bfloat16_t>));
   return std::max(1, fewest) * std::max(1, sms);
 }
 

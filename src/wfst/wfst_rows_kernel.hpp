@@ -4,7 +4,9 @@
 // only outcomes and paths:
 // - whole utterances (WfstDecoder::decode): each row from the start to its best path (wfst_lane_decode.hpp);
 // - stream chunks (WfstDecoder::decode_chunks): each row one chunk of a stream whose channel (wfst_lane_chunk.hpp)
-//   lives in device memory between calls, and the path of its result, partial or final.
+//   lives in device memory between calls, and the path of its result, partial or final. N-best lists
+//   (WfstDecoder::decode_nbest) are whole utterances decoded as one-chunk streams, whose channels the host then reads.
+// And the check of the frames' values that precedes decoding.
 
 #include <cuda_runtime.h>
 
@@ -13,9 +15,16 @@
 #include "asrdec/core/dtype.hpp"
 #include "wfst/lane_step/wfst_lane_chunk.hpp"
 #include "wfst/lane_step/wfst_lane_decode.hpp"
-#include "wfst/wfst_kernels.hpp"
 
 namespace asrdec::detail {
+
+/** The frames of one call: the caller's tensor [B, T, C] (device memory) and its strides in elements. */
+struct WfstInputArgs {
+  const void* logprobs;
+  std::int64_t stride_b;
+  std::int64_t stride_t;
+  std::int64_t stride_v;
+};
 
 /** Threads of a lane. */
 constexpr int kWfstLaneThreads = 256;
@@ -58,6 +67,11 @@ void launch_wfst_rows(DType dtype, const WfstRowsArgs& args, std::int32_t lanes,
 
 /** Decodes chunk rows queue[0, count) on `lanes` blocks. */
 void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t lanes, cudaStream_t stream);
+
+/** The first NaN or +inf among frames [0, lengths[b]) of every row b, packed as core/bad_value.hpp's pack_bad_value,
+ *  into `bad` by atomicMin (kNoBadValue, all ones, before the launch: none). */
+void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std::int32_t* lengths, std::int32_t batch,
+                              std::int32_t frames, std::int32_t columns, unsigned long long* bad, cudaStream_t stream);
 
 /** Lane blocks the current device runs at once (more lanes would only wait for the queue to empty); loads the
  *  kernels, so that the first call does not. */

@@ -68,17 +68,6 @@ ASRDEC_HD_INLINE float wfst_cost_of_ordered(std::uint32_t key) {
   return bits_to_float(bits);
 }
 
-/** A token of one frame as the CUDA executor hands it to the host: the best way into `state`, its cost, the arc
- *  taken and the predecessor — for an emitting arc its index among the previous frame's stored tokens, for an
- *  ε-arc its index among this frame's — and whether the next frame expands it. */
-struct WfstStoredToken {
-  std::int32_t state;
-  float cost;
-  std::int32_t arc;
-  std::int32_t prev;
-  std::int32_t active;
-};
-
 /** One step of a path (the start excluded): the arc taken and the frames consumed after it (WfstToken::frame). */
 struct WfstPathStep {
   std::int32_t arc;

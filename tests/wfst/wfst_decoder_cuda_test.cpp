@@ -1,7 +1,7 @@
 // WFST beam search on CUDA against the CPU executor (bit-identical results: the same rules and cost rounding) and
 // OpenFst: random graphs in exact, pruned and overflowing searches, with word boosts, f32 and f16 frames, every
-// graph mode; the sample TLG under max_active and queue pressure; chunked streams; bad input. Skips where no CUDA
-// device is usable.
+// graph mode; the sample TLG under max_active and queue pressure; n-best lists; chunked streams; bad input. Skips where
+// no CUDA device is usable.
 
 #include <gtest/gtest.h>
 
@@ -177,6 +177,55 @@ TEST(WfstDecoderCUDA, SmallLanesQueueRowsAndFallBackExactly) {
   EXPECT_GT(fallbacks, 0) << "no row fell back to the CPU";
   EXPECT_LT(fallbacks, rows) << "every row fell back to the CPU";
   std::printf("%lld rows, %lld decoded on the CPU\n", static_cast<long long>(rows), static_cast<long long>(fallbacks));
+}
+
+// N-best lists: every row decoded on a lane as a one-chunk stream, its channel read back and ranked on the host; the
+// lists equal the CPU's entry by entry, with default lanes and with lanes so small that rows continue on the CPU.
+TEST(WfstDecoderCUDA, NbestListsEqualTheCpu) {
+  ASRDEC_SKIP_WITHOUT_CUDA();
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const Device cuda = Device::cuda(0);
+  std::int64_t rejected = 0, lists = 0, several = 0, fallbacks = 0;
+  for (int i = 0; i < 80; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.use_final_probs = i % 3 != 2;
+    if (i % 2 == 1) {
+      config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
+      config.device_history_tokens = i % 4 == 1 ? 16 : 64;
+      config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+    }
+    const Batch batch = random_batch(rng, random.columns, 9, 30);
+    std::vector<WordBoosts> boosts;
+    if (i % 4 == 2) {
+      for (std::size_t b = 0; b < batch.lengths.size(); ++b) boosts.push_back(maybe_boost(rng, random, graph, true));
+    }
+    const TwoCopies frames(batch, i % 2 == 0 ? DType::f16 : DType::f32, cuda);
+    const auto n = static_cast<std::int64_t>(2 + rng() % 5);
+    SCOPED_TRACE("case " + std::to_string(i) + ", n " + std::to_string(n) + ", " + config.to_string());
+    const auto want = WfstDecoder(graph, config).decode_nbest(frames.host(), batch.lens(), n, boosts);
+    WfstDecoder decoder(graph, config, cuda);
+    for (int call = 0; call < 2; ++call) {  // one decoder, twice
+      const auto got = decoder.decode_nbest(frames.on(cuda), batch.lens(), n, boosts);
+      ASSERT_EQ(got.size(), want.size());
+      for (std::size_t b = 0; b < got.size(); ++b) {
+        ASSERT_EQ(got[b].size(), want[b].size()) << "row " << b;
+        for (std::size_t k = 0; k < got[b].size(); ++k) {
+          expect_same_with_overflow(got[b][k], want[b][k], "row " + std::to_string(b) + ", entry " + std::to_string(k));
+        }
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+    fallbacks += decoder.host_fallbacks();
+    for (const auto& list : want) several += list.size() > 1 ? 1 : 0;
+    lists += static_cast<std::int64_t>(want.size());
+  }
+  EXPECT_GT(several, lists / 5) << "too few lists with several word sequences";
+  EXPECT_GT(fallbacks, 0) << "no row continued on the CPU";
+  std::printf("%lld lists, %lld with several word sequences, %lld rows continued on the CPU\n",
+              static_cast<long long>(lists), static_cast<long long>(several), static_cast<long long>(fallbacks));
 }
 
 TEST(WfstDecoderCUDA, ChunkedStreamsEqualTheCpu) {

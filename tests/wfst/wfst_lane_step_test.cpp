@@ -173,7 +173,7 @@ class EmulatedLane {
   }
 
   // One frame; false when it did not fit the lane (the caller then has nothing to compare).
-  bool advance(const detail::WfstSearcher& searcher, const float* logp) {
+  bool advance(const float* logp) {
     // The active tokens of the last frame, and their positions by state.
     std::vector<std::int32_t> states;
     std::vector<float> costs;
@@ -196,16 +196,23 @@ class EmulatedLane {
       status_ = scalars_.status;
       return false;
     }
-    // As the CUDA executor hands frames over: emitting predecessors among the last frame's tokens.
-    std::vector<detail::WfstStoredToken> stored;
+    // The frame's tokens appended to the channel as the searcher's commit appends its own: predecessors as history
+    // indices (an emitting one in the last frame, an ε one in this frame), every token, the active ones marked.
+    const auto base = static_cast<std::int64_t>(channel_.history.size());
+    const std::int64_t previous = channel_.last_frame_begin;
+    channel_.frames += 1;
+    channel_.active.clear();
     for (std::int32_t i = 0; i < table_.count; ++i) {
       const auto u = static_cast<std::size_t>(i);
-      const std::int64_t prev = local_[u] != 0 ? prev_[u] : prev_[u] - channel_.last_frame_begin;
-      stored.push_back(detail::WfstStoredToken{table_.state[static_cast<std::size_t>(table_.slot_of[u])], cost_[u],
-                                               static_cast<std::int32_t>(arc_[u]), static_cast<std::int32_t>(prev),
-                                               active_[u]});
+      const std::int64_t prev = arc_[u] < 0 ? -1 : local_[u] != 0 ? base + prev_[u] : prev_[u];
+      EXPECT_TRUE(arc_[u] < 0 || (local_[u] != 0 ? prev_[u] < table_.count : prev >= previous && prev < base))
+          << "token " << i << ": predecessor " << prev_[u] << " out of its frame";
+      channel_.history.push_back(detail::WfstToken{table_.state[static_cast<std::size_t>(table_.slot_of[u])],
+                                                   channel_.frames, prev, arc_[u], cost_[u]});
+      if (active_[u] != 0) channel_.active.push_back(base + i);
     }
-    searcher.append_frame(channel_, stored.data(), static_cast<std::int64_t>(stored.size()), overflow);
+    channel_.last_frame_begin = base;
+    channel_.overflow = channel_.overflow || overflow;
     return true;
   }
 
@@ -295,7 +302,7 @@ bool expect_lane_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig
   for (std::int32_t t = 0; t < length && !::testing::Test::HasFailure(); ++t) {
     const float* logp = frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
     searcher.advance(want, logp);
-    if (!lane.advance(searcher, logp)) {
+    if (!lane.advance(logp)) {
       EXPECT_NE(lane.status() & detail::kWfstLaneBroken, detail::kWfstLaneBroken) << "frame " << t;
       return false;
     }
@@ -634,6 +641,89 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
               static_cast<long long>(collections));
 }
 
+// A lane and one stream's channel in host memory, as the CUDA executor has them: wfst_lane_chunk.hpp decodes chunks of
+// the stream through the lane, which is left empty after each, while the channel (its own arena, active tokens and
+// counters) keeps the stream.
+struct LaneAndChannel {
+  const WfstGraph& graph;
+  std::vector<std::int32_t> source;
+  detail::WfstLaneGraph g;
+  detail::WfstLaneConfig c;
+  detail::WfstLaneLayout layout;
+  std::vector<unsigned char> lane;
+  detail::WfstLaneShared shared{};
+  detail::WfstLaneViews views;
+  std::vector<detail::WfstArenaEntry> arena;
+  std::vector<std::int32_t> active;
+  detail::WfstChannelScalars counters{};
+  detail::WfstLaneHistory channel_history;
+  std::vector<float> boost_row;
+  const float* final_weight;
+
+  LaneAndChannel(const WfstGraph& wfst, const WfstDecoderConfig& config, std::vector<float> boosts,
+                 std::int32_t capacity, std::int32_t history, const std::string& what)
+      : graph(wfst),
+        source(arc_sources(wfst.arrays())),
+        g{wfst.arrays().emitting_begin.data(),
+          wfst.arrays().epsilon_begin.data(),
+          wfst.arrays().ilabel.data(),
+          wfst.arrays().olabel.data(),
+          wfst.arrays().weight.data(),
+          wfst.arrays().next_state.data(),
+          wfst.arrays().num_states,
+          wfst.arrays().start,
+          source.data()},
+        c{config.beam,       config.acoustic_scale,       config.max_active,
+          config.min_active, config.max_tokens_per_frame, degree_for(what)},
+        layout(detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(wfst.max_input_label()), 7)),
+        lane(static_cast<std::size_t>(layout.bytes), 0xff),
+        views(detail::wfst_lane_views(layout, lane.data(), &shared.count)),
+        arena(static_cast<std::size_t>(layout.history)),
+        active(static_cast<std::size_t>(layout.capacity)),
+        channel_history(views.history),
+        boost_row(std::move(boosts)),
+        final_weight(config.use_final_probs ? wfst.arrays().final_weight.data() : nullptr) {
+    channel_history.entries = arena.data();
+  }
+
+  // `take` frames from `frames` on as the stream's next chunk, on `threads` OS threads (0: `exec`); the outcome.
+  detail::WfstRowOutcome chunk(int threads, HostLaneExec& exec, const std::string& what, bool fresh, bool last,
+                               const float* frames, std::int32_t columns, std::int32_t take) {
+    HostFrames input{frames, columns};
+    const detail::WfstLaneChannel channel{active.data(), &counters};
+    detail::WfstRowOutcome outcome{};
+    run_block(threads, exec, what, [&](auto& e) {
+      detail::wfst_lane_chunk(e, g, c, final_weight, boost_row.empty() ? nullptr : boost_row.data(), views,
+                              channel_history, channel, shared, fresh, last, take, input, outcome);
+    });
+    EXPECT_TRUE(std::all_of(lane.begin() + layout.table_state, lane.begin() + layout.table_token, [](unsigned char b) {
+      return b == 0xff;
+    })) << "the lane's table is not empty after a chunk";
+    return outcome;
+  }
+
+  // The stream as the CPU executor's channel, as the CUDA executor imports it (started again when the lane stored
+  // nothing).
+  WfstChannel imported(WfstSearcher& searcher, const WordBoosts& boosts) const {
+    WfstChannel channel;
+    if (counters.used == 0) {
+      searcher.start(channel, boosts);
+    } else {
+      channel = detail::wfst_channel_from_lane(graph, arena.data(), counters, active.data(), boost_row);
+    }
+    return channel;
+  }
+
+  // The path of the outcome's result, from the lane's scratch (where it lies reversed).
+  std::vector<detail::WfstPathStep> path(const detail::WfstRowOutcome& outcome) const {
+    std::vector<detail::WfstPathStep> steps;
+    for (std::int32_t i = outcome.path_length - 1; i >= 0; --i) {
+      steps.push_back(detail::WfstPathStep{views.history.scratch[2 * i], views.history.scratch[2 * i + 1]});
+    }
+    return steps;
+  }
+};
+
 // A stream decoded chunk by chunk through a lane (wfst_lane_chunk.hpp): its channel (arena, active tokens, counters) in
 // its own memory between chunks, the lane reused and left empty after each chunk. After every chunk the result equals
 // the searcher's after the same frames (partial, then final by the final rule), whatever the chunk sizes (empty ones
@@ -648,27 +738,8 @@ std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDeco
   WfstSearcher searcher(graph, config);
   WfstChannel want;
   searcher.start(want, boosts);
-  const WfstGraphArrays& a = graph.arrays();
-  const std::vector<std::int32_t> source = arc_sources(a);
-  const detail::WfstLaneGraph g{
-      a.emitting_begin.data(), a.epsilon_begin.data(), a.ilabel.data(), a.olabel.data(), a.weight.data(),
-      a.next_state.data(),     a.num_states,           a.start,         source.data()};
-  const detail::WfstLaneConfig c{config.beam,       config.acoustic_scale,       config.max_active,
-                                 config.min_active, config.max_tokens_per_frame, degree_for(what)};
-  const detail::WfstLaneLayout layout =
-      detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7);
-  std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
-  detail::WfstLaneShared shared{};
-  const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
-  // The channel: its own arena (the lane's history arrays but for the entries) and active tokens.
-  std::vector<detail::WfstArenaEntry> arena(static_cast<std::size_t>(layout.history));
-  std::vector<std::int32_t> active(static_cast<std::size_t>(layout.capacity));
-  detail::WfstChannelScalars counters{};
-  detail::WfstLaneHistory channel_history = views.history;
-  channel_history.entries = arena.data();
-  const detail::WfstLaneChannel channel{active.data(), &counters};
-  const std::vector<float> boost_row = searcher.boost_row(boosts);
-  const float* final_weight = config.use_final_probs ? a.final_weight.data() : nullptr;
+  LaneAndChannel lane(graph, config, searcher.boost_row(boosts), capacity, history, what);
+  const detail::WfstChannelScalars& counters = lane.counters;
   const std::int32_t blank = columns;
   bool fresh = true;
   for (std::int32_t position = 0;;) {
@@ -677,16 +748,10 @@ std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDeco
     for (std::int32_t t = position; t < position + take; ++t) {
       searcher.advance(want, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
     }
-    HostFrames input{frames.data() + static_cast<std::size_t>(position) * static_cast<std::size_t>(columns), columns};
-    detail::WfstRowOutcome outcome{};
-    run_block(threads, exec, what, [&](auto& e) {
-      detail::wfst_lane_chunk(e, g, c, final_weight, boost_row.empty() ? nullptr : boost_row.data(), views,
-                              channel_history, channel, shared, fresh, last, take, input, outcome);
-    });
+    const detail::WfstRowOutcome outcome = lane.chunk(
+        threads, exec, what, fresh, last,
+        frames.data() + static_cast<std::size_t>(position) * static_cast<std::size_t>(columns), columns, take);
     chunks += 1;
-    EXPECT_TRUE(std::all_of(lane.begin() + layout.table_state, lane.begin() + layout.table_token, [](unsigned char b) {
-      return b == 0xff;
-    })) << "the lane's table is not empty after a chunk";
     if (outcome.status != 0) {
       // As the CUDA executor will: the CPU continues the stream from the channel the lane left, and ends it with the
       // searcher's own result.
@@ -694,13 +759,8 @@ std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDeco
       EXPECT_LE(counters.frames, position + take) << "the channel is past the frames it stored";
       EXPECT_GE(counters.frames, fresh ? 0 : position) << "the channel lost frames it had";
       collections += counters.collections;
-      WfstChannel rest;
-      if (counters.used == 0) {
-        searcher.start(rest, boosts);
-      } else {
-        rest = detail::wfst_channel_from_lane(graph, arena.data(), counters, active.data(), boost_row);
-      }
       WfstSearcher host(graph, config);
+      WfstChannel rest = lane.imported(host, boosts);
       for (std::int32_t t = counters.frames; t < length; ++t) {
         host.advance(rest, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
       }
@@ -712,11 +772,8 @@ std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDeco
       return outcome.status;
     }
     EXPECT_EQ(counters.frames, position + take);
-    std::vector<detail::WfstPathStep> steps;
-    for (std::int32_t i = outcome.path_length - 1; i >= 0; --i) {
-      steps.push_back(detail::WfstPathStep{views.history.scratch[2 * i], views.history.scratch[2 * i + 1]});
-    }
-    const WfstResult got = detail::wfst_row_result(searcher, outcome, steps, outcome.frames, boost_row, blank);
+    const WfstResult got =
+        detail::wfst_row_result(searcher, outcome, lane.path(outcome), outcome.frames, lane.boost_row, blank);
     const WfstResult expected = searcher.result(want, last, blank);
     expect_same(got, expected, "after frame " + std::to_string(position + take) + (last ? ", last" : ""));
     EXPECT_EQ(got.overflow, expected.overflow);
@@ -763,6 +820,70 @@ TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
 }
 
 // The sample TLG under pressure, streamed in random chunks with small arenas.
+// N-best lists as the CUDA executor makes them: a whole utterance decoded as a stream of one chunk (first and last)
+// through a lane, its channel imported into the CPU executor's (and continued there from the last frame the lane
+// stored, when it gave up), then ranked by WfstSearcher::nbest. The lists equal those of the searcher's own channel,
+// entry by entry: the lane keeps every token of the last frame and the paths to them.
+TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t lists = 0, several = 0, given_up = 0, rejected = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto [random, graph] = accepted_graph(rng, rejected);
+    WfstDecoderConfig config = random_search_config(rng, i % 4);
+    config.use_final_probs = i % 3 != 2;
+    const Batch batch = random_batch(rng, random.columns, 3, 30);
+    HostLaneExec exec(static_cast<HostLaneExec::Order>(i % 3), rng());
+    const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
+    const std::int32_t history = i % 5 == 4 ? 12 : 24;
+    const int threads = i % 10 == 9 ? 3 : 0;
+    const auto n = static_cast<std::int64_t>(2 + rng() % 5);
+    const std::int32_t blank = random.columns;
+    for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
+      const std::string what =
+          "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", n " + std::to_string(n);
+      SCOPED_TRACE(what);
+      const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
+      const std::vector<float>& frames = batch.utterances[b];
+      const std::int32_t length = batch.lengths[b];
+      const auto frame = [&](std::int32_t t) {
+        return frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(random.columns);
+      };
+      WfstSearcher searcher(graph, config);
+      WfstChannel want;
+      searcher.start(want, boosts);
+      for (std::int32_t t = 0; t < length; ++t) searcher.advance(want, frame(t));
+      LaneAndChannel lane(graph, config, searcher.boost_row(boosts), capacity, history, what);
+      const detail::WfstRowOutcome outcome =
+          lane.chunk(threads, exec, what, true, true, frames.data(), random.columns, length);
+      EXPECT_EQ(outcome.status & detail::kWfstLaneBroken, 0);
+      WfstSearcher host(graph, config);
+      WfstChannel got = lane.imported(host, boosts);
+      if (outcome.status != 0) {
+        for (std::int32_t t = lane.counters.frames; t < length; ++t) host.advance(got, frame(t));
+        given_up += 1;
+      } else {
+        EXPECT_EQ(lane.counters.frames, length);
+      }
+      const std::vector<WfstResult> expected = searcher.nbest(want, blank, n);
+      const std::vector<WfstResult> list = host.nbest(got, blank, n);
+      ASSERT_EQ(list.size(), expected.size());
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        expect_same(list[k], expected[k], "entry " + std::to_string(k));
+        EXPECT_EQ(list[k].overflow, expected[k].overflow) << "entry " << k;
+      }
+      if (::testing::Test::HasFailure()) return;
+      lists += 1;
+      several += expected.size() > 1 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(given_up, 0) << "no lane gave up on an utterance";
+  EXPECT_GT(several, lists / 5) << "too few lists with several word sequences";
+  std::printf("%lld lists, %lld with several word sequences, %lld continued on the CPU\n",
+              static_cast<long long>(lists), static_cast<long long>(several), static_cast<long long>(given_up));
+}
+
 TEST(WfstLaneChunk, SampleTlgStreamsEqualTheSearcher) {
   const SampleFrames sample = sample_frames(4);
   const auto columns = static_cast<std::int32_t>(sample.columns);

@@ -68,11 +68,12 @@
  * by default) per open utterance, outside max_device_bytes. A row with a frame of more tokens than a lane holds
  * (device_frame_tokens), or live paths longer than its history (device_history_tokens), is decoded on the CPU with
  * the same result: a whole utterance again from the start, a streamed one from the last frame its lane kept, to its
- * end (host_fallbacks() counts such rows and chunks). decode_nbest() with n > 1 keeps each utterance's history on
- * the host: rows are decoded in groups of lanes dense over the graph's states (about 100 bytes × states per lane),
- * frames in CUDA graphs of 16 frame steps (graph_mode), and each frame's tokens are copied to the host while the
- * next frames decode. Work runs on the caller's stream (nullptr: the legacy default stream), after
- * what was enqueued there before; the calls return host results, so the stream is synchronised before they return.
+ * end (host_fallbacks() counts such rows and chunks). decode_nbest() with n > 1 decodes each row on a lane as a
+ * stream of one chunk, in groups of as many rows as lanes, reads each row's tokens and back-pointers back to the host
+ * and ranks the last frame's tokens there (each row of a group holds a channel, as an open streamed utterance does,
+ * also outside max_device_bytes). Every call is one kernel launch (graph_mode has no effect). Work runs on the
+ * caller's stream (nullptr: the legacy default stream), after what was enqueued there before; the calls return host
+ * results, so the stream is synchronised before they return.
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
  */
@@ -116,8 +117,8 @@ struct ASRDEC_API WfstDecoderConfig {
   std::vector<std::int32_t> word_start_columns;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
-  /** CUDA only: how the per-frame programs of decode_chunks and decode_nbest (n > 1) run (graph.hpp); `automatic`
-   *  uses CUDA graphs. decode() is one kernel launch per call, whatever the mode. */
+  /** CUDA only, and without effect on WFST decoding, whose every call is one kernel launch; validated and reported
+   *  by graph_mode() as for the other decoders (graph.hpp). */
   GraphMode graph_mode = GraphMode::automatic;
   /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. Rows beyond the lanes
    *  that fit (at most 1024) wait in the lanes' queue; a graph whose single lane needs more throws OutOfMemory with
@@ -222,15 +223,15 @@ class ASRDEC_API WfstDecoder {
    *  min(rows, 1024, config().max_device_bytes / this, the lanes the GPU runs at once) rows at a time. 0 on the
    *  CPU. */
   std::int64_t lane_device_bytes() const;
-  /** CUDA: rows of decode() and chunks of decode_chunks() so far that a lane could not hold, decoded on the CPU
-   *  instead (same results; a streamed utterance stays on the CPU to its end). 0 on the CPU. */
+  /** CUDA: rows of decode() and decode_nbest() and chunks of decode_chunks() so far that a lane could not hold,
+   *  decoded on the CPU instead (same results; a streamed utterance stays on the CPU to its end). 0 on the CPU. */
   std::int64_t host_fallbacks() const;
 
   const WfstGraph& graph() const;
   const WfstDecoderConfig& config() const;
   Device device() const;
-  /** The graph mode the frame programs really run in (eager on the CPU; lowered after a failed conditional
-   *  capture). */
+  /** The graph mode config().graph_mode resolves to on this device (eager on the CPU), as every decoder reports it;
+   *  WFST decoding launches one kernel per call whatever the mode. */
   GraphMode graph_mode() const;
 
   struct Impl;
