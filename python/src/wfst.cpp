@@ -123,9 +123,11 @@ void bind_wfst(nb::module_& m) {
       .def("cancel", &WfstDecoder::cancel, "utterance"_a)
       .def_prop_ro("open_utterances", &WfstDecoder::open_utterances)
       .def_prop_ro("lane_device_bytes", &WfstDecoder::lane_device_bytes)
+      .def_prop_ro("device_bytes", &WfstDecoder::device_bytes,
+                   "CUDA: the device memory the decoder holds now (graph, lanes, channels, buffers); 0 on the CPU.")
       .def_prop_ro("host_fallbacks", &WfstDecoder::host_fallbacks,
-                   "CUDA: rows of decode() and chunks of decode_chunks() that a lane could not hold, decoded on the "
-                   "CPU instead (same results).")
+                   "CUDA: rows of decode() and decode_nbest() and chunks of decode_chunks() that a lane could not "
+                   "hold, decoded on the CPU instead (same results).")
       .def_prop_ro("device", &WfstDecoder::device)
       .def_prop_ro("graph_mode", [](const WfstDecoder& d) { return std::string(to_string(d.graph_mode())); })
       .def("__repr__", [](const WfstDecoder& d) { return d.config().to_string(); });

@@ -82,3 +82,5 @@ def test_nbest_lists_distinct_word_sequences_best_first(tlg):
         assert all(x.cost <= y.cost for x, y in zip(l, l[1:]))
     with pytest.raises(asrdec.InvalidArgument, match="n must be at least 1"):
         decoder.decode_nbest(logprobs, lengths, 0)
+    # The CUDA executor's memory and fallback counters read 0 on the CPU.
+    assert (decoder.device_bytes, decoder.lane_device_bytes, decoder.host_fallbacks) == (0, 0, 0)

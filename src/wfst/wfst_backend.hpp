@@ -47,6 +47,8 @@ class WfstBackend {
   virtual std::vector<WfstResult> decode(const CtcInput& problem, const std::vector<std::vector<float>>& boost_rows,
                                          StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
+  /** Device bytes the executor holds now (WfstDecoder::device_bytes). */
+  virtual std::int64_t device_bytes() const = 0;
   /** Device bytes of one lane of decode() (WfstDecoder::lane_device_bytes). */
   virtual std::int64_t lane_device_bytes() const = 0;
   /** Rows of decode() decoded on the CPU since construction (WfstDecoder::host_fallbacks). */

@@ -79,6 +79,14 @@ class WfstCuda final : public WfstBackend {
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
   std::int64_t lane_device_bytes() const override { return row_layout_.bytes; }
+  std::int64_t device_bytes() const override {
+    std::size_t bytes = 0;
+    const auto add = [&](const auto&... buffers) { ((bytes += buffers.bytes()), ...); };
+    add(bad_value_, lengths_, emitting_begin_, epsilon_begin_, ilabel_, olabel_, next_state_, weight_, final_weight_,
+        arc_source_, queue_, row_lanes_, streams_.memory, nbest_.memory, chunk_rows_, boost_row_, boosts_, outcomes_,
+        paths_);
+    return static_cast<std::int64_t>(bytes);
+  }
   std::int64_t host_fallbacks() const override { return host_rows_; }
 
   void check_values(const CtcInput& p, StreamHandle user_stream) override {

@@ -299,6 +299,10 @@ std::int64_t WfstDecoder::lane_device_bytes() const {
   const Impl& self = detail::live(impl_, "WfstDecoder");
   return self.cuda ? self.cuda->lane_device_bytes() : 0;
 }
+std::int64_t WfstDecoder::device_bytes() const {
+  const Impl& self = detail::live(impl_, "WfstDecoder");
+  return self.cuda ? self.cuda->device_bytes() : 0;
+}
 std::int64_t WfstDecoder::host_fallbacks() const {
   const Impl& self = detail::live(impl_, "WfstDecoder");
   return self.cuda ? self.cuda->host_fallbacks() : 0;

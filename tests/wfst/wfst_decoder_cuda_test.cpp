@@ -137,6 +137,8 @@ TEST(WfstDecoderCUDA, SampleTlgEqualsTheCpuUnderPressure) {
     const std::vector<WfstResult> got = decoder.decode(device_view, lens);
     EXPECT_EQ(decoder.host_fallbacks(), 0) << "the default lanes could not hold the sample";
     EXPECT_LE(decoder.lane_device_bytes(), 4 << 20);
+    // ilabel, olabel, next_state, weight and arc_source: 20 bytes an arc; and a lane at least.
+    EXPECT_GE(decoder.device_bytes(), graph.num_arcs() * 20 + decoder.lane_device_bytes());
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t b = 0; b < got.size(); ++b) {
       expect_same_with_overflow(got[b], want[b], "utterance " + std::to_string(b));
@@ -207,8 +209,12 @@ TEST(WfstDecoderCUDA, NbestListsEqualTheCpu) {
     SCOPED_TRACE("case " + std::to_string(i) + ", n " + std::to_string(n) + ", " + config.to_string());
     const auto want = WfstDecoder(graph, config).decode_nbest(frames.host(), batch.lens(), n, boosts);
     WfstDecoder decoder(graph, config, cuda);
-    for (int call = 0; call < 2; ++call) {  // one decoder, twice
+    std::int64_t bytes = 0;
+    for (int call = 0; call < 2; ++call) {  // one decoder, twice: the second reuses the first's memory
       const auto got = decoder.decode_nbest(frames.on(cuda), batch.lens(), n, boosts);
+      if (call == 0) bytes = decoder.device_bytes();
+      EXPECT_EQ(decoder.device_bytes(), bytes) << "call " << call;
+      EXPECT_GE(bytes, decoder.lane_device_bytes()) << "a lane at least";
       ASSERT_EQ(got.size(), want.size());
       for (std::size_t b = 0; b < got.size(); ++b) {
         ASSERT_EQ(got[b].size(), want[b].size()) << "row " << b;

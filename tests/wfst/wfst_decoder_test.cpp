@@ -581,6 +581,8 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "max_device_bytes must be at least 1, got 0");
   const WfstDecoder on_cpu(graph);
   EXPECT_EQ(on_cpu.lane_device_bytes(), 0);
+  EXPECT_EQ(on_cpu.device_bytes(), 0);
+  EXPECT_EQ(on_cpu.host_fallbacks(), 0);
   EXPECT_EQ(on_cpu.graph_mode(), GraphMode::eager);
 
   // A long ε-cycle (the component search must not recurse per state): accepted at a positive total cost,

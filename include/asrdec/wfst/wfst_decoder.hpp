@@ -223,6 +223,10 @@ class ASRDEC_API WfstDecoder {
    *  min(rows, 1024, config().max_device_bytes / this, the lanes the GPU runs at once) rows at a time. 0 on the
    *  CPU. */
   std::int64_t lane_device_bytes() const;
+  /** CUDA: the device memory the decoder holds now, in bytes: the graph's arrays, the lanes (within
+   *  config().max_device_bytes), the channels of open streamed utterances and of decode_nbest()'s rows (outside it;
+   * kept for reuse, never shrunk) and per-call buffers; the sizes of its allocations, not a formula. 0 on the CPU. */
+  std::int64_t device_bytes() const;
   /** CUDA: rows of decode() and decode_nbest() and chunks of decode_chunks() so far that a lane could not hold,
    *  decoded on the CPU instead (same results; a streamed utterance stays on the CPU to its end). 0 on the CPU. */
   std::int64_t host_fallbacks() const;
