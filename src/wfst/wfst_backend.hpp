@@ -14,13 +14,13 @@
 
 namespace asrdec::detail {
 
-/** One row of a decode_chunks call: the chunk of a stream. */
+/** One row of a decode_chunks call: the chunk of a stream (decode_into: a whole utterance as a stream of one chunk). */
 struct WfstChunk {
   WfstChannel* channel;  ///< the stream's host channel: started (with its boosts) on a fresh row
-  std::int32_t slot;     ///< the stream's channel slot, in [0, max_open_utterances)
-  bool fresh;            ///< the stream starts with this chunk
-  bool last;             ///< the stream ends with this chunk
-  std::int64_t offset;   ///< frames of the stream before this chunk
+  std::int32_t slot;  ///< the stream's device channel, in [0, max_open_utterances) (decode_into: the row's in a group)
+  bool fresh;         ///< the stream starts with this chunk
+  bool last;          ///< the stream ends with this chunk
+  std::int64_t offset;  ///< frames of the stream before this chunk
 };
 
 class WfstBackend {
@@ -51,7 +51,8 @@ class WfstBackend {
   virtual std::int64_t device_bytes() const = 0;
   /** Device bytes of one lane of decode() (WfstDecoder::lane_device_bytes). */
   virtual std::int64_t lane_device_bytes() const = 0;
-  /** Rows of decode() decoded on the CPU since construction (WfstDecoder::host_fallbacks). */
+  /** Rows of decode() and decode_into() and chunks of decode_chunks() decoded on the CPU since construction
+   *  (WfstDecoder::host_fallbacks). */
   virtual std::int64_t host_fallbacks() const = 0;
 };
 

@@ -30,7 +30,8 @@ namespace {
 
 constexpr std::int64_t kMaxLanes = 1024;
 
-// Streams' channels in device memory, one per slot (wfst_lane_chunk.hpp's WfstChannelLayout).
+// Channels in device memory (open streams', or the rows decode_nbest decodes at once), one per slot
+// (wfst_lane_chunk.hpp's WfstChannelLayout).
 struct DeviceChannels {
   DeviceBuffer<unsigned char> memory;
   std::int64_t slots = 0;
@@ -120,35 +121,38 @@ class WfstCuda final : public WfstBackend {
     if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
-    const std::int64_t group = lanes_for(p.batch);  // rows at once, each with a lane and a channel
+    // Rows at once, each with a lane and a channel: as many as max_device_bytes holds both for.
+    const std::int64_t group =
+        std::min(lanes_for(p.batch),
+                 std::max<std::int64_t>(1, config_.max_device_bytes / (row_layout_.bytes + channel_layout_.bytes)));
     for (std::int64_t first = 0; first < p.batch; first += group) {
       const std::int64_t rows = std::min(group, p.batch - first);
       const CtcInput part = rows_of(p, first, rows);
       std::vector<WfstChunk> chunks;
       std::vector<std::int32_t> queue;
-      std::int64_t path_capacity = 0;  // the kernel traces each row's best path too, which is not needed here
       for (std::int64_t r = 0; r < rows; ++r) {
         chunks.push_back(
             WfstChunk{channels[static_cast<std::size_t>(first + r)], static_cast<std::int32_t>(r), true, true, 0});
         queue.push_back(static_cast<std::int32_t>(r));
-        path_capacity += path_room(part.host_lengths[static_cast<std::size_t>(r)]);
       }
       try {
-        ensure_channels(nbest_, rows, group, stream);
-        launch_chunks(part, chunks, queue, nbest_, path_capacity, stream);
+        ensure_channels(nbest_, rows, group, stream, false);
+        // No room for paths: the lists come from the channels, so a row's kWfstLanePathFull means nothing here.
+        launch_chunks(part, chunks, queue, nbest_, 0, stream);
       } catch (...) {
         cudaStreamSynchronize(stream);
         rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
         throw;
       }
       std::vector<const WfstChunk*> all;
-      for (const WfstChunk& c : chunks) all.push_back(&c);
+      for (std::size_t r = 0; r < chunks.size(); ++r) {
+        ASRDEC_EXPECTS((host_outcomes_[r].status & kWfstLaneBroken) == 0, Error,
+                       "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
+        all.push_back(&chunks[r]);
+      }
       const std::vector<std::int32_t> stored = import_channels(nbest_, all, stream);
       for (std::size_t r = 0; r < chunks.size(); ++r) {
-        const WfstRowOutcome& o = host_outcomes_[r];
-        ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
-                       "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
-        if (o.status == 0) continue;
+        if ((host_outcomes_[r].status & ~kWfstLanePathFull) == 0) continue;
         // The lane gave up: the CPU continues from the last frame it stored (from the start when it stored none).
         advance_on_host(part, static_cast<std::int64_t>(r), *chunks[r].channel, stored[r], stream);
         host_rows_ += 1;
@@ -190,24 +194,32 @@ class WfstCuda final : public WfstBackend {
       throw;
     }
     const std::int32_t blank_label = p.blank + 1;
-    std::size_t next = 0;  // into queue
-    for (std::size_t b = 0; b < batch; ++b) {
-      const WfstChunk& c = chunks[b];
-      std::int32_t first = 0;  // the chunk's first frame left to decode on the host
-      if (next < queue.size() && queue[next] == static_cast<std::int32_t>(b)) {
-        next += 1;
-        const WfstRowOutcome& o = host_outcomes_[b];
-        ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
-                       "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
-        if (o.status == 0) {
-          const WfstPathStep* steps = host_paths_.data() + o.path_offset;
-          results[b] = wfst_row_result(fallback_, o, std::vector<WfstPathStep>(steps, steps + o.path_length), o.frames,
-                                       c.channel->boost_by_word, blank_label);
-          continue;
-        }
-        first = import_channels(streams_, {&c}, stream).front();
+    std::vector<char> on_device(batch, 0);
+    std::vector<const WfstChunk*> given_up;  // by their lanes: their channels come to the host, all at once
+    for (const std::int32_t b : queue) {
+      const WfstChunk& c = chunks[static_cast<std::size_t>(b)];
+      const WfstRowOutcome& o = host_outcomes_[static_cast<std::size_t>(b)];
+      ASRDEC_EXPECTS((o.status & kWfstLaneBroken) == 0, Error,
+                     "WFST decoding on CUDA: a way in could not be rebuilt from its key (internal error)");
+      if (o.status == 0) {
+        const WfstPathStep* steps = host_paths_.data() + o.path_offset;
+        results[static_cast<std::size_t>(b)] =
+            wfst_row_result(fallback_, o, std::vector<WfstPathStep>(steps, steps + o.path_length), o.frames,
+                            c.channel->boost_by_word, blank_label);
+        on_device[static_cast<std::size_t>(b)] = 1;
+      } else {
+        given_up.push_back(&c);
         on_host_[static_cast<std::size_t>(c.slot)] = 1;
       }
+    }
+    const std::vector<std::int32_t> stored = import_channels(streams_, given_up, stream);
+    std::size_t next = 0;  // into given_up
+    for (std::size_t b = 0; b < batch; ++b) {
+      if (on_device[b] != 0) continue;
+      const WfstChunk& c = chunks[b];
+      // The chunk's first frame left to decode on the host: after those its lane stored, or all of a stream that was
+      // already on the host.
+      const std::int32_t first = next < given_up.size() && given_up[next] == &c ? stored[next++] : 0;
       advance_on_host(p, static_cast<std::int64_t>(b), *c.channel, first, stream);
       results[b] = fallback_.result(*c.channel, c.last, blank_label);
       host_rows_ += 1;
@@ -277,11 +289,11 @@ class WfstCuda final : public WfstBackend {
     return std::min({wanted, max_lanes, static_cast<std::int64_t>(resident_lanes_)});
   }
 
-  // Path steps to reserve for a row's result after `frames` frames: a path has at most one step per arena entry, so
-  // no more than the lane's history (a longer guess could only grow with a stream's length); a path that does not fit
-  // sends its row to the CPU.
+  // Path steps to reserve for a row's result after `frames` frames: a lane traces at most half its history's entries
+  // (its scratch's room), so no more than that (a longer guess could only grow with a stream's length); a path that
+  // does not fit sends its row to the CPU.
   std::int64_t path_room(std::int64_t frames) const {
-    return std::min<std::int64_t>(4 * frames + 64, row_layout_.history);
+    return std::min<std::int64_t>(4 * frames + 64, row_layout_.history / 2);
   }
 
   // Rows [first, first + rows) of `p` as a problem of their own (the same frames in place).
@@ -360,6 +372,7 @@ class WfstCuda final : public WfstBackend {
   std::vector<std::int32_t> import_channels(const DeviceChannels& store, const std::vector<const WfstChunk*>& chunks,
                                             cudaStream_t stream) {
     const std::size_t n = chunks.size();
+    if (n == 0) return {};
     const auto base = [&](std::size_t i) {
       return store.memory.data() + static_cast<std::int64_t>(chunks[i]->slot) * channel_layout_.bytes;
     };
@@ -450,11 +463,13 @@ class WfstCuda final : public WfstBackend {
     }
   }
 
-  // Channels in `store` for slots [0, slots) (grown geometrically up to `most`, never shrunk; the channels kept are
-  // copied, and a fresh channel needs no initial contents).
-  void ensure_channels(DeviceChannels& store, std::int64_t slots, std::int64_t most, cudaStream_t stream) {
+  // Channels in `store` for slots [0, slots) (grown geometrically up to `most`, never shrunk; with `keep`, the
+  // channels there are copied — a fresh channel needs no initial contents).
+  void ensure_channels(DeviceChannels& store, std::int64_t slots, std::int64_t most, cudaStream_t stream,
+                       bool keep = true) {
     if (slots <= store.slots) return;
     const std::int64_t count = std::max(slots, std::min(2 * store.slots, most));
+    if (!keep) store = DeviceChannels{};  // the old channels go first: both may not fit
     DeviceBuffer<unsigned char> grown(static_cast<std::size_t>(count * channel_layout_.bytes), device_);
     if (store.slots > 0) {
       copy_bytes_async(grown.data(), device_, store.memory.data(), device_,

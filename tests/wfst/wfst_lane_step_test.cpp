@@ -819,7 +819,6 @@ TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
               static_cast<long long>(collections));
 }
 
-// The sample TLG under pressure, streamed in random chunks with small arenas.
 // N-best lists as the CUDA executor makes them: a whole utterance decoded as a stream of one chunk (first and last)
 // through a lane, its channel imported into the CPU executor's (and continued there from the last frame the lane
 // stored, when it gave up), then ranked by WfstSearcher::nbest. The lists equal those of the searcher's own channel,
@@ -884,6 +883,7 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
               static_cast<long long>(lists), static_cast<long long>(several), static_cast<long long>(given_up));
 }
 
+// The sample TLG under pressure, streamed in random chunks with small arenas.
 TEST(WfstLaneChunk, SampleTlgStreamsEqualTheSearcher) {
   const SampleFrames sample = sample_frames(4);
   const auto columns = static_cast<std::int32_t>(sample.columns);

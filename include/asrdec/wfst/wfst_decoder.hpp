@@ -69,11 +69,11 @@
  * (device_frame_tokens), or live paths longer than its history (device_history_tokens), is decoded on the CPU with
  * the same result: a whole utterance again from the start, a streamed one from the last frame its lane kept, to its
  * end (host_fallbacks() counts such rows and chunks). decode_nbest() with n > 1 decodes each row on a lane as a
- * stream of one chunk, in groups of as many rows as lanes, reads each row's tokens and back-pointers back to the host
- * and ranks the last frame's tokens there (each row of a group holds a channel, as an open streamed utterance does,
- * also outside max_device_bytes). Every call is one kernel launch (graph_mode has no effect). Work runs on the
- * caller's stream (nullptr: the legacy default stream), after what was enqueued there before; the calls return host
- * results, so the stream is synchronised before they return.
+ * stream of one chunk, in groups of as many rows as max_device_bytes holds a lane and a channel for, reads each row's
+ * tokens and back-pointers back to the host and ranks the last frame's tokens there. Each call is one kernel launch
+ * (decode_nbest: one per group of rows), so graph_mode has no effect. Work runs on the caller's stream (nullptr: the
+ * legacy default stream), after what was enqueued there before; the calls return host results, so the stream is
+ * synchronised before they return.
  *
  * Thread safety: a decoder has one owner at a time; graphs may be shared.
  */
@@ -117,8 +117,9 @@ struct ASRDEC_API WfstDecoderConfig {
   std::vector<std::int32_t> word_start_columns;
   /** Reject NaN and +inf log-probabilities in the frames that are read. */
   bool check_values = true;
-  /** CUDA only, and without effect on WFST decoding, whose every call is one kernel launch; validated and reported
-   *  by graph_mode() as for the other decoders (graph.hpp). */
+  /** CUDA only, and without effect on WFST decoding, which launches one kernel per call (decode_nbest: per group of
+   *  rows) rather than frame programs; validated and reported by graph_mode() as for the other decoders
+   *  (graph.hpp). */
   GraphMode graph_mode = GraphMode::automatic;
   /** CUDA only: the most device memory the rows decoded at once (lanes) may take, in bytes. Rows beyond the lanes
    *  that fit (at most 1024) wait in the lanes' queue; a graph whose single lane needs more throws OutOfMemory with
