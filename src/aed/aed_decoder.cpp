@@ -13,6 +13,7 @@
 #include "asrdec/config.hpp"
 #include "asrdec/core/batch_limits.hpp"
 #include "asrdec/core/error.hpp"
+#include "hyps/token_confidences.hpp"
 #include "lm/fusion_checks.hpp"
 #include "lm/fusion_step.hpp"
 
@@ -222,7 +223,7 @@ Hypothesis to_hypothesis(const AedHyp& h, float ranking) {
   out.timestamps.resize(h.tokens.size());
   for (std::size_t i = 0; i < h.tokens.size(); ++i) out.timestamps[i] = static_cast<std::int32_t>(i);
   out.token_scores = h.token_scores;
-  for (const float logp : out.token_scores) out.token_confidences.push_back(std::exp(logp));
+  detail::confidences_from_scores(out);
   out.am_score = static_cast<float>(h.am);
   out.lm_score = static_cast<float>(h.lm);
   out.boost_score = static_cast<float>(h.boost);

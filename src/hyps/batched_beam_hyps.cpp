@@ -3,10 +3,10 @@
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
+#include "hyps/token_confidences.hpp"
 
 namespace asrdec {
 
@@ -46,8 +46,8 @@ Hypothesis beam_hypothesis(const BeamHypsRef& h, std::int64_t b, std::int32_t k)
     out.timestamps.push_back(h.timestamps[at]);
     if (h.kind == BeamKind::tdt) out.durations.push_back(h.durations[at]);
     out.token_scores.push_back(h.logprobs[at]);
-    out.token_confidences.push_back(std::exp(h.logprobs[at]));
   }
+  detail::confidences_from_scores(out);
   out.score = h.scores[beam_slot(h, b, k)];
   out.ranking_score = out.score;
   out.am_score = out.score;

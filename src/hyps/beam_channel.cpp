@@ -1,11 +1,11 @@
 #include "hyps/beam_channel.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
+#include "hyps/token_confidences.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -177,14 +177,13 @@ std::vector<Hypothesis> beam_channel_hypotheses(const BeamChannel& c, bool lengt
       hyp.tokens.push_back(c.token[static_cast<std::size_t>(at)]);
       hyp.timestamps.push_back(c.frame[static_cast<std::size_t>(at)]);
       hyp.token_scores.push_back(c.logprob[static_cast<std::size_t>(at)]);
-      hyp.token_confidences.push_back(std::exp(c.logprob[static_cast<std::size_t>(at)]));
       if (!c.duration.empty()) hyp.durations.push_back(c.duration[static_cast<std::size_t>(at)]);
     }
     std::reverse(hyp.tokens.begin(), hyp.tokens.end());
     std::reverse(hyp.timestamps.begin(), hyp.timestamps.end());
     std::reverse(hyp.token_scores.begin(), hyp.token_scores.end());
-    std::reverse(hyp.token_confidences.begin(), hyp.token_confidences.end());
     std::reverse(hyp.durations.begin(), hyp.durations.end());
+    detail::confidences_from_scores(hyp);
     hyp.score = c.score[i];
     hyp.ranking_score = key(k);
     hyp.lm_score = lm ? c.lm_total[i] : 0.0f;

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "asrdec/core/buffer.hpp"
@@ -83,20 +84,19 @@ class BatchedBeamHyps {
     const auto slots = static_cast<std::size_t>(batch_ * beam_);
     const auto old_width = static_cast<std::size_t>(capacity_);
     const auto width = static_cast<std::size_t>(capacity);
-    const bool tdt = kind_ == BeamKind::tdt;
-    for (auto* buffer : {&labels_, &parents_, &timestamps_, &durations_}) {
-      if (buffer == &durations_ && !tdt) continue;
-      Buffer<std::int32_t, Kind> wider(slots * width, Device::cpu());
+    // Each slot's entries move to the start of its wider row.
+    const auto widen = [&](auto& buffer) {
+      std::remove_reference_t<decltype(buffer)> wider(slots * width, Device::cpu());
       for (std::size_t s = 0; s < slots; ++s) {
-        std::copy_n(buffer->data() + s * old_width, old_width, wider.data() + s * width);
+        std::copy_n(buffer.data() + s * old_width, old_width, wider.data() + s * width);
       }
-      *buffer = std::move(wider);
-    }
-    Buffer<float, Kind> wider(slots * width, Device::cpu());
-    for (std::size_t s = 0; s < slots; ++s) {
-      std::copy_n(logprobs_.data() + s * old_width, old_width, wider.data() + s * width);
-    }
-    logprobs_ = std::move(wider);
+      buffer = std::move(wider);
+    };
+    widen(labels_);
+    widen(parents_);
+    widen(timestamps_);
+    if (kind_ == BeamKind::tdt) widen(durations_);
+    widen(logprobs_);
     capacity_ = capacity;
   }
 

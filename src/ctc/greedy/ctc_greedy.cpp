@@ -6,6 +6,7 @@
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
 #include "ctc/greedy/ctc_greedy_backend.hpp"
+#include "hyps/token_confidences.hpp"
 #include "lm/fusion_checks.hpp"
 
 namespace asrdec {
@@ -42,7 +43,7 @@ std::vector<Hypothesis> unpack_ctc_greedy(const CtcGreedyBatchResult& result) {
     hypothesis.tokens.assign(result.tokens + begin, result.tokens + end);
     hypothesis.timestamps.assign(result.timestamps + begin, result.timestamps + end);
     hypothesis.token_scores.assign(result.token_logprobs + begin, result.token_logprobs + end);
-    for (const float logp : hypothesis.token_scores) hypothesis.token_confidences.push_back(std::exp(logp));
+    detail::confidences_from_scores(hypothesis);
     hypothesis.am_score = result.scores[b];
     hypothesis.lm_score = result.lm_scores != nullptr ? result.lm_scores[b] : 0.0f;
     hypothesis.boost_score = result.boost_scores != nullptr ? result.boost_scores[b] : 0.0f;
