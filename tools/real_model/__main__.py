@@ -15,7 +15,7 @@ def main(argv=None):
     parser.add_argument("--bpe", default="examples/data/bpe.model")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--train-utterances", type=int, default=6000)
-    parser.add_argument("--epochs", type=int, default=30, help="training epochs (about 1.5 min each on 2 cores)")
+    parser.add_argument("--epochs", type=int, default=28, help="training epochs (about 1.5 min each on 2 cores)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     speech_dir = os.path.join(args.work, "speech")

@@ -30,34 +30,44 @@ class OnnxEncoder(torch.nn.Module):
         return self.encoder(audio)
 
 
-def decoder_tensors(net):
-    p, j = net.predictor, net.joint
+def nemo_state(net):
+    """The decoder side under NeMo's names (RNNTDecoder's prediction network, RNNTJoint with its encoder projection
+    and a joint_net of [ReLU, Linear]) and the model config asrdec.nemo reads: the model is exported the way a user
+    exports a NeMo model (docs/export-nemo.md)."""
+    p, j, e = net.predictor, net.joint, net.encoder
     t = {
-        "predictor.embedding.weight": p.embedding.weight,
-        "predictor.lstm.0.weight_ih": p.lstm.weight_ih_l0,
-        "predictor.lstm.0.weight_hh": p.lstm.weight_hh_l0,
-        "predictor.lstm.0.bias_ih": p.lstm.bias_ih_l0,
-        "predictor.lstm.0.bias_hh": p.lstm.bias_hh_l0,
+        "decoder.prediction.embed.weight": p.embedding.weight,
+        "decoder.prediction.dec_rnn.lstm.weight_ih_l0": p.lstm.weight_ih_l0,
+        "decoder.prediction.dec_rnn.lstm.weight_hh_l0": p.lstm.weight_hh_l0,
+        "decoder.prediction.dec_rnn.lstm.bias_ih_l0": p.lstm.bias_ih_l0,
+        "decoder.prediction.dec_rnn.lstm.bias_hh_l0": p.lstm.bias_hh_l0,
         "joint.pred.weight": p.pred.weight,
         "joint.pred.bias": p.pred.bias,
-        "joint.out.weight": j.out.weight,
-        "joint.out.bias": j.out.bias,
+        "joint.enc.weight": e.enc.weight,
+        "joint.enc.bias": e.enc.bias,
+        "joint.joint_net.1.weight": j.out.weight,
+        "joint.joint_net.1.bias": j.out.bias,
     }
-    out = {k: np.ascontiguousarray(v.detach().numpy().astype(np.float32)) for k, v in t.items()}
-    metadata = {
-        "asrdec.format": "transducer-v1",
-        "model_type": "rnnt",
-        "vocab_size": str(p.blank),
-        "blank_id": str(p.blank),
-        "durations": "",
-        "joint_activation": "relu",
-        "predictor": "lstm",
-        "predictor_layers": "1",
-        "embedding_dim": str(p.embedding.embedding_dim),
-        "predictor_hidden": str(p.lstm.hidden_size),
-        "joint_hidden": str(p.pred.out_features),
-    }
-    return out, metadata
+    state = {k: np.ascontiguousarray(v.detach().numpy().astype(np.float32)) for k, v in t.items()}
+    return state, {"joint": {"jointnet": {"activation": "relu"}}}
+
+
+def asrdec_nemo():
+    """python/asrdec/nemo.py from the checkout, loaded by path: the training environment need not have asrdec built
+    (the module needs only numpy to convert a state dict)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "python", "asrdec", "nemo.py")
+    spec = importlib.util.spec_from_file_location("asrdec_nemo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def decoder_tensors(net):
+    """asrdec's transducer tensors and metadata of the model, by asrdec.nemo's conversion of its NeMo-named state."""
+    state, config = nemo_state(net)
+    return asrdec_nemo().convert(state, config)
 
 
 def ctc_greedy(logprobs, blank):

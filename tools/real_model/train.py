@@ -113,7 +113,7 @@ def word_error_rate(refs, hyps):
     return errors / max(words, 1)
 
 
-def train(speech_dir, bpe_model, out, seed=2026, epochs=30, threads=2, batch_frames=12000, lr=1.5e-3, log=print):
+def train(speech_dir, bpe_model, out, seed=2026, epochs=28, threads=2, batch_frames=12000, lr=1.5e-3, log=print):
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
     rng = np.random.default_rng(seed)
