@@ -3,7 +3,9 @@
 // ctc_greedy/cpu_threads measures the CPU executor's scaling from 1 thread to every core. Both are timed on
 // decode_async (results stay in the decoder's buffers): CPU with wall time, CUDA with CUDA events.
 // ctc_greedy/streaming compares streaming (decode_chunks, chunks of 16 frames of 32 utterances in flight) with whole
-// utterances at equal lanes.
+// utterances at equal lanes. ctc_greedy/cuda_copy is the memory floor of ctc_greedy/cuda: a device-to-device copy of
+// the same logprobs bytes, timed the same way; both report bytes_per_second (of logprobs read), so their ratio is
+// how close greedy decoding comes to reading its input at copy speed.
 
 #include <map>
 #include <memory>
@@ -74,7 +76,26 @@ void ctc_greedy_cuda(benchmark::State& state, DType dtype) {
   time_on_stream(state, device, stream.handle(), [&] { decoder.decode_async(logprobs, lengths, stream.handle()); });
   decoder.synchronize_and_check(stream.handle());
   set_rtfx(state, data.total_frames());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(data.logprobs.size()));
   state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
+}
+
+// The baseline of ctc_greedy/cuda at the same arguments: the logprobs copied device to device (read once, written
+// once), on a stream timed with CUDA events.
+void ctc_greedy_cuda_copy(benchmark::State& state, DType dtype) {
+  if (skip_if(state, cuda_unavailable_reason())) return;
+  const SyntheticCtc& data = input(state.range(0), state.range(1), state.range(2), dtype);
+  const Device device = Device::cuda(0);
+  Stream stream(device);
+  DeviceBuffer<std::byte> from(data.logprobs.size(), device), to(data.logprobs.size(), device);
+  copy_bytes_async(from.data(), device, data.logprobs.data(), Device::cpu(), data.logprobs.size(), stream.handle());
+  stream.synchronize();
+  time_on_stream(state, device, stream.handle(), [&] {
+    copy_bytes_async(to.data(), device, from.data(), device, data.logprobs.size(), stream.handle());
+  });
+  stream.synchronize();
+  set_rtfx(state, data.total_frames());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(data.logprobs.size()));
 }
 
 // Streaming against whole utterances at equal lanes (docs/streaming.md): B utterances in flight, each call carrying
@@ -112,8 +133,9 @@ void ctc_greedy_streaming(benchmark::State& state, bool cuda) {
 void register_all() {
   for (DType dtype : {DType::f32, DType::bf16}) {
     const std::string suffix = std::string("/") + dtype_name(dtype);
-    for (auto [name, function, manual] : {std::tuple{"ctc_greedy/cpu", &ctc_greedy_cpu, false},
-                                          std::tuple{"ctc_greedy/cuda", &ctc_greedy_cuda, true}}) {
+    for (auto [name, function, manual] :
+         {std::tuple{"ctc_greedy/cpu", &ctc_greedy_cpu, false}, std::tuple{"ctc_greedy/cuda", &ctc_greedy_cuda, true},
+          std::tuple{"ctc_greedy/cuda_copy", &ctc_greedy_cuda_copy, true}}) {
       auto* b = benchmark::RegisterBenchmark((name + suffix).c_str(), function, dtype);
       b->ArgNames({"B", "T", "V1"})
           ->ArgsProduct({{1, 8, 32}, {250, 1000}, {129, 1025}})
