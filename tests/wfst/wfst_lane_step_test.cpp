@@ -838,7 +838,8 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
     const std::int32_t history = i % 5 == 4 ? 12 : 24;
     const int threads = i % 10 == 9 ? 3 : 0;
     const auto n = static_cast<std::int64_t>(2 + rng() % 5);
-    const std::int32_t blank = random.columns;
+    const std::int32_t columns = random.columns;  // (a lambda may not capture a structured binding)
+    const std::int32_t blank = columns;
     for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
       const std::string what =
           "case " + std::to_string(i) + ", utterance " + std::to_string(b) + ", n " + std::to_string(n);
@@ -847,7 +848,7 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
       const std::vector<float>& frames = batch.utterances[b];
       const std::int32_t length = batch.lengths[b];
       const auto frame = [&](std::int32_t t) {
-        return frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(random.columns);
+        return frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
       };
       WfstSearcher searcher(graph, config);
       WfstChannel want;
@@ -855,7 +856,7 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
       for (std::int32_t t = 0; t < length; ++t) searcher.advance(want, frame(t));
       LaneAndChannel lane(graph, config, searcher.boost_row(boosts), capacity, history, what);
       const detail::WfstRowOutcome outcome =
-          lane.chunk(threads, exec, what, true, true, frames.data(), random.columns, length);
+          lane.chunk(threads, exec, what, true, true, frames.data(), columns, length);
       EXPECT_EQ(outcome.status & detail::kWfstLaneBroken, 0);
       WfstSearcher host(graph, config);
       WfstChannel got = lane.imported(host, boosts);
