@@ -49,6 +49,15 @@ void expect_same_with_overflow(const WfstResult& cuda, const WfstResult& cpu, co
   EXPECT_EQ(cuda.overflow, cpu.overflow) << what;
 }
 
+// Lanes small enough that some rows and chunks go to the CPU: 4 tokens a frame (`tiny_frames`) or 16, 16 back-pointers
+// (`short_history`) or 64, and a max_device_bytes that admits `lanes` of them.
+void use_small_lanes(WfstDecoderConfig& config, const WfstGraph& graph, Device cuda, bool tiny_frames,
+                     bool short_history, std::int64_t lanes) {
+  config.device_frame_tokens = tiny_frames ? 4 : 16;
+  config.device_history_tokens = short_history ? 16 : 64;
+  config.max_device_bytes = lanes * WfstDecoder(graph, config, cuda).lane_device_bytes();
+}
+
 TEST(WfstDecoderCUDA, EqualsTheCpuAndOpenFstOnRandomGraphs) {
   ASRDEC_SKIP_WITHOUT_CUDA();
   const std::uint64_t seed = testing::test_seed();
@@ -161,9 +170,7 @@ TEST(WfstDecoderCUDA, SmallLanesQueueRowsAndFallBackExactly) {
   for (int i = 0; i < 80; ++i) {
     auto [random, graph] = accepted_graph(rng, rejected);
     WfstDecoderConfig config = random_search_config(rng, i % 4);
-    config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
-    config.device_history_tokens = i % 2 == 0 ? 16 : 64;
-    config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+    use_small_lanes(config, graph, cuda, i % 3 == 0, i % 2 == 0, 1 + i % 3);
     const Batch batch = random_batch(rng, random.columns, 9, 40);
     const TwoCopies frames(batch, i % 2 == 0 ? DType::f16 : DType::f32, cuda);
     SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
@@ -195,9 +202,7 @@ TEST(WfstDecoderCUDA, NbestListsEqualTheCpu) {
     WfstDecoderConfig config = random_search_config(rng, i % 4);
     config.use_final_probs = i % 3 != 2;
     if (i % 2 == 1) {
-      config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
-      config.device_history_tokens = i % 4 == 1 ? 16 : 64;
-      config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+      use_small_lanes(config, graph, cuda, i % 3 == 0, i % 4 == 1, 1 + i % 3);
     }
     const Batch batch = random_batch(rng, random.columns, 9, 30);
     std::vector<WordBoosts> boosts;
@@ -275,10 +280,8 @@ TEST(WfstDecoderCUDA, StreamsOnSmallLanesEqualTheCpuAfterEveryChunk) {
     auto [random, graph] = accepted_graph(rng, rejected);
     WfstDecoderConfig config = random_search_config(rng, i % 4);
     config.use_final_probs = i % 3 != 2;
-    config.device_frame_tokens = i % 3 == 0 ? 4 : 16;
-    config.device_history_tokens = i % 2 == 0 ? 16 : 64;
     config.max_open_utterances = 1 + static_cast<std::int64_t>(rng() % 6);
-    config.max_device_bytes = (1 + i % 3) * WfstDecoder(graph, config, cuda).lane_device_bytes();  // 1 to 3 lanes
+    use_small_lanes(config, graph, cuda, i % 3 == 0, i % 2 == 0, 1 + i % 3);
     SCOPED_TRACE("case " + std::to_string(i) + ", " + config.to_string());
     WfstDecoder cpu(graph, config);
     WfstDecoder gpu(graph, config, cuda);

@@ -641,6 +641,15 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
               static_cast<long long>(collections));
 }
 
+// Case i's lane for the chunk tests: its token capacity and history (small ones now and then, so lanes give up and
+// arenas are collected) and the OS threads that run it (0: the host emulation, 3 one case in ten).
+struct LaneShape {
+  std::int32_t capacity;
+  std::int32_t history;
+  int threads;
+};
+LaneShape lane_shape(int i) { return {i % 7 == 6 ? 4 : 16, i % 5 == 4 ? 12 : 24, i % 10 == 9 ? 3 : 0}; }
+
 // A lane and one stream's channel in host memory, as the CUDA executor has them: wfst_lane_chunk.hpp decodes chunks of
 // the stream through the lane, which is left empty after each, while the channel (its own arena, active tokens and
 // counters) keeps the stream.
@@ -798,9 +807,7 @@ TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
     config.use_final_probs = i % 3 != 2;
     const Batch batch = random_batch(rng, random.columns, 3, 40);
     HostLaneExec exec(static_cast<HostLaneExec::Order>(i % 3), rng());
-    const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
-    const std::int32_t history = i % 5 == 4 ? 12 : 24;
-    const int threads = i % 10 == 9 ? 3 : 0;
+    const auto [capacity, history, threads] = lane_shape(i);
     for (std::size_t b = 0; b < batch.lengths.size(); ++b) {
       const WordBoosts boosts = maybe_boost(rng, random, graph, i % 4 == 1);
       const std::int32_t status = expect_chunks_equal_searcher(
@@ -834,9 +841,7 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
     config.use_final_probs = i % 3 != 2;
     const Batch batch = random_batch(rng, random.columns, 3, 30);
     HostLaneExec exec(static_cast<HostLaneExec::Order>(i % 3), rng());
-    const std::int32_t capacity = i % 7 == 6 ? 4 : 16;
-    const std::int32_t history = i % 5 == 4 ? 12 : 24;
-    const int threads = i % 10 == 9 ? 3 : 0;
+    const auto [capacity, history, threads] = lane_shape(i);
     const auto n = static_cast<std::int64_t>(2 + rng() % 5);
     const std::int32_t columns = random.columns;  // (a lambda may not capture a structured binding)
     const std::int32_t blank = columns;
