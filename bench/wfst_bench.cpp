@@ -58,6 +58,14 @@ WfstDecoderConfig config_of(benchmark::State& state) {
   return config;
 }
 
+// The CUDA lanes without their shared-memory frame tables (WfstDecoderConfig::device_fast_tokens = 0): the baseline
+// of the fast tables, in the same process.
+WfstDecoderConfig lane_memory_only(benchmark::State& state) {
+  WfstDecoderConfig config = config_of(state);
+  config.device_fast_tokens = 0;
+  return config;
+}
+
 // False (and the benchmark skipped) when the CUDA executor cannot run here.
 bool device_usable(benchmark::State& state, Device device) {
   if (device.is_cpu()) return true;
@@ -83,10 +91,10 @@ struct Placed {
   }
 };
 
-void wfst_decode(benchmark::State& state, Device device) {
+void wfst_decode(benchmark::State& state, Device device, WfstDecoderConfig (*configure)(benchmark::State&)) {
   if (!device_usable(state, device)) return;
   const Batch b = make_batch(state.range(0));
-  WfstDecoder decoder(*sample().graph, config_of(state), device);
+  WfstDecoder decoder(*sample().graph, configure(state), device);
   const Placed values(b.values, device);
   const TensorView logprobs(values.data, DType::f32, {b.batch, b.frames, b.columns}, device);
   const TensorView lengths(b.lengths.data(), DType::i32, {b.batch});
@@ -157,13 +165,19 @@ void register_all() {
   }
   for (const auto& [name, device] : devices) {
     const std::string prefix = std::string("wfst/") + name;
-    auto* batches = benchmark::RegisterBenchmark((prefix + "/batch").c_str(), wfst_decode, device);
+    auto* batches = benchmark::RegisterBenchmark((prefix + "/batch").c_str(), wfst_decode, device, config_of);
     configure(batches);
     batches->ArgsProduct({{1, 8, 32, 64, 256}, {17}, {10000}});
-    auto* beams = benchmark::RegisterBenchmark((prefix + "/beam").c_str(), wfst_decode, device);
+    if (!device.is_cpu()) {
+      auto* slow = benchmark::RegisterBenchmark((prefix + "/batch_lane_memory_only").c_str(), wfst_decode, device,
+                                                lane_memory_only);
+      configure(slow);
+      slow->ArgsProduct({{1, 64, 256}, {17}, {10000}});
+    }
+    auto* beams = benchmark::RegisterBenchmark((prefix + "/beam").c_str(), wfst_decode, device, config_of);
     configure(beams);
     beams->ArgsProduct({{32}, {10, 13, 20}, {10000}});
-    auto* active = benchmark::RegisterBenchmark((prefix + "/max_active").c_str(), wfst_decode, device);
+    auto* active = benchmark::RegisterBenchmark((prefix + "/max_active").c_str(), wfst_decode, device, config_of);
     configure(active);
     active->ArgsProduct({{32}, {17}, {500, 2000}});
     auto* streaming = benchmark::RegisterBenchmark((prefix + "/streaming_chunk16").c_str(), wfst_streaming, device);

@@ -78,7 +78,8 @@ void bind_wfst(nb::module_& m) {
                                              field("word_start_columns", config.word_start_columns),
                                              field("max_open_utterances", config.max_open_utterances),
                                              field("device_frame_tokens", config.device_frame_tokens),
-                                             field("device_history_tokens", config.device_history_tokens)};
+                                             field("device_history_tokens", config.device_history_tokens),
+                                             field("device_fast_tokens", config.device_fast_tokens)};
             add_execution(keywords, config);
             apply_keywords(kwargs, keywords, "WfstDecoder");
             new (self) WfstDecoder(graph, config, device_of(device));

@@ -319,3 +319,11 @@ def test_confidence_measures_are_keywords():
     assert values != [c for h in default for c in h.token_confidences]
     with pytest.raises(asrdec.InvalidArgument, match="unknown confidence measure 'entropy'"):
         asrdec.TransducerGreedyDecoder(model, confidence_measure="entropy")
+
+
+def test_wfst_lane_sizes_are_keywords(wfst_graph):
+    graph = asrdec.WfstGraph.load(str(wfst_graph[0]))
+    asrdec.WfstDecoder(graph, device_frame_tokens=64, device_history_tokens=256, device_fast_tokens=32)
+    asrdec.WfstDecoder(graph, device_fast_tokens=0)
+    with pytest.raises(asrdec.InvalidArgument, match=r"device_fast_tokens must be 0 or a power of two in \[2, 512\], got 48"):
+        asrdec.WfstDecoder(graph, device_fast_tokens=48)

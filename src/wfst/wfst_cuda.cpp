@@ -55,7 +55,8 @@ class WfstCuda final : public WfstBackend {
     row_layout_ = wfst_lane_layout(
         config.device_frame_tokens > 0 ? static_cast<std::int32_t>(config.device_frame_tokens) : kWfstLaneTokens,
         config.device_history_tokens > 0 ? static_cast<std::int32_t>(config.device_history_tokens) : kWfstLaneHistory,
-        static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads);
+        static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads,
+        static_cast<std::int32_t>(config.device_fast_tokens));
     channel_layout_ = wfst_channel_layout(row_layout_);
     resident_lanes_ = wfst_lanes_resident();  // also loads the kernels, so that the first call does not
     Stream setup(device_);

@@ -37,6 +37,10 @@ void WfstDecoderConfig::validate() const {
   ASRDEC_CHECK_ARG(
       device_history_tokens == 0 || (device_history_tokens >= 16 && device_history_tokens <= (std::int64_t{1} << 28)),
       "WfstDecoderConfig.device_history_tokens must be 0 (the default) or in [16, 2^28], got ", device_history_tokens);
+  ASRDEC_CHECK_ARG(device_fast_tokens == 0 || (device_fast_tokens >= 2 && device_fast_tokens <= 512 &&
+                                               (device_fast_tokens & (device_fast_tokens - 1)) == 0),
+                   "WfstDecoderConfig.device_fast_tokens must be 0 or a power of two in [2, 512], got ",
+                   device_fast_tokens);
   ASRDEC_CHECK_ARG(threads >= 0 && threads <= 1024,
                    "WfstDecoderConfig.threads must be in [0, 1024] (0: every core), got ", threads);
   ASRDEC_CHECK_ARG(max_open_utterances >= 1 && max_open_utterances <= BatchLimits::kMaxBatch,
@@ -56,6 +60,7 @@ std::string WfstDecoderConfig::to_string() const {
                 ", max_device_bytes=", max_device_bytes,
                 device_frame_tokens > 0 ? concat(", device_frame_tokens=", device_frame_tokens) : std::string(),
                 device_history_tokens > 0 ? concat(", device_history_tokens=", device_history_tokens) : std::string(),
+                device_fast_tokens != 512 ? concat(", device_fast_tokens=", device_fast_tokens) : std::string(),
                 ", threads=", threads, ", max_open_utterances=", max_open_utterances, "}");
 }
 

@@ -40,16 +40,21 @@ struct LaneBlock {
   WfstLaneViews v;
   std::int32_t item;
   long long offset;
+  /** The lane's fast table (WfstLaneTableChoice), for frames of few tokens. */
+  alignas(16) unsigned char fast[wfst_fast_table_bytes(kWfstFastTokens)];
 };
 
 // Takes items [0, items) from the queue until none is left: `decode(item)` decodes one (every thread calls it) and
 // returns its outcome, whose path (reversed in the lane's scratch) is then copied into the output in order.
 template <class Decode>
 __device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock& lane, Exec& exec, Decode&& decode) {
+  // Shared memory starts undefined: the fast table is made empty (every byte 0xff), as the lane's memory is.
+  exec.for_each(static_cast<std::int64_t>(sizeof(lane.fast) / 4),
+                [&](std::int64_t i) { reinterpret_cast<std::int32_t*>(lane.fast)[i] = -1; });
   exec.single([&] {
     lane.shared.count = 0;  // the lane is empty (every byte 0xff) between rows
-    lane.v =
-        wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes, &lane.shared.count);
+    lane.v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes,
+                             &lane.shared.count, lane.fast);
   });
   for (;;) {
     exec.single([&] { lane.item = atomicAdd(a.next_row, 1); });

@@ -50,10 +50,12 @@ void expect_same_with_overflow(const WfstResult& cuda, const WfstResult& cpu, co
 }
 
 // Lanes small enough that some rows and chunks go to the CPU: 4 tokens a frame (`tiny_frames`) or 16, 16 back-pointers
-// (`short_history`) or 64, and a max_device_bytes that admits `lanes` of them.
+// (`short_history`) or 64, and a max_device_bytes that admits `lanes` of them. Tiny frames have a fast table of 2
+// tokens (frames outgrow it often), the others none.
 void use_small_lanes(WfstDecoderConfig& config, const WfstGraph& graph, Device cuda, bool tiny_frames,
                      bool short_history, std::int64_t lanes) {
   config.device_frame_tokens = tiny_frames ? 4 : 16;
+  config.device_fast_tokens = tiny_frames ? 2 : 0;
   config.device_history_tokens = short_history ? 16 : 64;
   config.max_device_bytes = lanes * WfstDecoder(graph, config, cuda).lane_device_bytes();
 }

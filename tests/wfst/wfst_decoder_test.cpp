@@ -579,6 +579,18 @@ TEST(WfstDecoder, BadGraphsAndInputsAreRejected) {
   config = WfstDecoderConfig{};
   config.max_device_bytes = 0;
   ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument, "max_device_bytes must be at least 1, got 0");
+  for (const std::int64_t fast : {-1, 1, 3, 384, 1024}) {
+    config = WfstDecoderConfig{};
+    config.device_fast_tokens = fast;
+    ASRDEC_EXPECT_THROW_MSG(WfstDecoder(graph, config), InvalidArgument,
+                            "device_fast_tokens must be 0 or a power of two in [2, 512], got " + std::to_string(fast));
+  }
+  for (const std::int64_t fast : {0, 2, 512}) {
+    config = WfstDecoderConfig{};
+    config.device_fast_tokens = fast;
+    EXPECT_NO_THROW(WfstDecoder(graph, config)) << fast;
+  }
+  config = WfstDecoderConfig{};
   const WfstDecoder on_cpu(graph);
   EXPECT_EQ(on_cpu.lane_device_bytes(), 0);
   EXPECT_EQ(on_cpu.device_bytes(), 0);

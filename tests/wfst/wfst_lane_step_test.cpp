@@ -410,6 +410,37 @@ struct HostFrames {
   }
 };
 
+// How often lanes expanded frames in their fast table, and outgrew it, over a test (so that a test can say both
+// happened).
+struct FastTableUse {
+  std::int64_t frames = 0, outgrown = 0;
+  void add(const detail::WfstLaneScalars& s) {
+    frames += s.fast_frames;
+    outgrown += s.fast_outgrown;
+  }
+  void expect_used(const char* test, bool outgrown_too) const {
+    EXPECT_GT(frames, 0) << test << ": no frame used a fast table";
+    if (outgrown_too) {
+      EXPECT_GT(outgrown, 0) << test << ": no frame outgrew a fast table";
+    }
+    std::printf("%lld frames in a fast table, %lld outgrew it\n", static_cast<long long>(frames),
+                static_cast<long long>(outgrown));
+  }
+};
+FastTableUse fast_table_use;
+
+// After a row or chunk, the lane's fast table is empty and its full table is the frame's again.
+void expect_fast_table_empty(const detail::WfstLaneViews& views) {
+  const detail::WfstLaneTable& fast = views.tables.fast;
+  for (std::int32_t s = 0; s < fast.slots; ++s) {
+    if (fast.state[s] != -1 || fast.key[s] != detail::kWfstNoWay || fast.round[s] != -1) {
+      ADD_FAILURE() << "the lane's fast table is not empty: slot " << s << " holds state " << fast.state[s];
+      break;
+    }
+  }
+  EXPECT_EQ(views.table.state, views.tables.full.state) << "the lane's frame table is not its full table";
+}
+
 std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
                                         const WordBoosts& boosts, const std::vector<float>& frames, std::int32_t length,
                                         std::int32_t columns, std::int32_t capacity, std::int32_t history,
@@ -425,8 +456,12 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const detail::WfstLaneLayout layout =
       detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7);
   std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
+  // A fast table (as a CUDA block's shared memory) three cases in four.
+  const bool with_fast = std::hash<std::string>{}(what + "fast") % 4 != 0;
+  std::vector<unsigned char> fast(static_cast<std::size_t>(detail::wfst_fast_table_bytes(layout.fast_capacity)), 0xff);
   detail::WfstLaneShared shared{};
-  const detail::WfstLaneViews views = detail::wfst_lane_views(layout, lane.data(), &shared.count);
+  detail::WfstLaneViews views =
+      detail::wfst_lane_views(layout, lane.data(), &shared.count, with_fast ? fast.data() : nullptr);
   const WfstGraphArrays& a = graph.arrays();
   // Arc sources from a table (as the CUDA executor has them) or by binary search, alternating with the case text.
   const std::vector<std::int32_t> source = arc_sources(a);
@@ -457,8 +492,20 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   EXPECT_TRUE(empty(layout.table_state, layout.table_token) && empty(layout.table_key, layout.table_slot_of) &&
               empty(layout.by_state_state, layout.by_state_token))
       << "the lane's tables are not empty after the utterance";
+  expect_fast_table_empty(views);
+  fast_table_use.add(shared.step);
   EXPECT_EQ(shared.history.active_count, 0);
   collections += shared.history.collections;
+  if (outcome.status != 0 && with_fast) {
+    // The fast table changes no outcome: without it, the lane (left empty) gives up alike.
+    detail::WfstLaneShared alone{};
+    detail::WfstLaneViews full_only = detail::wfst_lane_views(layout, lane.data(), &alone.count, nullptr);
+    detail::WfstRowOutcome without{};
+    run_block(threads, exec, what, [&](auto& e) {
+      detail::wfst_lane_decode(e, g, c, final_weight, boost, full_only, alone, length, input, without);
+    });
+    EXPECT_EQ(outcome.status, without.status) << "the lane gave up with a fast table, not without one";
+  }
   if (outcome.status != 0) {
     EXPECT_EQ(outcome.status & detail::kWfstLaneBroken, 0);
     return outcome.status;
@@ -479,6 +526,7 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
 }
 
 TEST(WfstLaneDecode, WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder) {
+  fast_table_use = {};
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -517,10 +565,12 @@ TEST(WfstLaneDecode, WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder) 
       "rejected graphs\n",
       static_cast<long long>(utterances), static_cast<long long>(full), static_cast<long long>(history_full),
       static_cast<long long>(collections), static_cast<long long>(rejected));
+  fast_table_use.expect_used("WholeUtterancesEqualTheSearcherOnRandomGraphsInEveryOrder", true);
 }
 
 // The sample TLG, whole utterances under the pressure limits, with arenas small enough that they collect.
 TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
+  fast_table_use = {};
   const SampleFrames sample = sample_frames(6);
   const auto columns = static_cast<std::int32_t>(sample.columns);
   const WfstGraph& graph = sample_tlg();
@@ -542,6 +592,7 @@ TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
   }
   EXPECT_GT(collections, 0) << "no arena was collected";
   std::printf("%lld collections\n", static_cast<long long>(collections));
+  fast_table_use.expect_used("SampleTlgWholeUtterancesEqualTheSearcher", false);
 }
 
 // An active token whose ε-predecessor in the frame is pruned (a negative ε-arc makes the successor cheaper, and
@@ -660,6 +711,7 @@ struct LaneAndChannel {
   detail::WfstLaneConfig c;
   detail::WfstLaneLayout layout;
   std::vector<unsigned char> lane;
+  std::vector<unsigned char> fast;
   detail::WfstLaneShared shared{};
   detail::WfstLaneViews views;
   std::vector<detail::WfstArenaEntry> arena;
@@ -686,7 +738,8 @@ struct LaneAndChannel {
           config.min_active, config.max_tokens_per_frame, degree_for(what)},
         layout(detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(wfst.max_input_label()), 7)),
         lane(static_cast<std::size_t>(layout.bytes), 0xff),
-        views(detail::wfst_lane_views(layout, lane.data(), &shared.count)),
+        fast(static_cast<std::size_t>(detail::wfst_fast_table_bytes(layout.fast_capacity)), 0xff),
+        views(detail::wfst_lane_views(layout, lane.data(), &shared.count, fast.data())),
         arena(static_cast<std::size_t>(layout.history)),
         active(static_cast<std::size_t>(layout.capacity)),
         channel_history(views.history),
@@ -708,6 +761,9 @@ struct LaneAndChannel {
     EXPECT_TRUE(std::all_of(lane.begin() + layout.table_state, lane.begin() + layout.table_token, [](unsigned char b) {
       return b == 0xff;
     })) << "the lane's table is not empty after a chunk";
+    expect_fast_table_empty(views);
+    fast_table_use.add(shared.step);
+    shared.step.fast_frames = shared.step.fast_outgrown = 0;  // counted once
     return outcome;
   }
 
@@ -796,6 +852,7 @@ std::int32_t expect_chunks_equal_searcher(const WfstGraph& graph, const WfstDeco
 }
 
 TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
+  fast_table_use = {};
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -824,6 +881,7 @@ TEST(WfstLaneChunk, StreamsInRandomChunksEqualTheSearcher) {
   std::printf("%lld streams in %lld chunks, %lld given up by their lane, %lld collections\n",
               static_cast<long long>(streams), static_cast<long long>(chunks), static_cast<long long>(full),
               static_cast<long long>(collections));
+  fast_table_use.expect_used("StreamsInRandomChunksEqualTheSearcher", true);
 }
 
 // N-best lists as the CUDA executor makes them: a whole utterance decoded as a stream of one chunk (first and last)
@@ -891,6 +949,7 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
 
 // The sample TLG under pressure, streamed in random chunks with small arenas.
 TEST(WfstLaneChunk, SampleTlgStreamsEqualTheSearcher) {
+  fast_table_use = {};
   const SampleFrames sample = sample_frames(4);
   const auto columns = static_cast<std::int32_t>(sample.columns);
   const WfstGraph& graph = sample_tlg();
@@ -911,6 +970,7 @@ TEST(WfstLaneChunk, SampleTlgStreamsEqualTheSearcher) {
   }
   EXPECT_GT(collections, 0);
   std::printf("%lld chunks, %lld collections\n", static_cast<long long>(chunks), static_cast<long long>(collections));
+  fast_table_use.expect_used("SampleTlgStreamsEqualTheSearcher", false);
 }
 
 }  // namespace

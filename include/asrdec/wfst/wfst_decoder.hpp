@@ -133,6 +133,11 @@ struct ASRDEC_API WfstDecoderConfig {
    *  older ones that no surviving path uses are dropped when it is full, and an utterance whose live paths need more
    *  goes to the CPU executor. 20 bytes each in a lane, 16 in an open streamed utterance. */
   std::int64_t device_history_tokens = 0;
+  /** CUDA only: the most tokens of a frame a lane keeps in its thread block's shared memory (0, or a power of two up
+   *  to 512; at most half of device_frame_tokens is used). A frame after one with at most half as many active tokens
+   *  is expanded there, where every probe and atomic of its table stays on the chip, and again in lane memory when
+   *  it outgrows it. Results do not depend on it; 0 keeps every frame in lane memory. */
+  std::int64_t device_fast_tokens = 512;
   /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means the
    *  process's shared CPU pool (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps.
    *  Results do not depend on it. Each thread keeps 5 bytes of scratch per graph state. */
@@ -143,7 +148,8 @@ struct ASRDEC_API WfstDecoderConfig {
   /** Throws InvalidArgument for a beam that is not positive and finite, max_active or max_tokens_per_frame < 1,
    *  min_active outside [0, max_active],
    *  a non-finite or negative acoustic scale, blank_id < -1, max_device_bytes < 1, device_frame_tokens outside
-   *  [0, 2^24], device_history_tokens outside {0} ∪ [16, 2^28], threads outside [0, 1024], or max_open_utterances
+   *  [0, 2^24], device_history_tokens outside {0} ∪ [16, 2^28], device_fast_tokens not 0 or a power of two up to 512,
+   *  threads outside [0, 1024], or max_open_utterances
    *  outside [1, 2^24]. */
   void validate() const;
   std::string to_string() const;

@@ -76,10 +76,10 @@ ASRDEC_HD_INLINE WfstChannelViews wfst_channel_views(const WfstChannelLayout& c,
  *  stream ends with this chunk. `out` gets the result's outcome, its path in the lane's history scratch (reversed). */
 template <class Exec, class Frames>
 ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLaneConfig& c, const float* final_weight,
-                               const float* boost, const WfstLaneViews& v, const WfstLaneHistory& history,
+                               const float* boost, WfstLaneViews& v, const WfstLaneHistory& history,
                                const WfstLaneChannel& channel, WfstLaneShared& shared, bool fresh, bool last,
                                std::int32_t length, Frames& frames, WfstRowOutcome& out) {
-  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec);
+  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec, &v.tables);
   WfstLaneHistoryOps<Exec> ops(g, v.table, v.tokens, v.store, history, v.next, shared.history, exec);
   std::int32_t status = 0;
   bool overflow = false;
@@ -140,7 +140,7 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     });
   }
   exec.barrier();
-  wfst_table_clear(v.table, exec);
+  step.finish();
   ops.clear_next();
 }
 

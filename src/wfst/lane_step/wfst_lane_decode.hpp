@@ -40,9 +40,9 @@ struct WfstLaneShared {
  *  use_final_probs; `boost`: the row of boosts by word, or null. Leaves the lane empty (its tables cleared). */
 template <class Exec, class Frames>
 ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLaneConfig& c, const float* final_weight,
-                                const float* boost, const WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,
+                                const float* boost, WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,
                                 Frames& frames, WfstRowOutcome& out) {
-  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec);
+  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec, &v.tables);
   WfstLaneHistoryOps<Exec> history(g, v.table, v.tokens, v.store, v.history, v.next, shared.history, exec);
   history.begin();
   exec.single([&] { out = WfstRowOutcome{0, 0, 0, 0, 0.0f, 0, length, 0}; });
@@ -90,7 +90,7 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   }
   exec.single([&] { out.status = status; });
   exec.barrier();
-  wfst_table_clear(v.table, exec);
+  step.finish();
   history.clear_next();
 }
 

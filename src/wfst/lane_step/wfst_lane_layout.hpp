@@ -23,6 +23,9 @@ struct WfstLaneLayout {
   std::int32_t history = 0;   ///< arena entries
   std::int32_t columns = 0;   ///< the frame's columns the graph reads
   std::int32_t width = 0;     ///< threads of a lane (a collection moves this many entries a round)
+  /** Tokens of the lane's fast table (WfstLaneTableChoice), whose storage the executor supplies: half the capacity,
+   *  up to the fast tokens asked for (0: none). */
+  std::int32_t fast_capacity = 0;
   std::int64_t table_state = 0, table_token = 0, table_key = 0, table_round = 0, table_slot_of = 0;
   std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot0 = 0, snapshot1 = 0, frontier0 = 0,
                frontier1 = 0, scan = 0;
@@ -34,16 +37,17 @@ struct WfstLaneLayout {
   std::int64_t bytes = 0;  ///< of the lane, a multiple of 256
 };
 
-/** The layout of a lane of `capacity` tokens (rounded up to a power of two), `history` back-pointers, `columns` and
- *  `width` threads. */
+/** The layout of a lane of `capacity` tokens (rounded up to a power of two), `history` back-pointers, `columns`,
+ *  `width` threads and a fast table of up to `fast_tokens` (a power of two up to kWfstFastTokens, or 0). */
 inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t history, std::int32_t columns,
-                                       std::int32_t width) {
+                                       std::int32_t width, std::int32_t fast_tokens = kWfstFastTokens) {
   WfstLaneLayout l;
   l.capacity = 1;
   while (l.capacity < capacity) l.capacity *= 2;
   l.history = history;
   l.columns = columns;
   l.width = width;
+  l.fast_capacity = l.capacity / 2 < fast_tokens ? l.capacity / 2 : fast_tokens;
   const std::int64_t c = l.capacity, slots = 2 * c, h = history;
   std::int64_t at = 0;
   const auto take = [&](std::int64_t& offset, std::int64_t bytes) {
@@ -83,9 +87,11 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   return l;
 }
 
-/** A lane's arrays at `base` (l.bytes bytes), the table's count at `count` (the executor's fast memory). */
+/** A lane's arrays at `base` (l.bytes bytes), the table's count at `count` and the fast table at `fast` (the
+ *  executor's fast memory; wfst_fast_table_bytes(l.fast_capacity) bytes, or null: none). */
 struct WfstLaneViews {
-  WfstLaneTable table;
+  WfstLaneTable table;  ///< the frame's: one of `tables`, the full one between rows
+  WfstLaneTableChoice tables;
   WfstLaneTokens tokens;
   WfstStoreArrays store;
   WfstLaneHistory history;
@@ -93,7 +99,8 @@ struct WfstLaneViews {
   float* frame_logp;
 };
 
-ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned char* base, std::int32_t* count) {
+ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned char* base, std::int32_t* count,
+                                               unsigned char* fast) {
   const auto at = [&](std::int64_t offset) { return static_cast<void*>(base + offset); };
   WfstLaneViews v{};
   v.table = WfstLaneTable{static_cast<std::int32_t*>(at(l.table_state)),
@@ -104,6 +111,7 @@ ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned
                           count,
                           2 * l.capacity,
                           l.capacity};
+  v.tables = WfstLaneTableChoice{v.table, wfst_fast_table(fast, l.fast_capacity, count)};
   v.tokens = WfstLaneTokens{static_cast<float*>(at(l.cost)),
                             static_cast<std::int64_t*>(at(l.arc)),
                             static_cast<std::int64_t*>(at(l.prev)),

@@ -142,6 +142,8 @@ struct WfstLaneScalars {
   std::int64_t total;  ///< work items of a phase
   /** The most ε-arcs of a token of closure round r (up to thread_per_token_degree), in max_degree[r & 1]. */
   std::uint32_t max_degree[2];
+  std::int32_t fast_frames;           ///< expansions in the fast table (WfstLaneTableChoice), counted, never reset
+  std::int32_t fast_outgrown;         ///< of those, the ones done again in the full table
   std::int64_t ways[kWfstWaysCache];  ///< a phase's prefix sums of out-degrees, when they fit (fast memory)
   std::int64_t counts[kWfstHistogramBins];
   std::int64_t select_counts[256];
@@ -151,9 +153,20 @@ struct WfstLaneScalars {
 template <class Exec>
 class WfstLaneStep {
  public:
-  ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, const WfstLaneTable& table,
-                         const WfstLaneTokens& tokens, WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec)
-      : g_(g), c_(c), t_(table), k_(tokens), s_(scalars), boost_(boost_by_word), exec_(exec) {}
+  /** `table`: the frame's table, which the step may point at either of `tables` (null: it stays as it is); the full
+   *  one when the step begins. */
+  ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, WfstLaneTable& table,
+                         const WfstLaneTokens& tokens, WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec,
+                         const WfstLaneTableChoice* tables = nullptr)
+      : g_(g),
+        c_(c),
+        t_(table),
+        table_(table),
+        tables_(tables),
+        k_(tokens),
+        s_(scalars),
+        boost_(boost_by_word),
+        exec_(exec) {}
 
   /** The start of an utterance: the start state and its ε-closure, committed (as WfstSearcher::start); status
    *  kWfstLaneFull when the closure does not fit the lane. */
@@ -182,17 +195,24 @@ class WfstLaneStep {
 
   /** One frame of log-probabilities `logp` over the active tokens of the last: as WfstSearcher::advance. Returns the
    *  frame's overflow flag. Afterwards the frame's tokens are numbers 0 … count − 1 of the table (lanes.tokens),
-   *  `active` marking the next frame's; the caller takes them and clears the table. */
+   *  `active` marking the next frame's; the caller takes them, and the next advance() or finish() clears the table. */
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
     float beam = c_.beam;
-    bool fits = expand(active, logp, beam);
-    for (int i = 0; i < kWfstBeamTightenings && !fits && retry(); ++i) {
+    bool fits = false;
+    for (int i = 0;; ++i) {  // one call site: the step stays in registers (a second one spilled it to the stack)
+      fits = expand_in_a_table(active, logp, beam);
+      if (fits || i == kWfstBeamTightenings || !retry()) break;
       beam *= 0.5f;
-      fits = expand(active, logp, beam);
     }
     const bool overflow = !fits || s_.closure_cut;
     if (s_.status == 0) commit(beam, overflow);
     return overflow;
+  }
+
+  /** Empties the frame's table and gives the lane its full table back, as the next row's step expects. */
+  ASRDEC_HD void finish() {
+    wfst_table_clear(t_, exec_);
+    use_table(false);
   }
 
   /** Tokens of the frame (after start() or advance()). */
@@ -201,6 +221,30 @@ class WfstLaneStep {
   ASRDEC_HD bool all_active() const { return all_active_; }
 
  private:
+  // Points the frame's table at the fast or the full one; both empty (every thread decides alike, from its own
+  // using_fast_, so none reads the table while it changes).
+  ASRDEC_HD void use_table(bool fast) {
+    if (tables_ == nullptr || fast == using_fast_) return;
+    exec_.single([&] { table_ = fast ? tables_->fast : tables_->full; });
+    exec_.barrier();
+    using_fast_ = fast;
+  }
+
+  // expand() in the fast table when the frame before kept at most half as many active tokens as it holds, and again in
+  // the full table when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
+  ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam) {
+    bool fast = tables_ != nullptr && tables_->fast.capacity > 0 && active.count <= tables_->fast.capacity / 2;
+    for (;;) {
+      wfst_table_clear(t_, exec_);  // after a full fast table every slot, as its count passed its capacity
+      use_table(fast);
+      if (fast) exec_.single([&] { s_.fast_frames += 1; });  // read by no phase
+      const bool fits = expand(active, logp, beam);
+      if (fits || !fast || s_.status != kWfstLaneFull) return fits;
+      exec_.single([&] { s_.fast_outgrown += 1; });
+      fast = false;
+    }
+  }
+
   // Whether a frame that did not fit may be tried again with a tighter beam: it outgrew max_tokens_per_frame, or the
   // lane's capacity when that is above max_tokens_per_frame (the search's own list would not have fitted either); the
   // lane's status is then cleared. Anything else stops the frame.
@@ -329,8 +373,8 @@ class WfstLaneStep {
   }
 
   // Steps 1-3 of a frame with `beam` (WfstSearcher::expand); true when it fits max_tokens_per_frame.
+  // The frame's table is empty.
   ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam) {
-    wfst_table_clear(t_, exec_);
     const std::int64_t total = number_emitting(active);
     // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these). The
     // pass keeps the ways below the best so far + beam, a superset of those (rounding is monotone), for the offers.
@@ -582,12 +626,15 @@ class WfstLaneStep {
 
   const WfstLaneGraph& g_;
   const WfstLaneConfig& c_;
-  const WfstLaneTable& t_;
+  const WfstLaneTable& t_;  // the frame's table, read by every phase
+  WfstLaneTable& table_;    // the same, written by use_table alone
+  const WfstLaneTableChoice* tables_;
   const WfstLaneTokens& k_;
   WfstLaneScalars& s_;
   const float* boost_;
   Exec& exec_;
   bool all_active_ = false;
+  bool using_fast_ = false;
 };
 
 }  // namespace asrdec::detail
