@@ -53,6 +53,7 @@ __device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock&
                 [&](std::int64_t i) { reinterpret_cast<std::int32_t*>(lane.fast)[i] = -1; });
   exec.single([&] {
     lane.shared.count = 0;  // the lane is empty (every byte 0xff) between rows
+    lane.shared.step.fast_frames = lane.shared.step.fast_outgrown = 0;
     lane.v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes,
                              &lane.shared.count, lane.fast);
   });

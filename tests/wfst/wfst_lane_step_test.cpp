@@ -656,6 +656,7 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
 // thread changed too early would split them). Random graphs of the four kinds with boosts and small arenas, and
 // sample TLG utterances.
 TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
+  fast_table_use = {};
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -690,6 +691,7 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
   }
   std::printf("%lld utterances on 2-4 threads, %lld collections\n", static_cast<long long>(utterances),
               static_cast<long long>(collections));
+  fast_table_use.expect_used("ThreadedBlockEqualsTheSearcher", false);
 }
 
 // Case i's lane for the chunk tests: its token capacity and history (small ones now and then, so lanes give up and

@@ -47,7 +47,9 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   l.history = history;
   l.columns = columns;
   l.width = width;
-  l.fast_capacity = l.capacity / 2 < fast_tokens ? l.capacity / 2 : fast_tokens;
+  // At most kWfstFastTokens whatever is asked: the CUDA block's storage holds no more.
+  const std::int32_t fast = fast_tokens < kWfstFastTokens ? fast_tokens : kWfstFastTokens;
+  l.fast_capacity = l.capacity / 2 < fast ? l.capacity / 2 : fast;
   const std::int64_t c = l.capacity, slots = 2 * c, h = history;
   std::int64_t at = 0;
   const auto take = [&](std::int64_t& offset, std::int64_t bytes) {

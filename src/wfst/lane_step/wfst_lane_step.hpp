@@ -142,8 +142,8 @@ struct WfstLaneScalars {
   std::int64_t total;  ///< work items of a phase
   /** The most ε-arcs of a token of closure round r (up to thread_per_token_degree), in max_degree[r & 1]. */
   std::uint32_t max_degree[2];
-  std::int32_t fast_frames;           ///< expansions in the fast table (WfstLaneTableChoice), counted, never reset
-  std::int32_t fast_outgrown;         ///< of those, the ones done again in the full table
+  std::int32_t fast_frames;    ///< expansions in the fast table (WfstLaneTableChoice), counted from the lane's start
+  std::int32_t fast_outgrown;  ///< of those, the ones done again in the full table
   std::int64_t ways[kWfstWaysCache];  ///< a phase's prefix sums of out-degrees, when they fit (fast memory)
   std::int64_t counts[kWfstHistogramBins];
   std::int64_t select_counts[256];
@@ -199,8 +199,9 @@ class WfstLaneStep {
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
     float beam = c_.beam;
     bool fits = false;
+    bool fast = tables_ != nullptr && tables_->fast.capacity > 0 && active.count <= tables_->fast.capacity / 2;
     for (int i = 0;; ++i) {  // one call site: the step stays in registers (a second one spilled it to the stack)
-      fits = expand_in_a_table(active, logp, beam);
+      fits = expand_in_a_table(active, logp, beam, fast);  // a frame that outgrew the fast table stays out of it
       if (fits || i == kWfstBeamTightenings || !retry()) break;
       beam *= 0.5f;
     }
@@ -230,14 +231,15 @@ class WfstLaneStep {
     using_fast_ = fast;
   }
 
-  // expand() in the fast table when the frame before kept at most half as many active tokens as it holds, and again in
-  // the full table when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
-  ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam) {
-    bool fast = tables_ != nullptr && tables_->fast.capacity > 0 && active.count <= tables_->fast.capacity / 2;
+  // expand() in the fast table (`fast`: the frame before kept at most half as many active tokens as it holds), and
+  // again in the full table when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
+  // `fast` becomes false when the frame outgrows the fast table.
+  ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam, bool& fast) {
     for (;;) {
       wfst_table_clear(t_, exec_);  // after a full fast table every slot, as its count passed its capacity
       use_table(fast);
-      if (fast) exec_.single([&] { s_.fast_frames += 1; });  // read by no phase
+      // Counted when the frame's table is the fast one indeed (read by no phase).
+      if (fast && t_.state == tables_->fast.state) exec_.single([&] { s_.fast_frames += 1; });
       const bool fits = expand(active, logp, beam);
       if (fits || !fast || s_.status != kWfstLaneFull) return fits;
       exec_.single([&] { s_.fast_outgrown += 1; });
