@@ -68,17 +68,21 @@ __device__ EpilogueSums epilogue_merge(const EpilogueSums& a, const EpilogueSums
                       a.finite && b.finite};
 }
 
+// A value of the lane `offset` away (__shfl_xor_sync over the whole warp), field by field.
+__device__ ArgMax shuffle_xor(const ArgMax& x, int offset) {
+  return ArgMax{__shfl_xor_sync(kFullWarp, x.value, offset), __shfl_xor_sync(kFullWarp, x.index, offset)};
+}
+__device__ LogSumExp shuffle_xor(const LogSumExp& x, int offset) {
+  return LogSumExp{__shfl_xor_sync(kFullWarp, x.max, offset), __shfl_xor_sync(kFullWarp, x.sum, offset)};
+}
+__device__ ConfidenceStats shuffle_xor(const ConfidenceStats& x, int offset) {
+  return ConfidenceStats{__shfl_xor_sync(kFullWarp, x.max, offset), __shfl_xor_sync(kFullWarp, x.s, offset),
+                         __shfl_xor_sync(kFullWarp, x.t, offset)};
+}
 __device__ EpilogueSums shuffle_xor(const EpilogueSums& x, int offset) {
-  return EpilogueSums{
-      ArgMax{__shfl_xor_sync(kFullWarp, x.best.value, offset), __shfl_xor_sync(kFullWarp, x.best.index, offset)},
-      LogSumExp{__shfl_xor_sync(kFullWarp, x.lse.max, offset), __shfl_xor_sync(kFullWarp, x.lse.sum, offset)},
-      ConfidenceStats{__shfl_xor_sync(kFullWarp, x.stats.max, offset), __shfl_xor_sync(kFullWarp, x.stats.s, offset),
-                      __shfl_xor_sync(kFullWarp, x.stats.t, offset)},
-      ArgMax{__shfl_xor_sync(kFullWarp, x.duration.value, offset),
-             __shfl_xor_sync(kFullWarp, x.duration.index, offset)},
-      LogSumExp{__shfl_xor_sync(kFullWarp, x.duration_lse.max, offset),
-                __shfl_xor_sync(kFullWarp, x.duration_lse.sum, offset)},
-      __shfl_xor_sync(kFullWarp, x.finite ? 1 : 0, offset) != 0};
+  return EpilogueSums{shuffle_xor(x.best, offset),         shuffle_xor(x.lse, offset),
+                      shuffle_xor(x.stats, offset),        shuffle_xor(x.duration, offset),
+                      shuffle_xor(x.duration_lse, offset), __shfl_xor_sync(kFullWarp, x.finite ? 1 : 0, offset) != 0};
 }
 
 // The merge of every thread's `x` over the block, the same in every thread: by shuffles within each warp, then the
@@ -137,10 +141,7 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceSt
         argmax_update(fused, (logits[o] + g.bias[o]) + fusion_bonus(g.fusion, b, o), o);
       }
       fused = block_merge(
-          fused, fused_partial,
-          [](const ArgMax& x, int offset) {
-            return ArgMax{__shfl_xor_sync(kFullWarp, x.value, offset), __shfl_xor_sync(kFullWarp, x.index, offset)};
-          },
+          fused, fused_partial, [](const ArgMax& x, int offset) { return shuffle_xor(x, offset); },
           [](const ArgMax& a, const ArgMax& b) { return argmax_merge(a, b); });
       if (fused.index != argmax_identity().index) {
         label = fused.index;

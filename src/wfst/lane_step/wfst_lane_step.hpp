@@ -158,15 +158,7 @@ class WfstLaneStep {
   ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, WfstLaneTable& table,
                          const WfstLaneTokens& tokens, WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec,
                          const WfstLaneTableChoice* tables = nullptr)
-      : g_(g),
-        c_(c),
-        t_(table),
-        table_(table),
-        tables_(tables),
-        k_(tokens),
-        s_(scalars),
-        boost_(boost_by_word),
-        exec_(exec) {}
+      : g_(g), c_(c), t_(table), tables_(tables), k_(tokens), s_(scalars), boost_(boost_by_word), exec_(exec) {}
 
   /** The start of an utterance: the start state and its ε-closure, committed (as WfstSearcher::start); status
    *  kWfstLaneFull when the closure does not fit the lane. */
@@ -226,7 +218,7 @@ class WfstLaneStep {
   // using_fast_, so none reads the table while it changes).
   ASRDEC_HD void use_table(bool fast) {
     if (tables_ == nullptr || fast == using_fast_) return;
-    exec_.single([&] { table_ = fast ? tables_->fast : tables_->full; });
+    exec_.single([&] { t_ = fast ? tables_->fast : tables_->full; });
     exec_.barrier();
     using_fast_ = fast;
   }
@@ -628,8 +620,7 @@ class WfstLaneStep {
 
   const WfstLaneGraph& g_;
   const WfstLaneConfig& c_;
-  const WfstLaneTable& t_;  // the frame's table, read by every phase
-  WfstLaneTable& table_;    // the same, written by use_table alone
+  WfstLaneTable& t_;  // the frame's table, read by every phase, written by use_table alone
   const WfstLaneTableChoice* tables_;
   const WfstLaneTokens& k_;
   WfstLaneScalars& s_;
