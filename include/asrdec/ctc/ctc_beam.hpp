@@ -23,7 +23,8 @@
  * transcripts (unique_transcripts). token_scores = each token's log-probability on the first frame of its run, along
  * the hypothesis' own path (the alignment that survived every merge); token_confidences = exp(token_scores).
  *
- * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens).
+ * Beam 1 with β = 0 and no fusion is greedy decoding (the same tokens), up to the rounding of the running score: two
+ * columns whose sums with it round to the same float tie, and the lower column wins.
  *
  * Bad input raises InvalidArgument as for CtcGreedyDecoder: shapes, dtypes, lengths outside [0, T], blank out of
  * range, NaN or +inf in a frame that is read, fusion models over another vocabulary. The blank may be in any column,
