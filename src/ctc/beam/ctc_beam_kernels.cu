@@ -5,12 +5,13 @@
 #include "core/ctc_input.hpp"
 #include "core/cuda/check.hpp"
 #include "ctc/beam/ctc_beam_kernels.hpp"
+#include "hyps/block_topk.cuh"
 
 namespace asrdec::detail {
 namespace {
 
 constexpr int kPhaseThreads = 1024;
-constexpr int kCtcFrameThreads = 64;
+constexpr int kCtcFrameThreads = 128;
 
 // Which slots query the fused models on frame t, and whether any utterance has frame t; one block.
 __device__ void ctc_frame_mask(const CtcBeamDeviceState& g, std::int32_t t) {
@@ -66,18 +67,17 @@ __device__ float load_logprob(const CtcBeamDeviceState& g, const CtcBeamArgs& ar
   return to_float(static_cast<const T*>(args.logprobs)[b * args.stride_b + t * args.stride_t + v * args.stride_v]);
 }
 
-// Each thread keeps the K best of its share of the (slot, column) pairs; thread 0 merges the lists (a total order,
-// so the merge keeps exactly the K best of all pairs) and ends the frame.
+// Each thread keeps the K best of its share of the (slot, column) pairs; the block merges the lists (a total order,
+// so it keeps exactly the K best of all pairs, block_topk_merge) and thread 0 ends the frame.
 template <class T>
 __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBeamDeviceState g) {
-  extern __shared__ unsigned char shared[];
+  __shared__ float best[kMaxBeam];
+  __shared__ std::int32_t ids[kMaxBeam];
+  __shared__ BlockTopkShared topk;
   const CtcBeamArgs args = *g.args;
   const std::int32_t t = *g.frame;
   const std::int32_t K = g.hyps.beam;
   const std::int32_t C = g.columns;
-  float* list_scores = reinterpret_cast<float*>(shared);
-  std::int32_t* list_ids = reinterpret_cast<std::int32_t*>(list_scores + kCtcFrameThreads * K);
-  std::int32_t* list_counts = list_ids + kCtcFrameThreads * K;
   for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
     if (b >= args.batch || t >= g.lengths[b]) continue;  // block-uniform
     if (g.check_values) {
@@ -86,8 +86,8 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
         if (is_invalid_logprob(x)) atomicMin(g.bad_value, pack_bad_value(b, t, v, x != x));
       }
     }
-    float* my_scores = list_scores + threadIdx.x * K;
-    std::int32_t* my_ids = list_ids + threadIdx.x * K;
+    float my_scores[kMaxBeam];
+    std::int32_t my_ids[kMaxBeam];
     std::int32_t count = 0;
     for (std::int32_t i = threadIdx.x; i < K * C; i += blockDim.x) {
       const std::int32_t k = i / C;
@@ -99,17 +99,8 @@ __global__ void __launch_bounds__(kCtcFrameThreads) ctc_beam_frame_kernel(CtcBea
           ctc_beam_extension(g.rule, g.states.fusion, s, g.hyps.last_label[s], v, load_logprob<T>(g, args, b, t, v));
       topk_insert(my_scores, my_ids, K, count, score + extension, i);
     }
-    list_counts[threadIdx.x] = count;
-    __syncthreads();
+    const std::int32_t kept = block_topk_merge(my_scores, my_ids, count, K, best, ids, topk);
     if (threadIdx.x == 0) {
-      float best[kMaxBeam];
-      std::int32_t ids[kMaxBeam];
-      std::int32_t kept = 0;
-      for (int j = 0; j < kCtcFrameThreads; ++j) {
-        for (std::int32_t e = 0; e < list_counts[j]; ++e) {
-          topk_insert(best, ids, K, kept, list_scores[j * K + e], list_ids[j * K + e]);
-        }
-      }
       const auto frame_logp = [&](std::int32_t v) { return load_logprob<T>(g, args, b, t, v); };
       ctc_beam_keep(g.hyps, b, best, ids, kept, C, g.threshold, g.states, g.rule.log_add, frame_logp);
     }
@@ -126,17 +117,15 @@ void launch_ctc_beam_begin(const CtcBeamDeviceState& g, cudaStream_t stream) {
 
 void launch_ctc_beam_frame(const CtcBeamDeviceState& g, cudaStream_t stream) {
   const int blocks = static_cast<int>(g.max_batch < 65535 ? g.max_batch : 65535);
-  const std::size_t shared =
-      static_cast<std::size_t>(kCtcFrameThreads) * (static_cast<std::size_t>(g.hyps.beam) * 8 + 4);
   switch (g.dtype) {
     case DType::f16:
-      ctc_beam_frame_kernel<half_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      ctc_beam_frame_kernel<half_t><<<blocks, kCtcFrameThreads, 0, stream>>>(g);
       break;
     case DType::bf16:
-      ctc_beam_frame_kernel<bfloat16_t><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      ctc_beam_frame_kernel<bfloat16_t><<<blocks, kCtcFrameThreads, 0, stream>>>(g);
       break;
     default:
-      ctc_beam_frame_kernel<float><<<blocks, kCtcFrameThreads, shared, stream>>>(g);
+      ctc_beam_frame_kernel<float><<<blocks, kCtcFrameThreads, 0, stream>>>(g);
   }
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "ctc_beam_frame_kernel");
 }

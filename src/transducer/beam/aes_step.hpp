@@ -30,7 +30,8 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
   return hi + logf(1.0f + expf(lo - hi));
 }
 
-/** The `count` best labels of a hypothesis that is still expanding, and the gamma rule: a proposal whose total (the
+/** The proposals of a hypothesis that is still expanding from its `count` best labels (`scores`/`ids`, `kept` of
+ *  them in beam_before order, ranked as aes_propose ranks them), and the gamma rule: a proposal whose total (the
  *  hypothesis' score + its score) is not above the best total minus gamma is pruned (score -inf); the threshold is
  *  per hypothesis.
  *  - Late pruning, or no fusion: the best `count` by fused score over the whole vocabulary; gamma on fused scores.
@@ -38,18 +39,12 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
  *    then the survivors re-scored with fusion, kept in acoustic order. The LM can neither bring in a label outside
  *    the acoustic top `count` nor rescue one gamma dropped.
  *  The totals share the hypothesis' score, so the rule is applied to the proposals' own scores: the same comparison
- *  without the hypothesis' magnitude, which at large scores absorbed gamma and pruned even the best proposal.
- *  `row.num_durations` must be 0. */
-ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t count, float gamma,
-                                  AesProposals& out) {
+ *  without the hypothesis' magnitude, which at large scores absorbed gamma and pruned even the best proposal. */
+ASRDEC_HD_INLINE void aes_proposals_from_topk(const BeamFusionRule& rule, const AlsdRow& row, float gamma,
+                                              const float* scores, const std::int32_t* ids, std::int32_t kept,
+                                              AesProposals& out) {
   const float offset = beam_token_offset(rule, row.logp[row.blank]);
-  float scores[kMaxAesProposals];
-  std::int32_t ids[kMaxAesProposals];
-  std::int32_t kept = 0;
   const bool early = rule.active && !rule.late;
-  for (std::int32_t v = 0; v < row.tokens; ++v) {
-    topk_insert(scores, ids, count, kept, early ? row.logp[v] : alsd_label_score(rule, row, v, offset), v);
-  }
   float best = -__builtin_huge_valf();
   for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
   for (std::int32_t j = 0; j < kept; ++j) {
@@ -59,6 +54,19 @@ ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row
     out.label[j] = ids[j];
   }
   out.count = kept;
+}
+
+/** The proposals of a hypothesis that is still expanding (see aes_proposals_from_topk), by one thread: the best
+ *  `count` of alsd_candidates by alsd_candidate_score (the CUDA kernel ranks them with a block: block_topk_merge).
+ *  `row.num_durations` must be 0. */
+ASRDEC_HD_INLINE void aes_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t count, float gamma,
+                                  AesProposals& out) {
+  const float offset = beam_token_offset(rule, row.logp[row.blank]);
+  float scores[kMaxAesProposals];
+  std::int32_t ids[kMaxAesProposals];
+  std::int32_t kept = 0;
+  alsd_rank_share(rule, row, offset, count, 0, 1, scores, ids, kept);
+  aes_proposals_from_topk(rule, row, gamma, scores, ids, kept, out);
 }
 
 /** The one proposal of a live hypothesis that is done with the frame: keep its score (label -1). */
@@ -84,6 +92,17 @@ ASRDEC_HD_INLINE bool aes_already_in_beam(const BeamHypsRef& h, std::int64_t b, 
     }
   }
   return false;
+}
+
+/** Drops (score -inf) the token proposals of slot k of utterance b that would recreate a hypothesis already in the
+ *  beam. */
+ASRDEC_HD_INLINE void aes_drop_repeats(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t blank,
+                                       AesProposals& p) {
+  for (std::int32_t j = 0; j < p.count; ++j) {
+    if (p.label[j] != blank && p.score[j] != -__builtin_huge_valf() && aes_already_in_beam(h, b, k, p.label[j])) {
+      p.score[j] = -__builtin_huge_valf();
+    }
+  }
 }
 
 /** Prefix search, phase 1: the score slot k of utterance b takes. Only slots on frame `frame` take part (AES++: all
@@ -158,15 +177,32 @@ ASRDEC_HD_INLINE bool aes_any_expanding(const BeamHypsRef& h, std::int64_t b, co
   return false;
 }
 
-/** One expansion step of utterance b: every expanding slot proposes (aes_propose, proposals that would recreate a
- *  hypothesis already in the beam dropped), the others keep their score (aes_keep), the K best of all proposals
- *  become the new beam. For each new slot s, from[s] is the slot its state comes from and label[s] what it took in
- *  (a token moves the predictor, LM and boosting states on); `expanding` follows: a slot goes on expanding after a
- *  token. `proposals` (indexed by slot) is scratch. */
+/** Slot k's proposals in an expansion step of utterance b: aes_propose's, less those that would recreate a
+ *  hypothesis already in the beam, for a slot still expanding; aes_keep's for a live slot done with the frame; none
+ *  for a dead slot. */
+ASRDEC_HD_INLINE void aes_slot_proposals(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
+                                         std::int32_t k, std::int32_t per_hypothesis, float gamma,
+                                         const AesFrame& frame, const std::int32_t* expanding, AesProposals& p) {
+  const std::int64_t s = beam_slot(h, b, k);
+  p.count = 0;
+  if (h.scores[s] == -__builtin_huge_valf()) return;
+  if (!expanding[s]) {
+    aes_keep(p);
+    return;
+  }
+  aes_propose(rule, frame.row(s), per_hypothesis, gamma, p);
+  aes_drop_repeats(h, b, k, frame.blank, p);
+}
+
+/** One expansion step of utterance b: every slot proposes (aes_slot_proposals; with `propose` false the caller has
+ *  written `proposals`, indexed by slot, already), and the K best of all proposals become the new beam (hypotheses
+ *  done with the frame compete with their own score). For each new slot s, from[s] is the slot its state comes from
+ *  and label[s] what it took in (a token moves the predictor, LM and boosting states on); `expanding` follows: a
+ *  slot goes on expanding after a token. */
 ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
                                  std::int32_t per_hypothesis, float gamma, const AesFrame& frame,
                                  AesProposals* proposals, std::int32_t* expanding, std::int64_t* from,
-                                 std::int32_t* label) {
+                                 std::int32_t* label, bool propose = true) {
   const std::int32_t K = h.beam;
   const std::int32_t C = per_hypothesis;
   float best[kMaxBeam];
@@ -175,19 +211,7 @@ ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& 
   for (std::int32_t k = 0; k < K; ++k) {
     const std::int64_t s = beam_slot(h, b, k);
     AesProposals& p = proposals[s];
-    p.count = 0;
-    if (h.scores[s] == -__builtin_huge_valf()) continue;
-    if (!expanding[s]) {
-      aes_keep(p);
-    } else {
-      aes_propose(rule, frame.row(s), C, gamma, p);
-      for (std::int32_t j = 0; j < p.count; ++j) {
-        if (p.label[j] != frame.blank && p.score[j] != -__builtin_huge_valf() &&
-            aes_already_in_beam(h, b, k, p.label[j])) {
-          p.score[j] = -__builtin_huge_valf();
-        }
-      }
-    }
+    if (propose) aes_slot_proposals(rule, h, b, k, C, gamma, frame, expanding, p);
     for (std::int32_t j = 0; j < p.count; ++j) topk_insert(best, ids, K, kept, h.scores[s] + p.score[j], k * C + j);
   }
   std::int32_t parents[kMaxBeam], labels[kMaxBeam];

@@ -45,40 +45,59 @@ ASRDEC_HD_INLINE float alsd_label_score(const BeamFusionRule& rule, const AlsdRo
   return beam_token_score(rule, row.logp[v], offset, bonus);
 }
 
-/** The K best extensions of a hypothesis that is on a frame of its utterance and may still emit.
- *  - Late pruning (and no fusion): the K best labels (RNN-T) or (label, duration) pairs (TDT) by fused score.
- *  - Early pruning: the K best labels by acoustic log-probability, then scored with fusion; TDT pairs each with
- *    every duration and keeps the K best pairs. The LM can reorder but never bring in a label outside the
- *    acoustic top K. */
-ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t k, AlsdProposals& out) {
-  const float offset = beam_token_offset(rule, row.logp[row.blank]);
+/** The candidates a hypothesis that is on a frame of its utterance and may still emit ranks for its K best
+ *  extensions, whose scores alsd_candidate_score gives:
+ *  - late pruning (and no fusion): labels (RNN-T) or (label, duration) pairs (TDT, id label·D + d) by fused score;
+ *  - early pruning: labels by acoustic log-probability (alsd_proposals_from_topk scores them with fusion). */
+ASRDEC_HD_INLINE std::int32_t alsd_candidates(const BeamFusionRule& rule, const AlsdRow& row) {
   const bool early = rule.active && !rule.late;
-  float scores[kMaxBeam];
-  std::int32_t ids[kMaxBeam];
-  std::int32_t count = 0;
-  // Labels: the whole vocabulary by fused score, or (early) the acoustic top K.
-  std::int32_t labels[kMaxBeam];
-  float label_scores[kMaxBeam];
-  std::int32_t label_count = 0;
-  if (early) {
-    for (std::int32_t v = 0; v < row.tokens; ++v) topk_insert(label_scores, labels, k, label_count, row.logp[v], v);
-    for (std::int32_t j = 0; j < label_count; ++j) label_scores[j] = alsd_label_score(rule, row, labels[j], offset);
+  return early || row.num_durations == 0 ? row.tokens : row.tokens * row.num_durations;
+}
+
+/** Candidate i's score (alsd_candidates); `offset` is beam_token_offset of the row's blank. */
+ASRDEC_HD_INLINE float alsd_candidate_score(const BeamFusionRule& rule, const AlsdRow& row, float offset,
+                                            std::int32_t i) {
+  if (rule.active && !rule.late) return row.logp[i];
+  if (row.num_durations == 0) return alsd_label_score(rule, row, i, offset);
+  const std::int32_t label = i / row.num_durations;
+  return alsd_label_score(rule, row, label, offset) + row.logp_duration[i - label * row.num_durations];
+}
+
+/** Ranks the share of one of `stride` threads of a row's candidates (first, first + stride, …) into its list
+ *  `scores`/`ids` of `count` (topk_insert, capped at k). */
+ASRDEC_HD_INLINE void alsd_rank_share(const BeamFusionRule& rule, const AlsdRow& row, float offset, std::int32_t k,
+                                      std::int32_t first, std::int32_t stride, float* scores, std::int32_t* ids,
+                                      std::int32_t& count) {
+  const std::int32_t n = alsd_candidates(rule, row);
+  for (std::int32_t i = first; i < n; i += stride) {
+    topk_insert(scores, ids, k, count, alsd_candidate_score(rule, row, offset, i), i);
   }
-  if (row.num_durations == 0) {
-    if (early) {
-      for (std::int32_t j = 0; j < label_count; ++j) {
-        out.score[j] = label_scores[j];
-        out.label[j] = labels[j];
-        out.jump[j] = 0;
-        out.logp[j] = row.logp[labels[j]];
-      }
-      out.count = label_count;
-      return;
-    }
-    for (std::int32_t v = 0; v < row.tokens; ++v)
-      topk_insert(scores, ids, k, count, alsd_label_score(rule, row, v, offset), v);
+}
+
+/** The proposals from the K best candidates (`scores`/`ids`, `count` of them in beam_before order).
+ *  - Late pruning: the candidates themselves.
+ *  - Early pruning: the acoustic top K scored with fusion; TDT pairs each with every duration and keeps the K best
+ *    pairs. The LM can reorder but never bring in a label outside the acoustic top K. */
+ASRDEC_HD_INLINE void alsd_proposals_from_topk(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t k,
+                                               float offset, const float* scores, const std::int32_t* ids,
+                                               std::int32_t count, AlsdProposals& out) {
+  const std::int32_t D = row.num_durations;
+  if (!rule.active || rule.late) {
     for (std::int32_t j = 0; j < count; ++j) {
+      const std::int32_t label = D == 0 ? ids[j] : ids[j] / D;
       out.score[j] = scores[j];
+      out.label[j] = label;
+      out.jump[j] = D == 0 ? 0 : alsd_jump(row, label, ids[j] - label * D);
+      out.logp[j] = row.logp[label];
+    }
+    out.count = count;
+    return;
+  }
+  float label_scores[kMaxBeam];
+  for (std::int32_t j = 0; j < count; ++j) label_scores[j] = alsd_label_score(rule, row, ids[j], offset);
+  if (D == 0) {
+    for (std::int32_t j = 0; j < count; ++j) {
+      out.score[j] = label_scores[j];
       out.label[j] = ids[j];
       out.jump[j] = 0;
       out.logp[j] = row.logp[ids[j]];
@@ -86,34 +105,33 @@ ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& ro
     out.count = count;
     return;
   }
-  const std::int32_t D = row.num_durations;
-  if (early) {
-    for (std::int32_t j = 0; j < label_count; ++j) {
-      for (std::int32_t d = 0; d < D; ++d) {
-        topk_insert(scores, ids, k, count, label_scores[j] + row.logp_duration[d], j * D + d);
-      }
-    }
-    for (std::int32_t j = 0; j < count; ++j) {
-      const std::int32_t label = labels[ids[j] / D];
-      out.score[j] = scores[j];
-      out.label[j] = label;
-      out.jump[j] = alsd_jump(row, label, ids[j] % D);
-      out.logp[j] = row.logp[label];
-    }
-  } else {
-    for (std::int32_t v = 0; v < row.tokens; ++v) {
-      const float score = alsd_label_score(rule, row, v, offset);
-      for (std::int32_t d = 0; d < D; ++d) topk_insert(scores, ids, k, count, score + row.logp_duration[d], v * D + d);
-    }
-    for (std::int32_t j = 0; j < count; ++j) {
-      const std::int32_t label = ids[j] / D;
-      out.score[j] = scores[j];
-      out.label[j] = label;
-      out.jump[j] = alsd_jump(row, label, ids[j] % D);
-      out.logp[j] = row.logp[label];
+  float pair_scores[kMaxBeam];
+  std::int32_t pairs[kMaxBeam];
+  std::int32_t kept = 0;
+  for (std::int32_t j = 0; j < count; ++j) {
+    for (std::int32_t d = 0; d < D; ++d) {
+      topk_insert(pair_scores, pairs, k, kept, label_scores[j] + row.logp_duration[d], j * D + d);
     }
   }
-  out.count = count;
+  for (std::int32_t j = 0; j < kept; ++j) {
+    const std::int32_t label = ids[pairs[j] / D];
+    out.score[j] = pair_scores[j];
+    out.label[j] = label;
+    out.jump[j] = alsd_jump(row, label, pairs[j] % D);
+    out.logp[j] = row.logp[label];
+  }
+  out.count = kept;
+}
+
+/** The K best extensions of a hypothesis that is on a frame of its utterance and may still emit, by one thread
+ *  (the CUDA kernel ranks the same candidates with a block: block_topk_merge). */
+ASRDEC_HD_INLINE void alsd_propose(const BeamFusionRule& rule, const AlsdRow& row, std::int32_t k, AlsdProposals& out) {
+  const float offset = beam_token_offset(rule, row.logp[row.blank]);
+  float scores[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t count = 0;
+  alsd_rank_share(rule, row, offset, k, 0, 1, scores, ids, count);
+  alsd_proposals_from_topk(rule, row, k, offset, scores, ids, count, out);
 }
 
 /** The only extension of a hypothesis that has emitted max_symbols labels on its frame: blank to the next frame,

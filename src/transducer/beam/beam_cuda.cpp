@@ -553,6 +553,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     };
     StreamProgram steps;
     steps.then([this, g, evaluate](StreamHandle s) {
+      launch_aes_propose(g, s);
       launch_aes_expand(g, s);
       take_over(g, s);
       launch_aes_mark_rows(g, s);

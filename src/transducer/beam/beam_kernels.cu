@@ -3,6 +3,7 @@
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/logsumexp.hpp"
+#include "hyps/block_topk.cuh"
 #include "transducer/beam/beam_kernels.hpp"
 #include "transducer/model/joint_hidden.cuh"
 
@@ -143,6 +144,20 @@ __global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamD
   }
 }
 
+// The k (≤ kCap) best of a row's candidates (alsd_rank_share): each thread ranks its share, the block merges the
+// lists; thread 0's best/best_ids hold them, as alsd_propose's loop would. Every thread of the block calls it.
+template <int kCap>
+__device__ std::int32_t block_rank_row(const BeamFusionRule& rule, const AlsdRow& row, float offset, std::int32_t k,
+                                       float* best, std::int32_t* best_ids) {
+  __shared__ BlockTopkShared topk;
+  float my_scores[kCap];
+  std::int32_t my_ids[kCap];
+  std::int32_t count = 0;
+  alsd_rank_share(rule, row, offset, k, static_cast<std::int32_t>(threadIdx.x), static_cast<std::int32_t>(blockDim.x),
+                  my_scores, my_ids, count);
+  return block_topk_merge(my_scores, my_ids, count, k, best, best_ids, topk);
+}
+
 __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g) {
   for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
     const std::int64_t b = s / g.hyps.beam;
@@ -151,20 +166,27 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
       continue;
     }
     float* logp = row_log_softmax(g, s);
-    if (threadIdx.x == 0) {
-      float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
-      if (logp_duration != nullptr) {
+    float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
+    if (logp_duration != nullptr) {  // TDT: D columns, one thread
+      if (threadIdx.x == 0) {
         for (std::int32_t d = 0; d < g.num_durations; ++d) logp_duration[d] += g.bias[g.token_columns + d];
         log_softmax_in_place(logp_duration, g.num_durations);
       }
-      const AlsdRow row{logp,        logp_duration,   g.blank,   static_cast<std::int32_t>(g.token_columns),
-                        g.durations, g.num_durations, &g.fusion, s};
-      if (g.hyps.on_frame[s] >= g.max_symbols) {
-        alsd_force_blank(g.rule, row, g.proposals[s]);
-      } else {
-        alsd_propose(g.rule, row, g.hyps.beam, g.proposals[s]);
-      }
+      __syncthreads();
     }
+    const AlsdRow row{logp,        logp_duration,   g.blank,   static_cast<std::int32_t>(g.token_columns),
+                      g.durations, g.num_durations, &g.fusion, s};
+    if (g.hyps.on_frame[s] >= g.max_symbols) {  // block-uniform
+      if (threadIdx.x == 0) alsd_force_blank(g.rule, row, g.proposals[s]);
+      __syncthreads();
+      continue;
+    }
+    const float offset = beam_token_offset(g.rule, logp[g.blank]);
+    const std::int32_t K = g.hyps.beam;
+    __shared__ float best[kMaxBeam];
+    __shared__ std::int32_t best_ids[kMaxBeam];
+    const std::int32_t kept = block_rank_row<kMaxBeam>(g.rule, row, offset, K, best, best_ids);
+    if (threadIdx.x == 0) alsd_proposals_from_topk(g.rule, row, K, offset, best, best_ids, kept, g.proposals[s]);
     __syncthreads();
   }
 }
@@ -295,13 +317,41 @@ __global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDe
   }
 }
 
+// A block per slot of an utterance that is expanding: the slot's proposals (aes_slot_proposals), its labels ranked
+// by the block (block_topk_merge) rather than by the utterance's one thread in aes_expand_kernel.
+__global__ void __launch_bounds__(kProposeThreads) aes_propose_kernel(BeamDeviceState g) {
+  const AesFrame frame = aes_frame(g);
+  const std::int32_t C = g.aes.per_hypothesis;
+  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+    const std::int64_t b = s / g.hyps.beam;
+    const auto k = static_cast<std::int32_t>(s - b * g.hyps.beam);
+    if (!g.running[b] || !aes_any_expanding(g.hyps, b, g.aes.expanding)) continue;  // block-uniform
+    AesProposals& p = g.aes.proposals[s];
+    if (g.hyps.scores[s] == -__builtin_huge_valf() || !g.aes.expanding[s]) {  // block-uniform
+      if (threadIdx.x == 0) aes_slot_proposals(g.rule, g.hyps, b, k, C, g.aes.gamma, frame, g.aes.expanding, p);
+      continue;
+    }
+    const AlsdRow row = frame.row(s);
+    const float offset = beam_token_offset(g.rule, row.logp[row.blank]);
+    __shared__ float best[kMaxAesProposals];
+    __shared__ std::int32_t best_ids[kMaxAesProposals];
+    const std::int32_t kept = block_rank_row<kMaxAesProposals>(g.rule, row, offset, C, best, best_ids);
+    if (threadIdx.x == 0) {
+      aes_proposals_from_topk(g.rule, row, g.aes.gamma, best, best_ids, kept, p);
+      aes_drop_repeats(g.hyps, b, k, frame.blank, p);
+    }
+    __syncthreads();
+  }
+}
+
+// A thread per utterance: the K best of its slots' proposals (aes_propose_kernel wrote them) become the beam.
 __global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g) {
   const AesFrame frame = aes_frame(g);
   for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
        b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if (g.running[b] && aes_any_expanding(g.hyps, b, g.aes.expanding)) {
       aes_expand(g.rule, g.hyps, b, g.aes.per_hypothesis, g.aes.gamma, frame, g.aes.proposals, g.aes.expanding,
-                 g.take_from, g.take_label);
+                 g.take_from, g.take_label, /*propose=*/false);
       continue;
     }
     for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
@@ -383,11 +433,19 @@ __global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDevic
     if (!g.running[b] || rank >= g.wind.group_size[b]) continue;  // block-uniform
     const std::int32_t width = g.wind.width[b];
     for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind.window + j);
-    if (threadIdx.x == 0) {
-      const std::int64_t s = beam_slot(g.hyps, b, g.wind.group[m]);
-      wind_propose(g.rule, wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols), g.beam,
-                   g.proposals[m]);
-    }
+    // Each thread ranks its share of the window's columns, then the block merges the lists (wind_propose's result).
+    const std::int64_t s = beam_slot(g.hyps, b, g.wind.group[m]);
+    const WindowRow row = wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols);
+    float my_scores[kMaxBeam];
+    std::int32_t my_ids[kMaxBeam];
+    std::int32_t count = 0;
+    wind_rank_share(g.rule, row, g.beam, static_cast<std::int32_t>(threadIdx.x), static_cast<std::int32_t>(blockDim.x),
+                    my_scores, my_ids, count);
+    __shared__ float best[kMaxBeam];
+    __shared__ std::int32_t best_ids[kMaxBeam];
+    __shared__ BlockTopkShared topk;
+    const std::int32_t kept = block_topk_merge(my_scores, my_ids, count, g.beam, best, best_ids, topk);
+    if (threadIdx.x == 0) wind_proposals_from_topk(g.rule, row, best, best_ids, kept, g.proposals[m]);
     __syncthreads();
   }
 }
@@ -466,6 +524,11 @@ void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_prefix_search_kernel");
 }
 
+void launch_aes_propose(const BeamDeviceState& g, cudaStream_t stream) {
+  aes_propose_kernel<<<static_cast<int>(g.slots < 65535 ? g.slots : 65535), kProposeThreads, 0, stream>>>(g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_propose_kernel");
+}
+
 void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
   aes_expand_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
@@ -519,6 +582,7 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_next_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_prefix_search_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_expand_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_mark_rows_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_end_frame_kernel));

@@ -130,7 +130,10 @@ void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream);
 void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream);
 /** aes_prefix_search for every utterance that has the frame; then step = 0 and the inner loop flag. */
 void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream);
-/** aes_expand for every utterance that has the frame and an expanding slot; the slots of the others keep. */
+/** aes_slot_proposals for every slot of an utterance that has the frame and an expanding slot (a block per slot). */
+void launch_aes_propose(const BeamDeviceState& g, cudaStream_t stream);
+/** aes_expand for every utterance that has the frame and an expanding slot, from launch_aes_propose's proposals; the
+ *  slots of the others keep. */
 void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream);
 /** row_active = expanding; step += 1; the inner loop flag (steps left and a slot expanding). */
 void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream);

@@ -23,24 +23,26 @@ struct WindowRow {
   std::int64_t slot;
 };
 
-/** The K best first outputs of a hypothesis (proposal label, jump = frames moved, added score), by the paper's
- *  P'(v, j): token v at position j scores Σ_{i<j} blank(t+i) + token(v, t+j), blank scores Σ_{i<n} blank(t+i) and
- *  moves n frames; blank and token scores are the fused ones (beam_blank_score, beam_token_score). Candidates are
- *  numbered j·(V+1) + v (blank: (n-1)·(V+1) + blank) for the total order. Late pruning (and no fusion) ranks the
- *  fused scores; early pruning takes the K best acoustic scores and re-scores them, keeping the acoustic order. */
-ASRDEC_HD_INLINE void wind_propose(const BeamFusionRule& rule, const WindowRow& row, std::int32_t k,
-                                   AlsdProposals& out) {
+/** The first outputs of a hypothesis (proposal label, jump = frames moved, added score) by the paper's P'(v, j):
+ *  token v at position j scores Σ_{i<j} blank(t+i) + token(v, t+j), blank scores Σ_{i<n} blank(t+i) and moves n
+ *  frames; blank and token scores are the fused ones (beam_blank_score, beam_token_score). Candidates are numbered
+ *  j·(V+1) + v (blank: (n-1)·(V+1) + blank) for the total order. Late pruning (and no fusion) ranks the fused
+ *  scores; early pruning ranks the acoustic scores (wind_proposals_from_topk re-scores the K best).
+ *
+ *  This ranks the share of one of `stride` threads (columns first, first + stride, …; thread 0 adds the blank) into
+ *  its list `scores`/`ids` of `count` (topk_insert, capped at k). Every thread sums the blanks in the same order,
+ *  so the lists' union ranks what one thread ranking every candidate would. */
+ASRDEC_HD_INLINE void wind_rank_share(const BeamFusionRule& rule, const WindowRow& row, std::int32_t k,
+                                      std::int32_t first, std::int32_t stride, float* scores, std::int32_t* ids,
+                                      std::int32_t& count) {
   const bool early = rule.active && !rule.late;
-  float scores[kMaxBeam];
-  std::int32_t ids[kMaxBeam];
-  std::int32_t count = 0;
   float blanks = 0.0f;           // fused blank scores of the positions before j
   float acoustic_blanks = 0.0f;  // their log-probabilities
   for (std::int32_t j = 0; j < row.frames; ++j) {
     const float* lp = row.logp + static_cast<std::int64_t>(j) * row.tokens;
     if (j > 0 || row.may_emit_here) {
       const float offset = beam_token_offset(rule, lp[row.blank]);
-      for (std::int32_t v = 0; v < row.tokens; ++v) {
+      for (std::int32_t v = first; v < row.tokens; v += stride) {
         if (v == row.blank) continue;
         const float score =
             early ? acoustic_blanks + lp[v]
@@ -52,7 +54,16 @@ ASRDEC_HD_INLINE void wind_propose(const BeamFusionRule& rule, const WindowRow& 
     blanks += beam_blank_score(rule, lp[row.blank]);
     acoustic_blanks += lp[row.blank];
   }
-  topk_insert(scores, ids, k, count, early ? acoustic_blanks : blanks, (row.frames - 1) * row.tokens + row.blank);
+  if (first == 0) {
+    topk_insert(scores, ids, k, count, early ? acoustic_blanks : blanks, (row.frames - 1) * row.tokens + row.blank);
+  }
+}
+
+/** The proposals from the K best first outputs (`scores`/`ids`, `count` of them in beam_before order); early
+ *  pruning re-scores them with fusion, keeping the acoustic order. */
+ASRDEC_HD_INLINE void wind_proposals_from_topk(const BeamFusionRule& rule, const WindowRow& row, const float* scores,
+                                               const std::int32_t* ids, std::int32_t count, AlsdProposals& out) {
+  const bool early = rule.active && !rule.late;
   for (std::int32_t i = 0; i < count; ++i) {
     const std::int32_t j = ids[i] / row.tokens;
     const std::int32_t v = ids[i] % row.tokens;
@@ -77,6 +88,16 @@ ASRDEC_HD_INLINE void wind_propose(const BeamFusionRule& rule, const WindowRow& 
     }
     out.score[i] = fused;
   }
+}
+
+/** The K best first outputs of a hypothesis, by one thread (the CUDA kernel ranks with a block: block_topk_merge). */
+ASRDEC_HD_INLINE void wind_propose(const BeamFusionRule& rule, const WindowRow& row, std::int32_t k,
+                                   AlsdProposals& out) {
+  float scores[kMaxBeam];
+  std::int32_t ids[kMaxBeam];
+  std::int32_t count = 0;
+  wind_rank_share(rule, row, k, 0, 1, scores, ids, count);
+  wind_proposals_from_topk(rule, row, scores, ids, count, out);
 }
 
 /** The frame cap, phase 1: slot k of utterance b dies when `cap` live slots on its frame rank before it (higher
