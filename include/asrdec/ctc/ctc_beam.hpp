@@ -65,8 +65,8 @@ struct ASRDEC_API CtcBeamConfig {
   /** Column of the blank; -1 (default) means the last column. */
   std::int32_t blank_id = -1;
   /** The largest beam: on the CPU each frame ranks K·(V+1) proposals and keeps K hypotheses with their LM queries
-   *  ([K, V] scores), so time and memory grow linearly with K; on CUDA each thread's candidate list lives in shared
-   *  memory and registers, which caps K at kMaxBeamCuda. */
+   *  ([K, V] scores), so time and memory grow linearly with K; on CUDA each thread's candidate list lives in registers
+   *  and local memory, which caps K at kMaxBeamCuda. */
   static constexpr std::int32_t kMaxBeam = 1024;
   static constexpr std::int32_t kMaxBeamCuda = 64;
   /** K, hypotheses kept per utterance, 1 … kMaxBeam (CUDA: 1 … kMaxBeamCuda). */

@@ -13,6 +13,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPhaseThreads = 1024;
 constexpr int kProposeThreads = 128;
+constexpr int kWindStepThreads = 64;  // a WIND pool has K·(W+K) slots: 48 at beam 4, window 8
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 int blocks_for(std::int64_t n, int threads) {
@@ -450,19 +451,28 @@ __global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDevic
   }
 }
 
-__global__ void __launch_bounds__(kThreads) wind_step_kernel(BeamDeviceState g) {
-  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
-       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (g.running[b]) {
-      // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU.
-      if (!wind_step(g.rule, g.hyps, b, g.wind.frame[b], g.wind.group + b * g.beam, g.wind.group_size[b],
-                     wind_windows(g, b), g.proposals + b * g.beam, g.beam, g.wind.candidates + b * g.hyps.beam,
-                     g.take_from, g.take_label)) {
-        atomicOr(g.wind.internal_error, 2);
-      }
+// A block per utterance with a group, its threads over the pool's slots (wind_step_phases); the slots of the others
+// keep their states.
+__global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceState g) {
+  __shared__ bool fits;
+  const auto each = [&g](const auto& f) {
+    for (std::int32_t k = threadIdx.x; k < g.hyps.beam; k += blockDim.x) f(k);
+  };
+  const auto sync = [] { __syncthreads(); };
+  const auto once = [](const auto& f) {
+    if (threadIdx.x == 0) f();
+  };
+  for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
+    if (g.running[b]) {  // block-uniform
+      wind_step_phases(g.rule, g.hyps, b, g.wind.frame[b], g.wind.group + b * g.beam, g.wind.group_size[b],
+                       wind_windows(g, b), g.proposals + b * g.beam, g.beam, g.wind.candidates + b * g.hyps.beam,
+                       g.take_from, g.take_label, fits, each, sync, once);
+      // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU (thread 0
+      // wrote `fits` itself, in the `once` phase).
+      if (threadIdx.x == 0 && !fits) atomicOr(g.wind.internal_error, 2);
       continue;
     }
-    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+    for (std::int32_t k = threadIdx.x; k < g.hyps.beam; k += blockDim.x) {
       const std::int64_t s = beam_slot(g.hyps, b, k);
       g.take_from[s] = s;
       g.take_label[s] = -1;
@@ -566,7 +576,7 @@ void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
-  wind_step_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  wind_step_kernel<<<static_cast<int>(g.max_batch < 65535 ? g.max_batch : 65535), kWindStepThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
 }
 

@@ -114,15 +114,17 @@ void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream);
 /** Each utterance's group (wind_group; none while the row waits for frames), window width, row_active (the group's
  *  slots), running and the loop flag. */
 void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream);
-/** One block per group member: log-softmax (bias added) of its window rows, then wind_propose. */
+/** One block per group member: log-softmax (bias added) of its window rows, then wind_propose's ranking over the
+ *  block (wind_rank_share, block_topk_merge). */
 void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
-/** wind_step for every utterance with a group; the slots of the others keep their states. */
+/** wind_step_phases for every utterance with a group, a block each (its threads over the pool's slots); the slots of
+ *  the others keep their states. */
 void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream);
 
 // AES++: "while some utterance has frame t { evaluate the expanding slots; prefix search; while a slot expands and
-// steps are left { aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate }; aes_end_frame;
-// next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused queries
-// of the rows in row_active.
+// steps are left { launch_aes_propose; aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate };
+// aes_end_frame; next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused
+// queries of the rows in row_active.
 
 /** Clears every beam (kept when seeded); t = 0 and the frame's masks (launch_aes_next_frame without the increment). */
 void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream);

@@ -205,21 +205,12 @@ struct WindCandidate {
   float logp;
 };
 
-/** One step of utterance b, whose group (`count` slots in `group`) is on frame t and proposed `proposals` (by
- *  group rank, wind_propose): prefix search among the group; the pool is rebuilt from the hypotheses outside the
- *  group (unchanged, in slot order) and then the group's proposals (in group order); equal hypotheses merge and each
- *  frame keeps its `cap` best. For every pool slot s, from[s] is the slot its state comes from and label[s] what it
- *  took in (-1: nothing, or the slot is dead). `candidates` is scratch for the pool's slots. Returns false if a
- *  proposal found no room in the pool, which the pool's size rules out (an internal error for the caller). */
-ASRDEC_HD_INLINE bool wind_step(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b, std::int32_t t,
-                                const std::int32_t* group, std::int32_t count, const WindWindows& windows,
-                                const AlsdProposals* proposals, std::int32_t cap, WindCandidate* candidates,
-                                std::int64_t* from, std::int32_t* label) {
+/** The rebuilt pool of utterance b on frame t (wind_step): the hypotheses outside the group (unchanged, in slot
+ *  order), then the group's proposals (in group order), then dead slots, into `candidates`. Returns false if a
+ *  proposal found no room. */
+ASRDEC_HD_INLINE bool wind_rebuild_pool(const BeamHypsRef& h, std::int64_t b, std::int32_t t, const std::int32_t* group,
+                                        std::int32_t count, const AlsdProposals* proposals, WindCandidate* candidates) {
   const std::int32_t P = h.beam;
-  const WindTokenScore token_score{rule, windows, h, b, group, count};
-  for (std::int32_t k = 0; k < P; ++k) beam_stage_prefix_search(h, b, k, t, token_score);
-  for (std::int32_t k = 0; k < P; ++k) beam_commit_prefix_search(h, b, k);
-
   std::int32_t kept = 0;
   bool fits = true;
   for (std::int32_t k = 0; k < P; ++k) {
@@ -243,20 +234,68 @@ ASRDEC_HD_INLINE bool wind_step(const BeamFusionRule& rule, const BeamHypsRef& h
     }
   }
   for (std::int32_t i = kept; i < P; ++i) candidates[i] = WindCandidate{0, -1, 0, -__builtin_huge_valf(), 0.0f};
-  for (std::int32_t i = 0; i < P; ++i) {
+  return fits;
+}
+
+/** One step of utterance b, whose group (`count` slots in `group`) is on frame t and proposed `proposals` (by
+ *  group rank, wind_propose): prefix search among the group; the pool is rebuilt (wind_rebuild_pool); equal
+ *  hypotheses merge and each frame keeps its `cap` best. For every pool slot s, from[s] is the slot its state comes
+ *  from and label[s] what it took in (-1: nothing, or the slot is dead). `candidates` is scratch for the pool's
+ *  slots. `fits` becomes false if a proposal found no room in the pool, which the pool's size rules out (an internal
+ *  error for the caller).
+ *
+ *  The step runs as phases, each a function of one pool slot (or, for the pool's rebuild, of the utterance):
+ *  `each(f)` calls f(k) for every slot k (in any order, on any threads), `sync()` separates the phases and
+ *  `once(f)` calls f() once. wind_step runs them in order on one thread; the CUDA kernel runs a block per utterance,
+ *  its threads over the slots, so the pairwise comparisons of prefix search, recombination and the frame cap cost
+ *  O(P) a thread rather than O(P²). */
+template <class EachSlot, class Sync, class Once>
+ASRDEC_HD_INLINE void wind_step_phases(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b, std::int32_t t,
+                                       const std::int32_t* group, std::int32_t count, const WindWindows& windows,
+                                       const AlsdProposals* proposals, std::int32_t cap, WindCandidate* candidates,
+                                       std::int64_t* from, std::int32_t* label, bool& fits, const EachSlot& each,
+                                       const Sync& sync, const Once& once) {
+  const WindTokenScore token_score{rule, windows, h, b, group, count};
+  each([&](std::int32_t k) { beam_stage_prefix_search(h, b, k, t, token_score); });
+  sync();
+  each([&](std::int32_t k) { beam_commit_prefix_search(h, b, k); });
+  sync();
+  once([&] { fits = wind_rebuild_pool(h, b, t, group, count, proposals, candidates); });
+  sync();
+  each([&](std::int32_t i) {
     const WindCandidate c = candidates[i];
     beam_stage_result(h, b, i, c.parent, c.label, c.score, c.jump, c.logp);
-  }
-  for (std::int32_t i = 0; i < P; ++i) beam_commit_result(h, b, i);
-  for (std::int32_t i = 0; i < P; ++i) beam_stage_recombination(h, b, i);
-  for (std::int32_t i = 0; i < P; ++i) beam_commit_recombination(h, b, i);
-  for (std::int32_t i = 0; i < P; ++i) wind_stage_frame_cap(h, b, i, cap);
-  for (std::int32_t i = 0; i < P; ++i) wind_commit_frame_cap(h, b, i);
-  for (std::int32_t i = 0; i < P; ++i) {
+  });
+  sync();
+  each([&](std::int32_t i) { beam_commit_result(h, b, i); });
+  sync();
+  each([&](std::int32_t i) { beam_stage_recombination(h, b, i); });
+  sync();
+  each([&](std::int32_t i) { beam_commit_recombination(h, b, i); });
+  sync();
+  each([&](std::int32_t i) { wind_stage_frame_cap(h, b, i, cap); });
+  sync();
+  each([&](std::int32_t i) { wind_commit_frame_cap(h, b, i); });
+  sync();
+  each([&](std::int32_t i) {
     const std::int64_t s = beam_slot(h, b, i);
     from[s] = beam_slot(h, b, candidates[i].parent);
     label[s] = h.scores[s] != -__builtin_huge_valf() ? candidates[i].label : -1;
-  }
+  });
+}
+
+/** wind_step_phases on one thread (the CPU executor); returns `fits`. */
+inline bool wind_step(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b, std::int32_t t,
+                      const std::int32_t* group, std::int32_t count, const WindWindows& windows,
+                      const AlsdProposals* proposals, std::int32_t cap, WindCandidate* candidates, std::int64_t* from,
+                      std::int32_t* label) {
+  bool fits = true;
+  const auto each = [&h](const auto& f) {
+    for (std::int32_t k = 0; k < h.beam; ++k) f(k);
+  };
+  wind_step_phases(
+      rule, h, b, t, group, count, windows, proposals, cap, candidates, from, label, fits, each, [] {},
+      [](const auto& f) { f(); });
   return fits;
 }
 
