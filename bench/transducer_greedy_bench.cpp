@@ -5,7 +5,9 @@
 // ASRDEC_BENCH_MODELS at DIR (default: bench-models/ in the current directory).
 //
 // Inputs of any batch x frames are tiled from the generated utterances (each row cycles through them along time),
-// which keeps the emission statistics; the "frames_per_label" counter reports what was decoded.
+// which keeps the emission statistics; the "frames_per_label" counter reports what was decoded. "outer_passes" and
+// "inner_passes" count the decode loop's passes per call (TransducerGreedyDecoder::loop_counts, on the device for
+// CUDA) and "busy_rows" the fraction of the rows' step slots that evaluated a joint (1: no row waited for another).
 
 #include <cstdlib>
 #include <filesystem>
@@ -61,6 +63,9 @@ void run(benchmark::State& state, Case c) {
   const std::vector<Hypothesis> once = decoder.decode(enc, lens, stream.handle());
   std::int64_t labels = 0;
   for (const auto& h : once) labels += static_cast<std::int64_t>(h.tokens.size());
+  // The loop's passes per call (counted on the device on CUDA) and the fraction of the rows' step slots that did work:
+  // what the slowest row costs the others.
+  const GreedyLoopCounts loops = decoder.loop_counts();
   if (c.cuda) {
     time_on_stream(state, device, stream.handle(), [&] { decoder.decode_async(enc, lens, stream.handle()); });
     decoder.synchronize_and_check(stream.handle());
@@ -72,6 +77,10 @@ void run(benchmark::State& state, Case c) {
   set_rtfx(state, batch * frames);
   state.counters["frames_per_label"] =
       labels > 0 ? static_cast<double>(batch * frames) / static_cast<double>(labels) : 0;
+  state.counters["outer_passes"] = static_cast<double>(loops.outer);
+  state.counters["inner_passes"] = static_cast<double>(loops.inner);
+  const double slots = static_cast<double>(loops.outer + loops.inner) * static_cast<double>(batch);
+  state.counters["busy_rows"] = slots > 0 ? static_cast<double>(loops.choices) / slots : 0;
   state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -61,6 +62,22 @@ class TransducerGreedy : public ::testing::TestWithParam<GreedyCase> {
     return p;
   }
 
+  // A random model, built on the CPU and on the case's device, and a random batch for it.
+  struct RandomCase {
+    testing::RandomTransducer random;
+    TransducerModel cpu_model;
+    TransducerModel model;
+    testing::RandomEncoded e;
+  };
+  RandomCase random_case(std::mt19937_64& rng) const {
+    const testing::RandomTransducerSpec spec = random_spec(rng);
+    testing::RandomTransducer random = make_random_transducer(spec, rng);
+    TransducerModel cpu_model = random.build(Device::cpu());
+    TransducerModel model = random.build(device_);
+    testing::RandomEncoded e = random_encoded(rng, spec, 10, 24);
+    return RandomCase{std::move(random), std::move(cpu_model), std::move(model), std::move(e)};
+  }
+
   Device device_;
 };
 
@@ -73,12 +90,12 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
   const int cases = GetParam().cuda ? 60 : 400;
   std::int64_t utterances = 0, labels = 0, capped = 0;
   for (int i = 0; i < cases; ++i) {
-    const testing::RandomTransducerSpec spec = random_spec(rng);
-    const testing::RandomTransducer random = make_random_transducer(spec, rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
-    const TransducerModel cpu_model = random.build(Device::cpu());
-    const TransducerModel model = random.build(device_);
-    const testing::RandomEncoded e = random_encoded(rng, spec, 10, 24);
+    const RandomCase c = random_case(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe());
+    const testing::RandomTransducerSpec& spec = c.random.spec;
+    const TransducerModel& cpu_model = c.cpu_model;
+    const TransducerModel& model = c.model;
+    const testing::RandomEncoded& e = c.e;
     const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
     const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
     utterances += e.batch;
@@ -320,6 +337,114 @@ TEST_P(TransducerGreedy, WindRejectsInvalidInputLikeTheOracle) {
       InvalidArgument, "enc_proj[0, 3, 1] is infinite");
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(enc.view, TensorView(full_length, DType::i32, {1})), InvalidArgument,
                           "enc_proj[0, 3, 1] is infinite");
+}
+
+// loop_counts(): the passes of a batch's loops follow from those of its rows decoded one by one (rows never look at
+// each other): the batch's outer passes are its longest row's, its choices the rows' sum, and its inner passes lie
+// between the largest row's and the rows' sum. One row of RNN-T label or frame looping evaluates the joint once a
+// label and once a frame, less the frames left by the max_symbols rule (read from its timestamps). CUDA counts on
+// the device what the CPU counts on one thread; more CPU threads loop each slice on its own.
+TEST_P(TransducerGreedy, LoopCountsFollowTheRows) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const int cases = GetParam().cuda ? 20 : 120;
+  std::int64_t waited = 0, compared_with_cuda = 0;
+  for (int i = 0; i < cases; ++i) {
+    const RandomCase c = random_case(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe());
+    const testing::RandomTransducerSpec& spec = c.random.spec;
+    const testing::RandomEncoded& e = c.e;
+    const Placed enc = place(e);
+    std::vector<std::pair<TransducerGreedyAlgorithm, std::int32_t>> algorithms = {
+        {TransducerGreedyAlgorithm::frame_looping, 1}, {TransducerGreedyAlgorithm::label_looping, 1}};
+    if (!spec.tdt) algorithms.push_back({TransducerGreedyAlgorithm::wind, static_cast<std::int32_t>(2 + rng() % 7)});
+    for (const auto& [algorithm, window] : algorithms) {
+      const std::string what = std::string(to_string(algorithm)) + " W=" + std::to_string(window);
+      SCOPED_TRACE(what);
+      TransducerGreedyConfig config;
+      config.algorithm = algorithm;
+      config.window = window;
+      config.max_symbols_per_frame = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+      config.graph_mode = GetParam().mode;
+      config.threads = 1;
+      // The rows one by one, on the CPU.
+      TransducerGreedyDecoder single(c.cpu_model, config);
+      GreedyLoopCounts sum{}, most{};
+      std::int64_t most_inner = 0;
+      for (std::int64_t b = 0; b < e.batch; ++b) {
+        const TensorView row(e.values.data() + b * e.frames * e.hidden, DType::f32, {1, e.frames, e.hidden});
+        std::int32_t length[1] = {e.lengths[static_cast<std::size_t>(b)]};
+        const std::vector<Hypothesis> h = single.decode(row, TensorView(length, DType::i32, {1}));
+        const GreedyLoopCounts c = single.loop_counts();
+        sum.outer += c.outer, sum.inner += c.inner, sum.choices += c.choices;
+        most.outer = std::max(most.outer, c.outer);
+        most_inner = std::max(most_inner, c.inner);
+        const bool label_looping = algorithm == TransducerGreedyAlgorithm::label_looping;
+        EXPECT_EQ(c.choices,
+                  label_looping || algorithm == TransducerGreedyAlgorithm::wind ? c.outer + c.inner : c.inner)
+            << "row " << b << ": every pass of one row evaluates it";
+        if (!spec.tdt && algorithm != TransducerGreedyAlgorithm::wind) {
+          std::int64_t capped_frames = 0;
+          const std::vector<std::int32_t>& stamps = h[0].timestamps;
+          for (std::size_t k = 0; k < stamps.size(); ++k) {
+            const bool run_starts = k == 0 || stamps[k - 1] != stamps[k];
+            std::size_t run = 0;
+            while (run_starts && k + run < stamps.size() && stamps[k + run] == stamps[k]) ++run;
+            capped_frames += run_starts && run == static_cast<std::size_t>(config.max_symbols_per_frame) ? 1 : 0;
+          }
+          EXPECT_EQ(c.choices, length[0] + static_cast<std::int64_t>(stamps.size()) - capped_frames) << "row " << b;
+        }
+        if (length[0] == 0) {
+          EXPECT_EQ(c.choices, 0) << "row " << b;
+        }
+      }
+      // The batch together, on the case's device.
+      TransducerGreedyDecoder decoder(c.model, config, BatchLimits{3, 5});
+      const std::vector<Hypothesis> got = decoder.decode(enc.view, e.lens());
+      const GreedyLoopCounts batch = decoder.loop_counts();
+      if (!GetParam().cuda) {
+        EXPECT_EQ(batch.choices, sum.choices);
+        EXPECT_EQ(batch.outer, most.outer);
+        EXPECT_GE(batch.inner, most_inner);
+        EXPECT_LE(batch.inner, sum.inner);
+        waited += (batch.outer + batch.inner) * e.batch - batch.choices;
+        config.threads = static_cast<std::int32_t>(2 + rng() % 3);
+        TransducerGreedyDecoder threaded(c.model, config);
+        threaded.decode(enc.view, e.lens());
+        const GreedyLoopCounts slices = threaded.loop_counts();
+        EXPECT_EQ(slices.choices, batch.choices) << config.threads << " threads";
+        EXPECT_EQ(slices.outer, batch.outer) << config.threads << " threads";
+        EXPECT_LE(slices.inner, batch.inner) << config.threads << " threads";
+        EXPECT_GE(slices.inner, most_inner) << config.threads << " threads";
+      } else if (spec.dtype == DType::f32) {
+        // The same passes as the CPU on one thread, where both made the same choices (float32 models; results
+        // whose tokens differ near a tie would take other paths).
+        TransducerGreedyDecoder on_cpu(c.cpu_model, config);
+        const std::vector<Hypothesis> want = on_cpu.decode(e.enc(), e.lens());
+        bool same = got.size() == want.size();
+        for (std::size_t b = 0; same && b < got.size(); ++b) {
+          same = got[b].tokens == want[b].tokens && got[b].timestamps == want[b].timestamps &&
+                 got[b].durations == want[b].durations;
+        }
+        if (same) {
+          const GreedyLoopCounts cpu = on_cpu.loop_counts();
+          EXPECT_EQ(batch.outer, cpu.outer);
+          EXPECT_EQ(batch.inner, cpu.inner);
+          EXPECT_EQ(batch.choices, cpu.choices);
+          ++compared_with_cuda;
+        }
+      }
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  if (GetParam().cuda) {
+    EXPECT_GT(compared_with_cuda, 0) << "no case compared the device's counts";
+  } else {
+    EXPECT_GT(waited, 0) << "no row ever waited for another: the batches are too easy";
+  }
+  std::printf("%lld row step slots waited; %lld algorithm runs compared with the CPU's counts\n",
+              static_cast<long long>(waited), static_cast<long long>(compared_with_cuda));
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, TransducerGreedy, ::testing::ValuesIn(all_cases()), case_name);

@@ -61,6 +61,23 @@ namespace asrdec {
 
 enum class TransducerGreedyAlgorithm { frame_looping, label_looping, wind };
 
+/** How the last call's decoding loop ran (TransducerGreedyDecoder::loop_counts): the passes of its loops over the
+ *  batch, and the joint choices the passes used. A pass steps every row that is still in its loop, so
+ *  choices / ((outer + inner) × batch) is the fraction of the rows' step slots that did work; the rest waited for
+ *  the slowest row.
+ *  - label looping and WIND: `outer` counts the passes that look for each row's next label (the first joint of
+ *    the pass included), `inner` the passes that skip blank frames (a joint each);
+ *  - frame looping: `outer` counts frames, `inner` the symbol passes within them.
+ *  `choices` counts the rows each pass evaluated (WIND: one per row, whatever the window positions it read).
+ *  The CPU executor decodes each thread's slice of rows on its own (TransducerGreedyConfig::threads): `outer` and
+ *  `inner` are then the largest of the slices', `choices` their sum; with threads = 1 the counts are the CUDA
+ *  executor's. */
+struct GreedyLoopCounts {
+  std::int64_t outer = 0;
+  std::int64_t inner = 0;
+  std::int64_t choices = 0;
+};
+
 ASRDEC_API const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept;
 /** "frame-looping", "label-looping" or "wind" (underscores accepted); throws InvalidArgument otherwise. */
 ASRDEC_API TransducerGreedyAlgorithm parse_greedy_algorithm(std::string_view name);
@@ -150,6 +167,10 @@ class ASRDEC_API TransducerGreedyDecoder {
   /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
    *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
   std::int64_t device_bytes() const;
+  /** The loop counts of the last decode or decode_chunks call (zeros before the first); after decode_async, valid
+   *  once synchronize_and_check() has returned. On CUDA the device counts them in the loop's kernels and they come
+   *  back with the call's error checks, at no extra synchronisation. */
+  GreedyLoopCounts loop_counts() const;
 
   struct Impl;
 

@@ -32,6 +32,8 @@ class GreedyBackend {
   virtual GraphMode graph_mode() const noexcept = 0;
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
   virtual std::int64_t device_bytes() const noexcept { return 0; }
+  /** The loop counts of the last decode (TransducerGreedyDecoder::loop_counts). */
+  virtual GreedyLoopCounts loop_counts() const noexcept = 0;
 };
 
 std::unique_ptr<GreedyBackend> make_greedy_cpu(const TransducerModel& model, const TransducerGreedyConfig& config,

@@ -95,9 +95,12 @@ class GreedySlice {
   }
 
   PredictorSession& session() { return *session_; }
+  /** The loop counts of the slice's last decode (TransducerGreedyDecoder::loop_counts). */
+  const GreedyLoopCounts& counts() const { return counts_; }
 
   void decode(const TransducerInput& p, const CarriedRows::View& lanes, const HypsRef& h) {
     reserve(p.batch);
+    counts_ = GreedyLoopCounts{};
     lanes_ = lanes;
     h_ = h;
     const GreedyStateRef s = state_ref(p);
@@ -195,6 +198,12 @@ class GreedySlice {
     return std::any_of(flags.data(), flags.data() + batch, [](std::int32_t f) { return f != 0; });
   }
 
+  // One pass of a loop over the batch (`outer` or `inner` of counts_): it evaluates the rows with mask[b] != 0.
+  void count_pass(std::int64_t& passes, const HostBuffer<std::int32_t>& mask, std::int64_t batch) {
+    ++passes;
+    counts_.choices += std::count_if(mask.data(), mask.data() + batch, [](std::int32_t f) { return f != 0; });
+  }
+
   // Joint choices for every utterance with mask[b] != 0 at its current frame, into choices_[b]. WIND evaluates
   // window position w only for the utterances that found nothing but blanks before it: the same choice as
   // evaluating the whole window.
@@ -240,11 +249,13 @@ class GreedySlice {
       label_looping_begin(s, b, lanes_.time_jump[b]);
     }
     while (any(active_, B)) {
+      count_pass(counts_.outer, active_, B);
       choose(p, active_);
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_first(s, rules_, h, b, active_[b] ? choices_[b] : JointChoice{});
       }
       while (any(advance_, B)) {
+        count_pass(counts_.inner, advance_, B);
         choose(p, advance_);
         for (std::int64_t b = 0; b < B; ++b) {
           if (advance_[b]) {
@@ -269,10 +280,12 @@ class GreedySlice {
       frame_looping_begin(s, b, lanes_.time_jump[b]);
     }
     for (std::int32_t frame = 0; any(active_, B); ++frame) {
+      ++counts_.outer;
       for (std::int64_t b = 0; b < B; ++b) {
         frame_looping_enter(s, b, frame);
       }
       while (any(advance_, B)) {
+        count_pass(counts_.inner, advance_, B);
         choose(p, advance_);  // frame looping has no window: the joint at time_[b]
         for (std::int64_t b = 0; b < B; ++b) {
           frame_looping_step(s, rules_, h, b, advance_[b] ? choices_[b] : JointChoice{});
@@ -298,6 +311,7 @@ class GreedySlice {
   HostBuffer<float> lm_scores_, boost_scores_;
   HostBuffer<std::int32_t> lm_next_, boost_next_;  // [rows, V]
   FusionRef fusion_{};                             // set for the chunk being decoded; inactive without an LM or a tree
+  GreedyLoopCounts counts_;                        // of the last decode
   std::vector<JointChoice> choices_;               // [rows] this phase's joint choice per utterance
   std::vector<char> in_utterance_;                 // per joint row: its window position is a frame of the utterance
   std::vector<std::int64_t> pending_;
@@ -350,6 +364,7 @@ class GreedyCpu final : public GreedyBackend {
     // several slices meet bad values, the lowest slice's error is the one thrown.
     const std::int64_t count = pool_->size() == 1 ? 1 : std::min<std::int64_t>(p.batch, 2 * pool_->size());
     const HypsRef h = hyps_.ref();
+    slice_counts_.assign(static_cast<std::size_t>(count), GreedyLoopCounts{});
     pool_->parallel_for(count, [&](std::int64_t slice, int worker) {
       const std::int64_t first = slice * p.batch / count, end = (slice + 1) * p.batch / count;
       TransducerInput rows;
@@ -357,9 +372,18 @@ class GreedyCpu final : public GreedyBackend {
       rows.batch = end - first;
       rows.frames = p.frames;
       rows.lengths.assign(p.lengths.begin() + first, p.lengths.begin() + end);
-      slices_[static_cast<std::size_t>(worker)]->decode(
-          rows, lanes_.rows_from(static_cast<std::size_t>(first), state_size(), hidden()), hyps_rows_from(h, first));
+      GreedySlice& decoder = *slices_[static_cast<std::size_t>(worker)];
+      decoder.decode(rows, lanes_.rows_from(static_cast<std::size_t>(first), state_size(), hidden()),
+                     hyps_rows_from(h, first));
+      slice_counts_[static_cast<std::size_t>(slice)] = decoder.counts();
     });
+    // Each slice looped on its own: the call's passes are the longest slice's, its choices all of theirs.
+    counts_ = GreedyLoopCounts{};
+    for (const GreedyLoopCounts& c : slice_counts_) {
+      counts_.outer = std::max(counts_.outer, c.outer);
+      counts_.inner = std::max(counts_.inner, c.inner);
+      counts_.choices += c.choices;
+    }
     if (plan != nullptr) {
       for (std::int64_t b = 0; b < p.batch; ++b) {
         const auto lane = static_cast<std::size_t>(b);
@@ -385,6 +409,7 @@ class GreedyCpu final : public GreedyBackend {
 
   void synchronize_and_check(StreamHandle) override {}
   GraphMode graph_mode() const noexcept override { return GraphMode::eager; }
+  GreedyLoopCounts loop_counts() const noexcept override { return counts_; }
 
  private:
   std::size_t state_size() const { return static_cast<std::size_t>(model_.predictor().state_size()); }
@@ -397,9 +422,11 @@ class GreedyCpu final : public GreedyBackend {
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::unique_ptr<GreedySlice>> slices_;  // one per thread of pool_
   BatchedHyps<MemoryKind::host> hyps_;
-  CarriedRows start_;     // one row: where every utterance starts
-  CarriedRows lanes_;     // [max_batch] the rows being decoded
-  CarriedRows channels_;  // [max_open_utterances] the open utterances, once streaming started
+  CarriedRows start_;                           // one row: where every utterance starts
+  CarriedRows lanes_;                           // [max_batch] the rows being decoded
+  CarriedRows channels_;                        // [max_open_utterances] the open utterances, once streaming started
+  std::vector<GreedyLoopCounts> slice_counts_;  // of the last decode, per slice
+  GreedyLoopCounts counts_;                     // of the last decode
 };
 
 }  // namespace

@@ -35,7 +35,8 @@ class GreedyCuda final : public GreedyBackend {
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
         flags_(4, device_),
-        bad_value_(1, device_) {
+        bad_value_(1, device_),
+        loop_counts_(3, device_) {
     DeviceGuard guard(device_);
     preload_greedy_kernels();
     preload_lane_copy_kernels();
@@ -161,12 +162,18 @@ class GreedyCuda final : public GreedyBackend {
     const cudaStream_t stream = call.stream();
     unsigned long long bad = 0;
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+    unsigned long long counts[3] = {0, 0, 0};
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(counts, loop_counts_.data(), sizeof counts, cudaMemcpyDeviceToHost, stream));
     std::vector<std::int32_t> overflow(static_cast<std::size_t>(std::max<std::int64_t>(last_batch_, 1)));
     if (last_batch_ > 0) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(overflow.data(), hyps_.overflow(), static_cast<std::size_t>(last_batch_) * 4,
                                         cudaMemcpyDeviceToHost, stream));
     }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    counts_ = last_batch_ > 0
+                  ? GreedyLoopCounts{static_cast<std::int64_t>(counts[0]), static_cast<std::int64_t>(counts[1]),
+                                     static_cast<std::int64_t>(counts[2])}
+                  : GreedyLoopCounts{};
     lifecycle_.check_loops();
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
@@ -180,6 +187,7 @@ class GreedyCuda final : public GreedyBackend {
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
   std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
+  GreedyLoopCounts loop_counts() const noexcept override { return counts_; }
 
  private:
   std::int64_t state_size() const { return model_.predictor().state_size(); }
@@ -354,6 +362,7 @@ class GreedyCuda final : public GreedyBackend {
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
     g.confidence = config_.confidence;
+    g.loop_counts = loop_counts_.data();
     g.fusion.vocab = static_cast<std::int32_t>(model_.vocab_size());
     g.fusion.blank = model_.blank_id();
     if (config_.lm != nullptr) {
@@ -460,6 +469,8 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<unsigned long long> loop_counts_;  // [3] the last call's GreedyLoopCounts, counted on the device
+  GreedyLoopCounts counts_;                       // their copy, taken with the call's error checks
   DeviceBuffer<std::int32_t> durations_;
   DeviceBuffer<std::int32_t> lengths_, time_jump_, last_label_, emit_mask_;
   DeviceBuffer<std::int32_t> blanks_, ones_;  // [max_batch] constants for the start symbol

@@ -187,4 +187,8 @@ std::int64_t TransducerGreedyDecoder::device_bytes() const {
   return detail::live(impl_, "TransducerGreedyDecoder").backend->device_bytes();
 }
 
+GreedyLoopCounts TransducerGreedyDecoder::loop_counts() const {
+  return detail::live(impl_, "TransducerGreedyDecoder").backend->loop_counts();
+}
+
 }  // namespace asrdec

@@ -202,6 +202,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
   const std::int32_t batch = g.args->batch;
   const GreedyStateRef& s = g.state;
   int any = 0;
+  unsigned long long choices = 0;  // this thread's rows evaluated by the pass (GreedyLoopCounts::choices)
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
     const bool in_batch = b < batch;
     switch (phase) {
@@ -225,11 +226,17 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         any |= s.active[b];
         break;
       case GreedyPhase::label_looping_first:
-        if (in_batch) label_looping_first(s, g.rules, g.hyps, b, s.active[b] ? used_choice(g, b) : JointChoice{});
+        if (in_batch) {
+          choices += s.active[b] ? 1 : 0;
+          label_looping_first(s, g.rules, g.hyps, b, s.active[b] ? used_choice(g, b) : JointChoice{});
+        }
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_inner:
-        if (in_batch && s.advance[b]) label_looping_inner(s, g.rules, g.hyps, b, used_choice(g, b));
+        if (in_batch && s.advance[b]) {
+          ++choices;
+          label_looping_inner(s, g.rules, g.hyps, b, used_choice(g, b));
+        }
         any |= s.advance[b];
         break;
       case GreedyPhase::label_looping_store:
@@ -248,6 +255,7 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         break;
       case GreedyPhase::frame_looping_step:
         if (in_batch) {
+          choices += s.advance[b] ? 1 : 0;
           frame_looping_step(s, g.rules, g.hyps, b, s.advance[b] ? used_choice(g, b) : JointChoice{});
           if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
         }
@@ -267,6 +275,9 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
         break;
     }
   }
+  // The begin phases zero the counts before any pass; a pass's rows add up across the threads (one atomic a thread
+  // that evaluated rows, before the barrier; thread 0 counts the pass after it, when the zeroing is long done).
+  if (choices > 0) atomicAdd(g.loop_counts + 2, choices);
   any = __syncthreads_or(any);
   if (threadIdx.x == 0) {
     switch (phase) {
@@ -274,11 +285,16 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
       case GreedyPhase::frame_looping_begin:
         *g.any_active = any;
         if (phase == GreedyPhase::frame_looping_begin) *g.frame = 0;
+        g.loop_counts[0] = g.loop_counts[1] = g.loop_counts[2] = 0;
         break;
       case GreedyPhase::label_looping_first:
-      case GreedyPhase::label_looping_inner:
       case GreedyPhase::frame_looping_enter:
+        g.loop_counts[0] += 1;
+        *g.any_advance = any;
+        break;
+      case GreedyPhase::label_looping_inner:
       case GreedyPhase::frame_looping_step:
+        g.loop_counts[1] += 1;
         *g.any_advance = any;
         break;
       case GreedyPhase::label_looping_finish:

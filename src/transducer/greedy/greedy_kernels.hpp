@@ -54,6 +54,9 @@ struct GreedyDeviceState {
   std::int32_t check_values;
   FusionRef fusion;  ///< LM fusion and boosting (totals gathered with the lanes); !fusion.active() without either
   ConfidenceMethod confidence;  ///< how choice_confidence is computed (hyps/confidence_step.hpp)
+  /** [3] the call's loop counts (GreedyLoopCounts: outer, inner, choices), zeroed by the begin phases and counted
+   *  by the phases that consume a joint evaluation. */
+  unsigned long long* loop_counts;
 };
 
 /** act(enc[b, frame] + dec[b]) for every row (b, window position), rounded to the weight dtype. NaN/inf in
