@@ -279,6 +279,14 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
   // that evaluated rows, before the barrier; thread 0 counts the pass after it, when the zeroing is long done).
   if (choices > 0) atomicAdd(g.loop_counts + 2, choices);
   any = __syncthreads_or(any);
+  // The joint rows' bad-value words start clear for the next evaluation: cleared here, after every thread has read
+  // them (the barrier above), by the phases that begin a call or used an evaluation; a memset node before each joint
+  // did it before, one more dependent node a step.
+  if (phase == GreedyPhase::label_looping_begin || phase == GreedyPhase::frame_looping_begin ||
+      phase == GreedyPhase::label_looping_first || phase == GreedyPhase::label_looping_inner ||
+      phase == GreedyPhase::frame_looping_step) {
+    for (std::int64_t r = threadIdx.x; r < g.rows; r += blockDim.x) g.row_bad[r] = kNoBadValue;
+  }
   if (threadIdx.x == 0) {
     switch (phase) {
       case GreedyPhase::label_looping_begin:
@@ -318,8 +326,7 @@ int blocks_for(std::int64_t n, int threads) {
 }  // namespace
 
 void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
-  ASRDEC_CUDA_CHECK(
-      cudaMemsetAsync(g.row_bad, 0xff, static_cast<std::size_t>(g.rows) * sizeof(unsigned long long), stream));
+  // row_bad is clear: the begin phases clear it, and so does each phase that used an evaluation's choices.
   const JointHiddenRows rows{g.dec, g.hidden, g.rows, g.hidden_size, g.activation};
   detail::launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, GreedyJointRows{g}, stream);
 }

@@ -40,7 +40,8 @@ struct GreedyDeviceState {
   const std::int32_t* durations;  ///< [num_durations]
   std::int32_t num_durations;
   unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
-  unsigned long long* row_bad;    ///< [rows] the same, per joint row of the current evaluation
+  unsigned long long* row_bad;    ///< [rows] the same, per joint row of the current evaluation (the phases that
+                                  ///< begin a call or use an evaluation clear it for the next)
   std::int64_t max_batch;
   std::int64_t rows;           ///< max_batch * window
   std::int64_t hidden_size;    ///< J
