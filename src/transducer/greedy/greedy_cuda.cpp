@@ -296,6 +296,7 @@ class GreedyCuda final : public GreedyBackend {
     fill_bytes_async(work_state_.data(), device_, 0, work_state_.bytes(), stream.handle());
     fill_bytes_async(work_dec_.data(), device_, 0, work_dec_.bytes(), stream.handle());
     fill_bytes_async(label_.data(), device_, 0, rows * 4, stream.handle());
+    fill_bytes_async(flags_.data(), device_, 0, flags_.bytes(), stream.handle());  // blocks_done starts at 0
     const std::vector<std::int32_t> blanks(rows, model_.blank_id());
     const std::vector<std::int32_t> ones(rows, 1);
     copy_bytes_async(blanks_.data(), device_, blanks.data(), Device::cpu(), rows * 4, stream.handle());
@@ -336,6 +337,7 @@ class GreedyCuda final : public GreedyBackend {
     g.any_active = flags_.data();
     g.any_advance = flags_.data() + 1;
     g.frame = flags_.data() + 2;
+    g.blocks_done = flags_.data() + 3;
     g.dec = work_dec_.data();
     g.am_start = am_start_.data();
     g.hidden = hidden_.data();
@@ -376,12 +378,12 @@ class GreedyCuda final : public GreedyBackend {
     return g;
   }
 
-  // Joint of every row: hidden, one GEMM, argmax epilogue.
-  void joint(const GreedyDeviceState& g, cudaStream_t stream) {
+  // Joint of every row (hidden, one GEMM, argmax epilogue), then the phase that uses it, in the epilogue's kernel.
+  void joint_then(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
     launch_joint_hidden(g, stream);
     gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
                                g.hidden, g.hidden_size, g.rows, g.logits, g.outputs, stream);
-    launch_joint_epilogue(g, stream);
+    launch_joint_epilogue_then_phase(phase, g, stream);
   }
 
   void predictor_step(const GreedyDeviceState& g, cudaStream_t stream) {
@@ -395,16 +397,9 @@ class GreedyCuda final : public GreedyBackend {
 
   StreamProgram label_looping_program(const GreedyDeviceState g) {
     StreamProgram inner;
-    inner.then([this, g](StreamHandle s) {
-      joint(g, s);
-      launch_greedy_phase(GreedyPhase::label_looping_inner, g, s);
-    });
+    inner.then([this, g](StreamHandle s) { joint_then(GreedyPhase::label_looping_inner, g, s); });
     StreamProgram outer;
-    outer
-        .then([this, g](StreamHandle s) {
-          joint(g, s);
-          launch_greedy_phase(GreedyPhase::label_looping_first, g, s);
-        })
+    outer.then([this, g](StreamHandle s) { joint_then(GreedyPhase::label_looping_first, g, s); })
         .loop_while(g.any_advance, inner, loop_cap())
         .then([this, g](StreamHandle s) {
           launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
@@ -426,8 +421,7 @@ class GreedyCuda final : public GreedyBackend {
   StreamProgram frame_looping_program(const GreedyDeviceState g) {
     StreamProgram symbols;
     symbols.then([this, g](StreamHandle s) {
-      joint(g, s);
-      launch_greedy_phase(GreedyPhase::frame_looping_step, g, s);
+      joint_then(GreedyPhase::frame_looping_step, g, s);
       predictor_step(g, s);
       query_fused(g, g.state.emit, s);
     });

@@ -101,7 +101,7 @@ __device__ T block_merge(T x, T* partial, Shuffle&& shuffle, Merge&& merge) {
 // A block per row: the threads stride over the token columns (loads of several columns in flight at once), then over
 // the duration columns, and the block merges their sums. One warp a row left a row's ~1,025 columns to 32 threads,
 // 33 dependent rounds each: ~22 µs a step on an H200 at any batch, over half of a greedy step's time.
-__global__ void __launch_bounds__(kThreads) joint_epilogue_kernel(GreedyDeviceState g) {
+__device__ void joint_epilogue(const GreedyDeviceState& g) {
   __shared__ EpilogueSums partial[kThreads / 32];
   __shared__ ArgMax fused_partial[kThreads / 32];
   const bool entropy = needs_entropy_sums(g.confidence);
@@ -198,7 +198,7 @@ __device__ JointChoice used_choice(const GreedyDeviceState& g, std::int64_t b) {
 }
 
 // A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
-__global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase phase, GreedyDeviceState g) {
+__device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   const std::int32_t batch = g.args->batch;
   const GreedyStateRef& s = g.state;
   int any = 0;
@@ -318,6 +318,26 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
   }
 }
 
+__global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase phase, GreedyDeviceState g) {
+  greedy_phase(phase, g);
+}
+
+// Every row's epilogue, then `phase` (which reads every row's choice) in the block that finishes last: one graph node
+// instead of two per joint evaluation. Each block publishes its rows (the fence) before it counts itself done, so the
+// last one to count sees every row; it sets the count back to 0 for the next launch.
+__global__ void __launch_bounds__(kThreads) joint_epilogue_then_phase_kernel(GreedyPhase phase, GreedyDeviceState g) {
+  __shared__ bool last;
+  joint_epilogue(g);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(g.blocks_done, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;  // block-uniform
+  __threadfence();
+  if (threadIdx.x == 0) *g.blocks_done = 0;
+  greedy_phase(phase, g);
+}
+
 int blocks_for(std::int64_t n, int threads) {
   const std::int64_t blocks = (n + threads - 1) / threads;
   return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
@@ -331,9 +351,9 @@ void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
   detail::launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, GreedyJointRows{g}, stream);
 }
 
-void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream) {
-  joint_epilogue_kernel<<<blocks_for(g.rows, 1), kThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_epilogue_kernel");
+void launch_joint_epilogue_then_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
+  joint_epilogue_then_phase_kernel<<<blocks_for(g.rows, 1), kThreads, 0, stream>>>(phase, g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_epilogue_then_phase_kernel");
 }
 
 void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
@@ -344,7 +364,7 @@ void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStre
 void preload_greedy_kernels() {
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_then_phase_kernel));
   preload_joint_hidden<GreedyJointRows>();
 }
 

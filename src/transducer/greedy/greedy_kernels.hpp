@@ -25,8 +25,9 @@ struct GreedyDeviceState {
   std::int32_t* last_label;
   std::int32_t* any_active;
   std::int32_t* any_advance;
-  std::int32_t* frame;    ///< frame looping: the frame the batch is on
-  const float* am_start;  ///< [max_batch] each path's score before the call (0 for a starting utterance)
+  std::int32_t* frame;        ///< frame looping: the frame the batch is on
+  std::int32_t* blocks_done;  ///< launch_joint_epilogue_then_phase's count of finished blocks (0 between launches)
+  const float* am_start;      ///< [max_batch] each path's score before the call (0 for a starting utterance)
   // joint
   const float* dec;               ///< [max_batch, J] predictor output
   void* hidden;                   ///< [rows, J] act(enc + dec) in the weight dtype
@@ -64,8 +65,6 @@ struct GreedyDeviceState {
  *  enc_proj is recorded per row; the phase kernels report it for the rows whose evaluation is used, so that
  *  exactly the frames the CPU executor reads are checked (for WIND: up to the first non-blank). */
 void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream);
-/** Label (first max over the token columns), log-probabilities, max-prob confidence and duration of every row. */
-void launch_joint_epilogue(const GreedyDeviceState& g, cudaStream_t stream);
 
 enum class GreedyPhase {
   label_looping_begin,
@@ -81,6 +80,10 @@ enum class GreedyPhase {
 };
 /** One single-block kernel that applies `phase` to every utterance and updates the loop flags. */
 void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
+/** Label (first max over the token columns), log-probabilities, max-prob confidence and duration of every row (a
+ *  block each), then `phase` (one that uses the evaluation: label_looping_first or _inner, frame_looping_step) in
+ *  the block that finishes last: one kernel. */
+void launch_joint_epilogue_then_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
 
 void preload_greedy_kernels();
 
