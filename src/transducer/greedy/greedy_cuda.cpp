@@ -402,7 +402,6 @@ class GreedyCuda final : public GreedyBackend {
     outer.then([this, g](StreamHandle s) { joint_then(GreedyPhase::label_looping_first, g, s); })
         .loop_while(g.any_advance, inner, loop_cap())
         .then([this, g](StreamHandle s) {
-          launch_greedy_phase(GreedyPhase::label_looping_store, g, s);
           predictor_step(g, s);
           query_fused(g, g.state.emit, s);
           launch_greedy_phase(GreedyPhase::label_looping_finish, g, s);

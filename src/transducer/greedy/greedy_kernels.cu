@@ -197,6 +197,15 @@ __device__ JointChoice used_choice(const GreedyDeviceState& g, std::int64_t b) {
   return choice;
 }
 
+// Label looping's store (label_looping_store, and the fused models take the label), made for a row as soon as its
+// inner loop is over: in the pass of first or inner that ends it, rather than in a phase of its own after the loop
+// (one dependent node less per label). No one reads a row's emit flag or its fused states before the predictor step
+// that follows the loop, and a row's stored label no longer changes once the row stops advancing.
+__device__ void store_label(const GreedyDeviceState& g, std::int64_t b) {
+  label_looping_store(g.state, g.rules, g.hyps, b);
+  if (g.state.emit[b]) fusion_emit(g.fusion, b, g.state.label[b]);
+}
+
 // A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
 __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   const std::int32_t batch = g.args->batch;
@@ -229,6 +238,7 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
         if (in_batch) {
           choices += s.active[b] ? 1 : 0;
           label_looping_first(s, g.rules, g.hyps, b, s.active[b] ? used_choice(g, b) : JointChoice{});
+          if (!s.advance[b]) store_label(g, b);
         }
         any |= s.advance[b];
         break;
@@ -236,14 +246,9 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
         if (in_batch && s.advance[b]) {
           ++choices;
           label_looping_inner(s, g.rules, g.hyps, b, used_choice(g, b));
+          if (!s.advance[b]) store_label(g, b);
         }
         any |= s.advance[b];
-        break;
-      case GreedyPhase::label_looping_store:
-        if (in_batch) {
-          label_looping_store(s, g.rules, g.hyps, b);
-          if (s.emit[b]) fusion_emit(g.fusion, b, s.label[b]);
-        }
         break;
       case GreedyPhase::label_looping_finish:
         if (in_batch) label_looping_finish(s, g.rules, g.hyps, b);

@@ -70,7 +70,6 @@ enum class GreedyPhase {
   label_looping_begin,
   label_looping_first,
   label_looping_inner,
-  label_looping_store,
   label_looping_finish,
   frame_looping_begin,
   frame_looping_enter,
