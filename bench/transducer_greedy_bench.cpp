@@ -7,7 +7,7 @@
 // Inputs of any batch x frames are tiled from the generated utterances (each row cycles through them along time),
 // which keeps the emission statistics; the "frames_per_label" counter reports what was decoded. "outer_passes" and
 // "inner_passes" count the decode loop's passes per call (TransducerGreedyDecoder::loop_counts, on the device for
-// CUDA) and "busy_rows" the fraction of the rows' step slots that evaluated a joint (1: no row waited for another).
+// CUDA) and "busy_rows" the fraction of the rows' joint evaluations that did work (1: no row waited for another).
 
 #include <cstdlib>
 #include <filesystem>
@@ -79,7 +79,7 @@ void run(benchmark::State& state, Case c) {
       labels > 0 ? static_cast<double>(batch * frames) / static_cast<double>(labels) : 0;
   state.counters["outer_passes"] = static_cast<double>(loops.outer);
   state.counters["inner_passes"] = static_cast<double>(loops.inner);
-  const double slots = static_cast<double>(loops.outer + loops.inner) * static_cast<double>(batch);
+  const double slots = static_cast<double>(loops.joint_passes) * static_cast<double>(batch);
   state.counters["busy_rows"] = slots > 0 ? static_cast<double>(loops.choices) / slots : 0;
   state.SetLabel(std::string("graph mode ") + to_string(decoder.graph_mode()));
 }

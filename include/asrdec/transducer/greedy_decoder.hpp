@@ -62,9 +62,9 @@ namespace asrdec {
 enum class TransducerGreedyAlgorithm { frame_looping, label_looping, wind };
 
 /** How the last call's decoding loop ran (TransducerGreedyDecoder::loop_counts): the passes of its loops over the
- *  batch, and the joint choices the passes used. A pass steps every row that is still in its loop, so
- *  choices / ((outer + inner) × batch) is the fraction of the rows' step slots that did work; the rest waited for
- *  the slowest row.
+ *  batch, and the joint choices the passes used. A pass that evaluates the joint does so for every row, so
+ *  choices / (joint_passes × batch) is the fraction of the rows' joint evaluations that did work; the rest waited
+ *  for the slowest row.
  *  - label looping and WIND: `outer` counts the passes that look for each row's next label (the first joint of
  *    the pass included), `inner` the passes that skip blank frames (a joint each);
  *  - frame looping: `outer` counts frames, `inner` the symbol passes within them.
@@ -76,6 +76,7 @@ struct GreedyLoopCounts {
   std::int64_t outer = 0;
   std::int64_t inner = 0;
   std::int64_t choices = 0;
+  std::int64_t joint_passes = 0;  ///< the passes that evaluate the joint: outer + inner (frame looping: inner)
 };
 
 ASRDEC_API const char* to_string(TransducerGreedyAlgorithm algorithm) noexcept;

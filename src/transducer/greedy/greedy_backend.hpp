@@ -16,6 +16,14 @@ namespace detail {
 
 GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config);
 
+/** `counts` with joint_passes filled in from its passes: frame looping evaluates the joint in its inner (symbol)
+ *  passes only, label looping and WIND in every pass. */
+inline GreedyLoopCounts with_joint_passes(GreedyLoopCounts counts, TransducerGreedyAlgorithm algorithm) {
+  counts.joint_passes =
+      algorithm == TransducerGreedyAlgorithm::frame_looping ? counts.inner : counts.outer + counts.inner;
+  return counts;
+}
+
 class GreedyBackend {
  public:
   virtual ~GreedyBackend() = default;

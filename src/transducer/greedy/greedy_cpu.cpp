@@ -364,6 +364,7 @@ class GreedyCpu final : public GreedyBackend {
     // several slices meet bad values, the lowest slice's error is the one thrown.
     const std::int64_t count = pool_->size() == 1 ? 1 : std::min<std::int64_t>(p.batch, 2 * pool_->size());
     const HypsRef h = hyps_.ref();
+    counts_ = GreedyLoopCounts{};  // a call that throws leaves zeros, not the previous call's counts
     slice_counts_.assign(static_cast<std::size_t>(count), GreedyLoopCounts{});
     pool_->parallel_for(count, [&](std::int64_t slice, int worker) {
       const std::int64_t first = slice * p.batch / count, end = (slice + 1) * p.batch / count;
@@ -378,10 +379,11 @@ class GreedyCpu final : public GreedyBackend {
       slice_counts_[static_cast<std::size_t>(slice)] = decoder.counts();
     });
     // Each slice looped on its own: the call's passes are the longest slice's, its choices all of theirs.
-    counts_ = GreedyLoopCounts{};
-    for (const GreedyLoopCounts& c : slice_counts_) {
+    for (const GreedyLoopCounts& slice : slice_counts_) {
+      const GreedyLoopCounts c = with_joint_passes(slice, config_.algorithm);
       counts_.outer = std::max(counts_.outer, c.outer);
       counts_.inner = std::max(counts_.inner, c.inner);
+      counts_.joint_passes = std::max(counts_.joint_passes, c.joint_passes);
       counts_.choices += c.choices;
     }
     if (plan != nullptr) {

@@ -170,10 +170,13 @@ class GreedyCuda final : public GreedyBackend {
                                         cudaMemcpyDeviceToHost, stream));
     }
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    counts_ = last_batch_ > 0
-                  ? GreedyLoopCounts{static_cast<std::int64_t>(counts[0]), static_cast<std::int64_t>(counts[1]),
-                                     static_cast<std::int64_t>(counts[2])}
-                  : GreedyLoopCounts{};
+    counts_ = GreedyLoopCounts{};
+    if (last_batch_ > 0) {
+      counts_.outer = static_cast<std::int64_t>(counts[0]);
+      counts_.inner = static_cast<std::int64_t>(counts[1]);
+      counts_.choices = static_cast<std::int64_t>(counts[2]);
+      counts_ = with_joint_passes(counts_, config_.algorithm);
+    }
     lifecycle_.check_loops();
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
