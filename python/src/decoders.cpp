@@ -273,6 +273,20 @@ void bind_transducer(nb::module_& m) {
   bind_common(greedy, "enc_proj");
   bind_async(greedy, "enc_proj");
   greedy.def_prop_ro("device", &TransducerGreedyDecoder::device);
+  greedy.def(
+      "loop_counts",
+      [](const TransducerGreedyDecoder& d) {
+        const GreedyLoopCounts c = d.loop_counts();
+        nb::dict out;
+        out["outer"] = c.outer;
+        out["inner"] = c.inner;
+        out["choices"] = c.choices;
+        out["joint_passes"] = c.joint_passes;
+        return out;
+      },
+      "How the last call's loops ran (GreedyLoopCounts): a dict of its outer and inner passes over the batch, the "
+      "joint choices the rows used and the passes that evaluated the joint; choices / (joint_passes * batch) is the "
+      "fraction of row evaluations that did work.");
 
   nb::class_<TransducerBeamDecoder> beam(m, "TransducerBeamDecoder",
                                          "RNN-T/TDT batched beam search: ALSD++, AES++ or WIND beam.");

@@ -45,6 +45,27 @@ def test_strided_and_half_inputs_give_the_contiguous_results(ctc_input):
     assert [h.tokens for h in greedy.decode(time_major, lengths)] == [h.tokens for h in greedy.decode(enc, lengths)]
 
 
+def test_greedy_loop_counts_describe_the_last_call():
+    enc, lengths = transducer_input("rnnt")
+    model = asrdec.TransducerModel.load(str(DATA / "rnnt" / "model.safetensors"))
+    decoder = asrdec.TransducerGreedyDecoder(model, threads=1)
+    assert decoder.loop_counts() == {"outer": 0, "inner": 0, "choices": 0, "joint_passes": 0}
+    hyps = decoder.decode(enc, lengths)
+    batch = decoder.loop_counts()
+    # One row alone: every pass evaluates it, once a label and once a frame, less the frames left by the
+    # max_symbols rule (10 labels on one frame; read from the timestamps).
+    rows = []
+    for b, h in enumerate(hyps):
+        decoder.decode(enc[b : b + 1], lengths[b : b + 1])
+        rows.append(decoder.loop_counts())
+        capped = sum(1 for t in set(h.timestamps) if h.timestamps.count(t) == 10)
+        assert rows[-1]["choices"] == rows[-1]["joint_passes"] == int(lengths[b]) + len(h.tokens) - capped
+    assert batch["choices"] == sum(r["choices"] for r in rows)
+    assert batch["outer"] == max(r["outer"] for r in rows)
+    assert max(r["inner"] for r in rows) <= batch["inner"] <= sum(r["inner"] for r in rows)
+    assert batch["joint_passes"] == batch["outer"] + batch["inner"]
+
+
 def test_lists_are_accepted_as_lengths(ctc_input):
     x, n = ctc_input
     decoder = asrdec.CtcGreedyDecoder()
