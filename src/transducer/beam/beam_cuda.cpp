@@ -52,7 +52,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         device_(model.device()),
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
-        flags_(6, device_),
+        flags_(7, device_),
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
     preload_beam_kernels();
@@ -280,6 +280,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), p.lengths.size() * 4, stream);
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
     fill_bytes_async(flags_.data() + 4, device_, 0, sizeof(std::int32_t), stream);
+    fill_bytes_async(flags_.data() + 6, device_, 0, sizeof(std::int32_t), stream);  // blocks_done
     const std::int32_t seed_flag = seeded ? 1 : 0;  // copied from pageable memory before the call returns
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(flags_.data() + 5, &seed_flag, sizeof seed_flag, cudaMemcpyHostToDevice, stream));
     session_->initial_state(state_.data(), slots, stream);
@@ -456,6 +457,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.row_active = row_active_.data();
     g.running = running_.data();
     g.any_running = flags_.data();
+    g.blocks_done = flags_.data() + 6;
     if (aes()) {
       g.aes.frame = flags_.data() + 1;
       g.aes.step = flags_.data() + 2;
@@ -523,8 +525,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         launch_wind_propose(g, s);
         launch_wind_step(g, s);
       } else {
-        launch_alsd_propose(g, s);
-        launch_alsd_select(g, s);
+        launch_alsd_propose(g, s);  // and the selection
       }
       take_over(g, s);
       if (windowed) {

@@ -145,6 +145,22 @@ __global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamD
   }
 }
 
+// alsd_select for every running utterance, a thread each (the block that runs it); the slots of the others keep
+// their states.
+__device__ void alsd_select_all(const BeamDeviceState& g) {
+  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
+    if (g.running[b]) {
+      alsd_select(g.hyps, b, g.proposals, g.take_from, g.take_label);
+      continue;
+    }
+    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
+      const std::int64_t s = beam_slot(g.hyps, b, k);
+      g.take_from[s] = s;
+      g.take_label[s] = -1;
+    }
+  }
+}
+
 // The k (≤ kCap) best of a row's candidates (alsd_rank_share): each thread ranks its share, the block merges the
 // lists; thread 0's best/best_ids hold them, as alsd_propose's loop would. Every thread of the block calls it.
 template <int kCap>
@@ -190,21 +206,17 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
     if (threadIdx.x == 0) alsd_proposals_from_topk(g.rule, row, K, offset, best, best_ids, kept, g.proposals[s]);
     __syncthreads();
   }
-}
-
-__global__ void __launch_bounds__(kThreads) alsd_select_kernel(BeamDeviceState g) {
-  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
-       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (g.running[b]) {
-      alsd_select(g.hyps, b, g.proposals, g.take_from, g.take_label);
-      continue;
-    }
-    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
-      const std::int64_t s = beam_slot(g.hyps, b, k);
-      g.take_from[s] = s;
-      g.take_label[s] = -1;
-    }
-  }
+  // The block that finishes last selects every utterance's K best from all the proposals (one node less a step than
+  // a select kernel of its own). Each block publishes its proposals (the fence) before it counts itself done.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(g.blocks_done, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;  // block-uniform
+  __threadfence();
+  if (threadIdx.x == 0) *g.blocks_done = 0;
+  alsd_select_all(g);
 }
 
 // One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
@@ -503,11 +515,6 @@ void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
 }
 
-void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream) {
-  alsd_select_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_select_kernel");
-}
-
 void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream) {
   beam_take_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_take_kernel");
@@ -585,7 +592,6 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_propose_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_select_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_take_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_commit_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_log_softmax_kernel));

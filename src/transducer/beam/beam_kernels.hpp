@@ -7,7 +7,7 @@
 //
 // One step of the decode loop, over the B·K hypothesis slots of the largest batch:
 //   joint hidden (live slots on a frame of their utterance) → GEMM → LM/boosting queries of those slots →
-//   launch_alsd_propose (log-softmax and the K best extensions per slot) → launch_alsd_select (K best per
+//   launch_alsd_propose (log-softmax and the K best extensions per slot, then, in its last block, the K best per
 //   utterance, recombination) → launch_beam_take and launch_beam_commit (each new slot gathers its parent's
 //   states) → predictor step of the slots that took a token → launch_alsd_activity (which slots step next, and
 //   the loop flag).
@@ -83,6 +83,7 @@ struct BeamDeviceState {
   std::int32_t* row_active;   ///< [slots] alsd_row_active
   std::int32_t* running;      ///< [max_batch] the utterance has an active slot
   std::int32_t* any_running;  ///< loop flag
+  std::int32_t* blocks_done;  ///< launch_alsd_propose's count of finished blocks (0 between launches)
   // Joint.
   std::int64_t joint_rows;        ///< rows of hidden and logits: slots (WIND: max_batch · K · window)
   void* hidden;                   ///< [joint_rows, J] act(enc + dec) in the weight dtype
@@ -153,10 +154,9 @@ void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
  *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
- *  alsd_force_blank); idle slots get alsd_idle_proposals. */
+ *  alsd_force_blank); idle slots get alsd_idle_proposals. Then, in the block that finishes last, alsd_select for
+ *  every running utterance (the slots of the others keep their states). */
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream);
-/** alsd_select for every running utterance; the slots of the others keep their states. */
-void launch_alsd_select(const BeamDeviceState& g, cudaStream_t stream);
 /** Every slot takes over its parent's predictor, LM and boosting states (into the next_* buffers) and gets its
  *  step label and mask. */
 void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream);
