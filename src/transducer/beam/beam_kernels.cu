@@ -2,6 +2,7 @@
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/last_block.cuh"
 #include "core/logsumexp.hpp"
 #include "hyps/block_topk.cuh"
 #include "transducer/beam/beam_kernels.hpp"
@@ -207,16 +208,8 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
     __syncthreads();
   }
   // The block that finishes last selects every utterance's K best from all the proposals (one node less a step than
-  // a select kernel of its own). Each block publishes its proposals (the fence) before it counts itself done.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(g.blocks_done, 1) == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!last) return;  // block-uniform
-  __threadfence();
-  if (threadIdx.x == 0) *g.blocks_done = 0;
-  alsd_select_all(g);
+  // a select kernel of its own).
+  if (last_block_done(g.blocks_done)) alsd_select_all(g);
 }
 
 // One thread per element of the predictor state and output; the first element of a slot also moves its scalars.

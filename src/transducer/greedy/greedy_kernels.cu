@@ -1,6 +1,7 @@
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/last_block.cuh"
 #include "core/logsumexp.hpp"
 #include "hyps/confidence_step.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
@@ -328,19 +329,10 @@ __global__ void __launch_bounds__(kPhaseThreads) greedy_phase_kernel(GreedyPhase
 }
 
 // Every row's epilogue, then `phase` (which reads every row's choice) in the block that finishes last: one graph node
-// instead of two per joint evaluation. Each block publishes its rows (the fence) before it counts itself done, so the
-// last one to count sees every row; it sets the count back to 0 for the next launch.
+// instead of two per joint evaluation.
 __global__ void __launch_bounds__(kThreads) joint_epilogue_then_phase_kernel(GreedyPhase phase, GreedyDeviceState g) {
-  __shared__ bool last;
   joint_epilogue(g);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(g.blocks_done, 1) == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!last) return;  // block-uniform
-  __threadfence();
-  if (threadIdx.x == 0) *g.blocks_done = 0;
-  greedy_phase(phase, g);
+  if (last_block_done(g.blocks_done)) greedy_phase(phase, g);
 }
 
 int blocks_for(std::int64_t n, int threads) {
