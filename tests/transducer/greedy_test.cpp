@@ -133,6 +133,38 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
               static_cast<long long>(labels), static_cast<long long>(capped));
 }
 
+// The CUDA executor evaluates the joint of up to 32 rows with its fused kernel and of more rows with cuBLAS
+// (transducer/model/joint_gemv_shape.hpp); the test above mostly meets the first. Batches of 33-48 utterances, one
+// row each, take the second; on the CPU this is one more random check.
+TEST_P(TransducerGreedy, LargeBatchesEqualThePerUtteranceOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 6; ++i) {
+    const testing::RandomTransducerSpec spec = random_spec(rng);
+    const testing::RandomTransducer random = make_random_transducer(spec, rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + spec.describe());
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device_);
+    testing::RandomEncoded e = random_encoded(rng, spec, 48, 16);
+    while (e.batch <= 32) e = random_encoded(rng, spec, 48, 16);
+    const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 3)(rng);
+    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
+    const Placed enc = place(e);
+    for (const TransducerGreedyAlgorithm algorithm :
+         {TransducerGreedyAlgorithm::label_looping, TransducerGreedyAlgorithm::frame_looping}) {
+      TransducerGreedyConfig config;
+      config.algorithm = algorithm;
+      config.max_symbols_per_frame = max_symbols;
+      config.graph_mode = GetParam().mode;
+      TransducerGreedyDecoder decoder(model, config, BatchLimits{e.batch, 16});
+      expect_same_hypotheses(decoder.decode(enc.view, e.lens()), want, agreement(spec.dtype),
+                             std::string(to_string(algorithm)) + " B=" + std::to_string(e.batch));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 // Streaming (decode_chunks) under random server traffic — utterances joining and leaving at any call, chunks of
 // random sizes (0 included), cancellations — gives exactly decode()'s result for every finished utterance (scores bit
 // for bit), for every algorithm, with and without an LM and a boosting tree; partial results are prefixes of it.

@@ -37,6 +37,7 @@
 #include "transducer/beam/beam_lanes.hpp"
 #include "transducer/model/bad_enc_value.hpp"
 #include "transducer/model/device_durations.hpp"
+#include "transducer/model/joint_gemv_shape.hpp"
 #include "transducer/model/joint_impl.hpp"
 
 namespace asrdec::detail {
@@ -55,7 +56,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         flags_(7, device_),
         bad_value_(1, device_) {
     DeviceGuard guard(device_);
-    preload_beam_kernels();
+    joint_gemv_shared_bytes_ = preload_beam_kernels();
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
@@ -357,6 +358,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     host_hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), Device::cpu());
     session_ = model_.predictor().start_session(slots);
     gemm_ = std::make_unique<Gemm>(device_);
+    fused_joint_ =
+        fused_kernels_enabled() && joint_gemv_fits(joint_rows(), model_.joint_hidden(), joint_gemv_shared_bytes_);
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
     row_last_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
     lane_frames_ =
@@ -480,6 +483,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.hidden = hidden_.data();
     g.logits = logits_.data();
     g.bias = model_.joint().impl().device_bias.data();
+    g.weight = model_.joint().impl().device_weight.data();
     g.durations = durations_.data();
     g.num_durations = static_cast<std::int32_t>(model_.durations().size());
     g.hidden_size = model_.joint_hidden();
@@ -500,9 +504,13 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   // Joint and fused queries of the slots in row_active: logits (without bias) for every joint row (zeros where
   // the row is idle), queries for those slots.
   void joint_and_queries(const BeamDeviceState& g, cudaStream_t stream) {
-    launch_beam_joint_hidden(g, stream);
-    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
-                               g.hidden, g.hidden_size, g.joint_rows, g.logits, g.outputs, stream);
+    if (fused_joint_) {
+      launch_beam_joint_gemv(g, stream);
+    } else {
+      launch_beam_joint_hidden(g, stream);
+      gemm_->rows_times_weight_t(g.weight, g.weight_dtype, g.outputs, g.hidden_size, g.hidden, g.hidden_size,
+                                 g.joint_rows, g.logits, g.outputs, stream);
+    }
     launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.slots, multiprocessors_, stream,
                          g.row_active);
   }
@@ -620,6 +628,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   int multiprocessors_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
+  std::int64_t joint_gemv_shared_bytes_ = 0;  // what the fused joint kernel may use on this device
+  bool fused_joint_ = false;                  // joint rows through joint_gemv (joint_gemv_shape.hpp), else cuBLAS
   DeviceBuffer<JointEncArgs> args_;
   // Outer loop flag; AES++: frame, step, inner loop flag; WIND internal error; streaming: seeded.
   DeviceBuffer<std::int32_t> flags_;

@@ -6,6 +6,7 @@
 #include "core/logsumexp.hpp"
 #include "hyps/block_topk.cuh"
 #include "transducer/beam/beam_kernels.hpp"
+#include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/joint_hidden.cuh"
 
 namespace asrdec::detail {
@@ -502,6 +503,11 @@ void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream) {
   launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, BeamJointRows{g}, stream);
 }
 
+void launch_beam_joint_gemv(const BeamDeviceState& g, cudaStream_t stream) {
+  const JointGemvRows rows{g.dec, g.weight, g.logits, g.joint_rows, g.hidden_size, g.outputs, g.activation};
+  launch_joint_gemv(rows, g.enc_dtype, g.weight_dtype, BeamJointRows{g}, stream);
+}
+
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
   const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
   alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
@@ -580,7 +586,7 @@ void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
 }
 
-void preload_beam_kernels() {
+std::int64_t preload_beam_kernels() {
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
@@ -600,6 +606,7 @@ void preload_beam_kernels() {
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_step_kernel));
   preload_joint_hidden<BeamJointRows>();
+  return preload_joint_gemv<BeamJointRows>();
 }
 
 }  // namespace asrdec::detail

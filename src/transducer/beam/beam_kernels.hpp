@@ -89,6 +89,7 @@ struct BeamDeviceState {
   void* hidden;                   ///< [joint_rows, J] act(enc + dec) in the weight dtype
   float* logits;                  ///< [joint_rows, outputs] without bias; the propose kernels make them log-softmax
   const float* bias;              ///< [outputs]
+  const void* weight;             ///< [outputs, J] the joint's output weights, in the weight dtype
   const std::int32_t* durations;  ///< TDT [num_durations]
   std::int32_t num_durations;     ///< 0 for RNN-T
   std::int64_t hidden_size;       ///< J
@@ -153,6 +154,9 @@ void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
 /** act(enc[b, frame of slot] + dec[slot]) for the active slots (WIND: for the window rows of each group member),
  *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
+/** The same rows' hidden layer and logits (without bias) in one kernel, for the shapes joint_gemv_fits accepts
+ *  (transducer/model/joint_gemv_shape.hpp); otherwise launch_beam_joint_hidden and a cuBLAS GEMM. */
+void launch_beam_joint_gemv(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per slot: bias and log-softmax of an active slot's logits, then its proposals (alsd_propose or
  *  alsd_force_blank); idle slots get alsd_idle_proposals. Then, in the block that finishes last, alsd_select for
  *  every running utterance (the slots of the others keep their states). */
@@ -163,6 +167,8 @@ void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream);
 /** The next_* buffers become the current ones; the caller then steps the predictor. */
 void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream);
 
-void preload_beam_kernels();
+/** Loads the kernels on the current device (outside any capture); returns the shared memory the fused joint kernel
+ *  may use there, for joint_gemv_fits. */
+std::int64_t preload_beam_kernels();
 
 }  // namespace asrdec::detail

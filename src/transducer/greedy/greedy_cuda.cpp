@@ -20,6 +20,7 @@
 #include "transducer/greedy/greedy_kernels.hpp"
 #include "transducer/model/bad_enc_value.hpp"
 #include "transducer/model/device_durations.hpp"
+#include "transducer/model/joint_gemv_shape.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -38,7 +39,7 @@ class GreedyCuda final : public GreedyBackend {
         bad_value_(1, device_),
         loop_counts_(3, device_) {
     DeviceGuard guard(device_);
-    preload_greedy_kernels();
+    joint_gemv_shared_bytes_ = preload_greedy_kernels();
     preload_lane_copy_kernels();
     window_ = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
     int multiprocessors = 0;
@@ -240,6 +241,7 @@ class GreedyCuda final : public GreedyBackend {
     const auto joint_rows = static_cast<std::size_t>(B * window_);
     session_ = model_.predictor().start_session(B);
     gemm_ = std::make_unique<Gemm>(device_);
+    fused_joint_ = fused_kernels_enabled() && joint_gemv_fits(B * window_, J, joint_gemv_shared_bytes_);
     lengths_ = DeviceBuffer<std::int32_t>(rows, device_);
     time_jump_ = DeviceBuffer<std::int32_t>(rows, device_);
     last_label_ = DeviceBuffer<std::int32_t>(rows, device_);
@@ -263,6 +265,7 @@ class GreedyCuda final : public GreedyBackend {
     choice_step_logprob_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
+    joint_step_sums_ = DeviceBuffer<std::byte>(fused_joint_ ? joint_step_sums_bytes(B * window_, O) : 1, device_);
     const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
@@ -346,6 +349,8 @@ class GreedyCuda final : public GreedyBackend {
     g.hidden = hidden_.data();
     g.logits = logits_.data();
     g.bias = model_.joint().impl().device_bias.data();
+    g.weight = model_.joint().impl().device_weight.data();
+    g.joint_step_sums = joint_step_sums_.data();
     g.choice_label = choice_label_.data();
     g.choice_duration = choice_duration_.data();
     g.choice_token_logprob = choice_token_logprob_.data();
@@ -381,11 +386,16 @@ class GreedyCuda final : public GreedyBackend {
     return g;
   }
 
-  // Joint of every row (hidden, one GEMM, argmax epilogue), then the phase that uses it, in the epilogue's kernel.
+  // Joint of every row (hidden, GEMM, argmax epilogue), then the phase that uses it, in the epilogue's kernel; for a
+  // few rows all of it in one kernel.
   void joint_then(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
+    if (fused_joint_) {
+      launch_joint_step(phase, g, stream);
+      return;
+    }
     launch_joint_hidden(g, stream);
-    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), g.weight_dtype, g.outputs, g.hidden_size,
-                               g.hidden, g.hidden_size, g.rows, g.logits, g.outputs, stream);
+    gemm_->rows_times_weight_t(g.weight, g.weight_dtype, g.outputs, g.hidden_size, g.hidden, g.hidden_size, g.rows,
+                               g.logits, g.outputs, stream);
     launch_joint_epilogue_then_phase(phase, g, stream);
   }
 
@@ -462,6 +472,8 @@ class GreedyCuda final : public GreedyBackend {
   std::int32_t window_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
+  std::int64_t joint_gemv_shared_bytes_ = 0;  // what the fused joint kernel may use on this device
+  bool fused_joint_ = false;                  // the joint step in one kernel (joint_gemv_shape.hpp), else cuBLAS
   DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
@@ -479,6 +491,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<std::int32_t> choice_label_, choice_duration_;
   DeviceBuffer<float> choice_token_logprob_, choice_step_logprob_, choice_confidence_;
   DeviceBuffer<unsigned long long> row_bad_;
+  DeviceBuffer<std::byte> joint_step_sums_;              // launch_joint_step's per-block sums
   DeviceBuffer<std::int32_t> lm_state_, lm_next_;        // LM fusion: [max_batch], [max_batch, V]
   DeviceBuffer<float> lm_total_, lm_scores_;             // [max_batch], [max_batch, V]
   DeviceBuffer<std::int32_t> boost_state_, boost_next_;  // boosting: [max_batch], [max_batch, V]

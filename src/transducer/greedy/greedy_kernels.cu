@@ -1,10 +1,13 @@
+#include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/last_block.cuh"
+#include "core/float_type.hpp"
 #include "core/logsumexp.hpp"
 #include "hyps/confidence_step.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
+#include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/joint_hidden.cuh"
 
 namespace asrdec::detail {
@@ -99,6 +102,28 @@ __device__ T block_merge(T x, T* partial, Shuffle&& shuffle, Merge&& merge) {
   return all;
 }
 
+// Row `row`'s choice from its merged sums: the first-max label, or with fusion active and a non-blank winner, the
+// best non-blank token by logit + fusion bonus (`fused`, the identity when not needed); its log-probabilities,
+// confidence and duration. One thread writes it.
+__device__ void write_choice(const GreedyDeviceState& g, std::int64_t row, const EpilogueSums& all, ArgMax fused) {
+  if (g.check_values && !all.finite) report_joint_output(g, row);
+  const float* logits = g.logits + row * g.outputs;
+  std::int32_t label = label_or_blank(all.best, g.rules.blank);
+  float score = all.best.value;
+  if (g.fusion.active() && label != g.rules.blank && fused.index != argmax_identity().index) {
+    label = fused.index;
+    score = logits[label] + g.bias[label];
+  }
+  const float token_logprob = lse_log_probability(all.lse, score);
+  g.choice_label[row] = label;
+  g.choice_token_logprob[row] = token_logprob;
+  g.choice_step_logprob[row] =
+      token_logprob + (g.num_durations > 0 ? lse_log_probability(all.duration_lse, all.duration.value) : 0.0f);
+  g.choice_confidence[row] =
+      step_confidence(g.confidence, all.lse, all.stats, all.best.value, score, static_cast<int>(g.token_columns));
+  g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(all.duration)] : 0;
+}
+
 // A block per row: the threads stride over the token columns (loads of several columns in flight at once), then over
 // the duration columns, and the block merges their sums. One warp a row left a row's ~1,025 columns to 32 threads,
 // 33 dependent rounds each: ~22 µs a step on an H200 at any batch, over half of a greedy step's time.
@@ -129,14 +154,11 @@ __device__ void joint_epilogue(const GreedyDeviceState& g) {
       sums.duration_lse = lse_add(sums.duration_lse, x);
     }
     const EpilogueSums all = block_merge(sums, partial, shuffle, merge);
-    if (g.check_values && !all.finite && threadIdx.x == 0) report_joint_output(g, row);
-    std::int32_t label = label_or_blank(all.best, g.rules.blank);
-    float score = all.best.value;
-    if (g.fusion.active() && label != g.rules.blank) {
+    ArgMax fused = argmax_identity();
+    if (g.fusion.active() && label_or_blank(all.best, g.rules.blank) != g.rules.blank) {
       // Fusion (block-uniform branch: every thread holds the merged argmax): re-choose among the V non-blank
       // tokens by logit + fusion bonus, as the CPU joint does.
       const std::int64_t b = row / g.window;
-      ArgMax fused = argmax_identity();
       for (std::int32_t id = threadIdx.x; id < g.fusion.vocab; id += kThreads) {
         const std::int32_t o = fusion_column(id, g.fusion.blank);  // ascending with id, as the CPU's column order
         argmax_update(fused, (logits[o] + g.bias[o]) + fusion_bonus(g.fusion, b, o), o);
@@ -144,21 +166,8 @@ __device__ void joint_epilogue(const GreedyDeviceState& g) {
       fused = block_merge(
           fused, fused_partial, [](const ArgMax& x, int offset) { return shuffle_xor(x, offset); },
           [](const ArgMax& a, const ArgMax& b) { return argmax_merge(a, b); });
-      if (fused.index != argmax_identity().index) {
-        label = fused.index;
-        score = logits[label] + g.bias[label];
-      }
     }
-    if (threadIdx.x == 0) {
-      const float token_logprob = lse_log_probability(all.lse, score);
-      g.choice_label[row] = label;
-      g.choice_token_logprob[row] = token_logprob;
-      g.choice_step_logprob[row] =
-          token_logprob + (g.num_durations > 0 ? lse_log_probability(all.duration_lse, all.duration.value) : 0.0f);
-      g.choice_confidence[row] =
-          step_confidence(g.confidence, all.lse, all.stats, all.best.value, score, static_cast<int>(g.token_columns));
-      g.choice_duration[row] = g.num_durations > 0 ? g.durations[duration_index_or_first(all.duration)] : 0;
-    }
+    if (threadIdx.x == 0) write_choice(g, row, all, fused);
   }
 }
 
@@ -335,6 +344,103 @@ __global__ void __launch_bounds__(kThreads) joint_epilogue_then_phase_kernel(Gre
   if (last_block_done(g.blocks_done)) greedy_phase(phase, g);
 }
 
+// The fused joint step (launch_joint_step): the joint's hidden layer and logits of this block's columns for every
+// row (joint_gemv.cuh), each row's sums over those columns, then in the block that finishes last every row's merged
+// sums, its choice, and `phase`. One graph node per joint evaluation where the unfused path takes three (hidden,
+// GEMM, epilogue with phase).
+
+// What one block's columns of one row reduce to: the epilogue's sums, and the best non-blank column by logit + fusion
+// bonus (kept only with fusion active).
+struct RowSums {
+  EpilogueSums sums;
+  ArgMax fused;
+};
+
+__device__ RowSums row_sums_identity() {
+  return RowSums{EpilogueSums{argmax_identity(), lse_identity(), confidence_stats_identity(), argmax_identity(),
+                              lse_identity(), true},
+                 argmax_identity()};
+}
+
+__device__ RowSums row_sums_merge(const RowSums& a, const RowSums& b, bool entropy, float alpha) {
+  return RowSums{epilogue_merge(a.sums, b.sums, entropy, alpha), argmax_merge(a.fused, b.fused)};
+}
+
+// Column o's logit (bias not yet added) of joint row `row`, added to the row's sums as the epilogue does.
+__device__ void row_sums_add(RowSums& r, const GreedyDeviceState& g, std::int64_t row, std::int64_t o, float logit,
+                             bool entropy, float alpha) {
+  const float x = logit + g.bias[o];
+  r.sums.finite = r.sums.finite && is_finite_value(x);
+  if (o < g.token_columns) {
+    const auto column = static_cast<std::int32_t>(o);
+    argmax_update(r.sums.best, x, column);
+    r.sums.lse = lse_add(r.sums.lse, x);
+    if (entropy) r.sums.stats = confidence_stats_add(r.sums.stats, x, alpha);
+    if (g.fusion.active() && column != g.fusion.blank) {
+      const std::int32_t id = fusion_id(column, g.fusion.blank);
+      if (id < g.fusion.vocab) argmax_update(r.fused, x + fusion_bonus(g.fusion, row / g.window, column), column);
+    }
+  } else {
+    const auto d = static_cast<std::int32_t>(o - g.token_columns);
+    argmax_update(r.sums.duration, x, d);
+    r.sums.duration_lse = lse_add(r.sums.duration_lse, x);
+  }
+}
+
+__device__ RowSums shuffle_xor(const RowSums& x, int offset) {
+  return RowSums{shuffle_xor(x.sums, offset), shuffle_xor(x.fused, offset)};
+}
+
+constexpr int kStepWarps = kJointGemvThreads / 32;
+
+// The last block's part: each row's sums merged over the blocks (a warp a row, in block order within each lane and a
+// fixed shuffle tree, so the result repeats), the row's choice, then `phase`. Not inlined: the nine kernels of
+// joint_step_kernel share it. `g` by value: a reference to the kernel's parameter made every thread of every block
+// copy the whole state to local memory on entry, where only the last block calls this.
+__device__ __noinline__ void joint_step_finish(GreedyPhase phase, const GreedyDeviceState g, const RowSums* blocks) {
+  const bool entropy = needs_entropy_sums(g.confidence);
+  const float alpha = g.confidence.alpha;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  for (std::int64_t row = threadIdx.x / 32; row < g.rows; row += kStepWarps) {
+    RowSums all = row_sums_identity();
+    for (std::int64_t b = lane; b < gridDim.x; b += 32) {
+      all = row_sums_merge(all, blocks[b * g.rows + row], entropy, alpha);
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      all = row_sums_merge(all, shuffle_xor(all, offset), entropy, alpha);
+    }
+    if (lane == 0) {
+      const bool refuse = !g.fusion.active() || label_or_blank(all.sums.best, g.rules.blank) == g.rules.blank;
+      write_choice(g, row, all.sums, refuse ? argmax_identity() : all.fused);
+    }
+  }
+  __syncthreads();  // every row's choice is written (global memory, read by this block's threads next)
+  greedy_phase(phase, g);
+}
+
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads)
+    joint_step_kernel(GreedyPhase phase, GreedyDeviceState g, JointGemvRows h, RowSums* blocks) {
+  extern __shared__ float hidden[];                             // [rows, J]
+  __shared__ RowSums warp_sums[kStepWarps][kJointGemvMaxRows];  // [warp][row] over the warp's columns
+  const bool entropy = needs_entropy_sums(g.confidence);
+  const float alpha = g.confidence.alpha;
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  for (std::int64_t r = threadIdx.x & 31; r < g.rows; r += 32) warp_sums[warp][r] = row_sums_identity();
+  joint_gemv_hidden<TEnc, TWeight>(h, GreedyJointRows{g}, hidden);  // its barrier also orders the lines above
+  joint_gemv_columns<TWeight>(h, hidden, [&](std::int64_t o, std::int64_t row, float logit) {
+    g.logits[row * g.outputs + o] = logit;  // read back by write_choice for a fused label's score
+    row_sums_add(warp_sums[warp][row], g, row, o, logit, entropy, alpha);
+  });
+  __syncthreads();
+  for (std::int64_t r = threadIdx.x; r < g.rows; r += blockDim.x) {
+    RowSums all = warp_sums[0][r];
+    for (int w = 1; w < kStepWarps; ++w) all = row_sums_merge(all, warp_sums[w][r], entropy, alpha);
+    blocks[blockIdx.x * g.rows + r] = all;
+  }
+  if (last_block_done(g.blocks_done)) joint_step_finish(phase, g, blocks);
+}
+
 int blocks_for(std::int64_t n, int threads) {
   const std::int64_t blocks = (n + threads - 1) / threads;
   return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
@@ -348,6 +454,27 @@ void launch_joint_hidden(const GreedyDeviceState& g, cudaStream_t stream) {
   detail::launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, GreedyJointRows{g}, stream);
 }
 
+void launch_joint_step(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
+  // warp_sums holds kJointGemvMaxRows rows: a caller that skipped joint_gemv_fits would write past it.
+  ASRDEC_EXPECTS(g.rows >= 1 && g.rows <= kJointGemvMaxRows, Error,
+                 "internal error: the fused joint step launched for ", g.rows, " rows; it takes 1 to ",
+                 kJointGemvMaxRows);
+  const JointGemvRows h{g.dec, g.weight, g.logits, g.rows, g.hidden_size, g.outputs, g.activation};
+  const auto bytes = static_cast<std::size_t>(joint_gemv_shared_bytes(g.rows, g.hidden_size));
+  auto* sums = static_cast<RowSums*>(g.joint_step_sums);
+  with_float_type(g.enc_dtype, [&](auto enc) {
+    with_float_type(g.weight_dtype, [&](auto weight) {
+      joint_step_kernel<decltype(enc), decltype(weight)>
+          <<<joint_gemv_blocks(g.outputs), kJointGemvThreads, bytes, stream>>>(phase, g, h, sums);
+    });
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_step_kernel");
+}
+
+std::size_t joint_step_sums_bytes(std::int64_t rows, std::int64_t outputs) {
+  return static_cast<std::size_t>(joint_gemv_blocks(outputs)) * static_cast<std::size_t>(rows) * sizeof(RowSums);
+}
+
 void launch_joint_epilogue_then_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream) {
   joint_epilogue_then_phase_kernel<<<blocks_for(g.rows, 1), kThreads, 0, stream>>>(phase, g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_epilogue_then_phase_kernel");
@@ -358,11 +485,13 @@ void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStre
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "greedy_phase_kernel");
 }
 
-void preload_greedy_kernels() {
+std::int64_t preload_greedy_kernels() {
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, greedy_phase_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, joint_epilogue_then_phase_kernel));
   preload_joint_hidden<GreedyJointRows>();
+  return opt_in_joint_gemv_shared_all(
+      [](auto enc, auto weight) { return joint_step_kernel<decltype(enc), decltype(weight)>; });
 }
 
 }  // namespace asrdec::detail

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "asrdec/core/dtype.hpp"
@@ -26,13 +27,16 @@ struct GreedyDeviceState {
   std::int32_t* any_active;
   std::int32_t* any_advance;
   std::int32_t* frame;        ///< frame looping: the frame the batch is on
-  std::int32_t* blocks_done;  ///< launch_joint_epilogue_then_phase's count of finished blocks (0 between launches)
+  std::int32_t* blocks_done;  ///< finished blocks of launch_joint_epilogue_then_phase or launch_joint_step (0 between
+                              ///< launches)
   const float* am_start;      ///< [max_batch] each path's score before the call (0 for a starting utterance)
   // joint
   const float* dec;               ///< [max_batch, J] predictor output
   void* hidden;                   ///< [rows, J] act(enc + dec) in the weight dtype
   float* logits;                  ///< [rows, outputs] without bias
   const float* bias;              ///< [outputs]
+  const void* weight;             ///< [outputs, J] the joint's output weights, in the weight dtype
+  void* joint_step_sums;          ///< launch_joint_step's per-block sums of each row (joint_step_sums_bytes)
   std::int32_t* choice_label;     ///< [rows]
   std::int32_t* choice_duration;  ///< [rows]
   float* choice_token_logprob;    ///< [rows] log-softmax of the label over the token columns
@@ -83,7 +87,17 @@ void launch_greedy_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStre
  *  block each), then `phase` (one that uses the evaluation: label_looping_first or _inner, frame_looping_step) in
  *  the block that finishes last: one kernel. */
 void launch_joint_epilogue_then_phase(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
+/** The whole joint evaluation and `phase` in one kernel, for the shapes joint_gemv_fits accepts with the limit that
+ *  preload_greedy_kernels returned (transducer/model/joint_gemv_shape.hpp): each block computes the hidden layer
+ *  and a slice of the logits of every row and sums its slice per row (into joint_step_sums); the block that
+ *  finishes last merges them, writes the choices and applies `phase`. The same choices as launch_joint_hidden, a
+ *  cuBLAS GEMM and launch_joint_epilogue_then_phase, within the float contract (sums in another order). */
+void launch_joint_step(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
+/** Bytes of joint_step_sums for `rows` joint rows of `outputs` columns. */
+std::size_t joint_step_sums_bytes(std::int64_t rows, std::int64_t outputs);
 
-void preload_greedy_kernels();
+/** Loads the kernels on the current device (outside any capture); returns the shared memory the fused joint kernel
+ *  may use there, for joint_gemv_fits. */
+std::int64_t preload_greedy_kernels();
 
 }  // namespace asrdec::detail

@@ -13,6 +13,7 @@
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/transducer_step.hpp"  // is_finite_value
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "transducer/model/joint_enc_args.hpp"

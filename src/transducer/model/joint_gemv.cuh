@@ -1,0 +1,172 @@
+#pragma once
+// Internal (CUDA): the joint of a few rows in one kernel, without cuBLAS: logits[r, o] = sum_k W[o, k] · hidden[r, k]
+// with hidden = act(enc_proj + dec) rounded to the weight dtype: the same products as the hidden kernel
+// (joint_hidden.cuh) and the cuBLAS GEMM after it, in fp32, summed in another order (no bias, which the epilogues
+// add), in one graph node instead of two. Which shapes take it: joint_gemv_shape.hpp.
+//
+// Each block computes every row's hidden layer into shared memory (the rows are few), then each warp takes output
+// columns in turn: its lanes stride over k, reading the weight row once per tile of eight rows (coalesced; the
+// weights stay in L2 between steps), and a fixed shuffle tree sums the lanes, so results repeat bit for bit. Only
+// block 0 records non-finite encoder values (the same rows the hidden kernel records). The two halves are device
+// functions so that a decoder can fuse its epilogue into the same kernel (greedy decoding's joint step).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "asrdec/core/dtype.hpp"
+#include "asrdec/detail/activation.hpp"
+#include "asrdec/detail/float16.hpp"
+#include "asrdec/detail/transducer_step.hpp"  // is_finite_value
+#include "core/bad_value.hpp"
+#include "core/cuda/check.hpp"
+#include "core/float_type.hpp"
+#include "transducer/model/joint_enc_args.hpp"
+#include "transducer/model/joint_gemv_shape.hpp"
+#include "transducer/model/joint_hidden.cuh"
+
+namespace asrdec::detail {
+
+/** The arrays of one fused joint evaluation. */
+struct JointGemvRows {
+  const float* dec;    ///< [*, J] predictor outputs
+  const void* weight;  ///< [outputs, J] in the weight dtype
+  float* logits;       ///< [rows, outputs], without bias
+  std::int64_t rows;
+  std::int64_t hidden_size;  ///< J
+  std::int64_t outputs;
+  JointActivation activation;
+};
+
+constexpr int kJointGemvRowTile = 8;
+
+/** The block's part of a fused joint, first half: every row's hidden layer into `hidden` ([rows, J] in shared
+ *  memory), rounded to the weight dtype as the hidden kernel stores it; ends with a barrier. */
+template <class TEnc, class TWeight, class Rows>
+__device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, float* hidden) {
+  const JointEncArgs args = rows.args();
+  const std::int64_t J = h.hidden_size;
+  const TEnc* enc = static_cast<const TEnc*>(args.enc);
+  for (std::int64_t r = 0; r < h.rows; ++r) {
+    JointGather at{};
+    const bool used = rows.gather(r, args, at);  // the same for every thread of the block
+    for (std::int64_t j = threadIdx.x; j < J; j += blockDim.x) {
+      float value = 0.0f;
+      if (used) {
+        const float x = to_float(enc[at.b * args.stride_b + at.frame * args.stride_t + j * args.stride_j]);
+        if (blockIdx.x == 0 && at.check && !is_finite_value(x)) {
+          atomicMin(at.bad, pack_bad_value(at.b, at.frame, j, x != x));
+        }
+        value = to_float(from_float<TWeight>(activate(h.activation, x + h.dec[at.dec_row * J + j])));
+      }
+      hidden[r * J + j] = value;
+    }
+  }
+  __syncthreads();
+}
+
+/** Second half: the output columns of this block, a warp per column; for each, lane t calls visit(o, row, logit) for
+ *  row first + t of each tile of rows (every lane of the warp takes part in the shuffles). */
+template <class TWeight, class Visit>
+__device__ void joint_gemv_columns(const JointGemvRows& h, const float* hidden, Visit&& visit) {
+  const std::int64_t J = h.hidden_size;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  const TWeight* weight = static_cast<const TWeight*>(h.weight);
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * warps + threadIdx.x / 32; o < h.outputs;
+       o += static_cast<std::int64_t>(gridDim.x) * warps) {
+    const TWeight* w = weight + o * J;
+    for (std::int64_t first = 0; first < h.rows; first += kJointGemvRowTile) {
+      const std::int64_t left = h.rows - first;
+      const int tile = left < kJointGemvRowTile ? static_cast<int>(left) : kJointGemvRowTile;
+      const float* x = hidden + first * J;
+      float sum[kJointGemvRowTile];
+#pragma unroll
+      for (int t = 0; t < kJointGemvRowTile; ++t) sum[t] = 0.0f;
+      for (std::int64_t k = lane; k < J; k += 32) {
+        const float wk = to_float(w[k]);
+#pragma unroll
+        for (int t = 0; t < kJointGemvRowTile; ++t) {
+          if (t < tile) sum[t] += wk * x[t * J + k];
+        }
+      }
+      float mine = 0.0f;  // lane t's row; constant indices keep `sum` in registers
+#pragma unroll
+      for (int t = 0; t < kJointGemvRowTile; ++t) {
+        for (int offset = 16; offset > 0; offset >>= 1) sum[t] += __shfl_xor_sync(0xffffffffu, sum[t], offset);
+        if (lane == t) mine = sum[t];
+      }
+      if (lane < tile) visit(o, first + lane, mine);
+    }
+  }
+}
+
+template <class TEnc, class TWeight, class Rows>
+__global__ void __launch_bounds__(kJointGemvThreads) joint_gemv_kernel(JointGemvRows h, Rows rows) {
+  extern __shared__ float hidden[];  // [rows, J]
+  joint_gemv_hidden<TEnc, TWeight>(h, rows, hidden);
+  joint_gemv_columns<TWeight>(h, hidden, [&](std::int64_t o, std::int64_t row, float logit) {
+    h.logits[row * h.outputs + o] = logit;
+  });
+}
+
+/** Enqueues the logits of `h.rows` joint rows described by `rows`; the shape must pass joint_gemv_fits (the caller
+ *  chose this kernel by it) and preload_joint_gemv must have run on this device. */
+template <class Rows>
+void launch_joint_gemv(const JointGemvRows& h, DType enc_dtype, DType weight_dtype, const Rows& rows,
+                       cudaStream_t stream) {
+  const auto bytes = static_cast<std::size_t>(joint_gemv_shared_bytes(h.rows, h.hidden_size));
+  with_float_type(enc_dtype, [&](auto enc) {
+    with_float_type(weight_dtype, [&](auto weight) {
+      joint_gemv_kernel<decltype(enc), decltype(weight)>
+          <<<joint_gemv_blocks(h.outputs), kJointGemvThreads, bytes, stream>>>(h, rows);
+    });
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_gemv_kernel");
+}
+
+/** The shared memory a block of `kernel` (a joint_gemv kernel, or a kernel built on its halves) may take
+ *  dynamically: up to kJointGemvMaxSharedBytes, or what the current device allows beside the kernel's static shared
+ *  memory if less. Loads the kernel and opts it in to that (outside any capture: lazy module loading and attribute
+ *  changes may not happen inside one). */
+template <class Kernel>
+std::int64_t opt_in_joint_gemv_shared(Kernel kernel) {
+  int device = 0;
+  int optin = 0;
+  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
+  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes a{};
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, kernel));
+  std::int64_t bytes = static_cast<std::int64_t>(optin) - static_cast<std::int64_t>(a.sharedSizeBytes);
+  bytes = bytes < kJointGemvMaxSharedBytes ? bytes : kJointGemvMaxSharedBytes;
+  bytes = bytes > 0 ? bytes : 0;
+  ASRDEC_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return bytes;
+}
+
+/** The least opt_in_joint_gemv_shared over the nine kernels kernel_of(enc, weight) of the (encoder, weight) element
+ *  types: the limit for joint_gemv_fits when any of them may run. */
+template <class KernelOf>
+std::int64_t opt_in_joint_gemv_shared_all(KernelOf&& kernel_of) {
+  std::int64_t least = kJointGemvMaxSharedBytes;
+  for (DType enc_dtype : kFloatDTypes) {
+    for (DType weight_dtype : kFloatDTypes) {
+      with_float_type(enc_dtype, [&](auto enc) {
+        with_float_type(weight_dtype, [&](auto weight) {
+          const std::int64_t bytes = opt_in_joint_gemv_shared(kernel_of(enc, weight));
+          least = bytes < least ? bytes : least;
+        });
+      });
+    }
+  }
+  return least;
+}
+
+/** Loads the nine joint_gemv kernels of `Rows` and opts them in; returns their limit, for joint_gemv_fits. */
+template <class Rows>
+std::int64_t preload_joint_gemv() {
+  return opt_in_joint_gemv_shared_all(
+      [](auto enc, auto weight) { return joint_gemv_kernel<decltype(enc), decltype(weight), Rows>; });
+}
+
+}  // namespace asrdec::detail
