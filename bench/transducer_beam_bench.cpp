@@ -22,12 +22,14 @@ struct Case {
   bool lm = false;
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   bool cuda = false;
+  bool unfused = false;  // CUDA: without the fused small-batch kernels (ASRDEC_FUSED_KERNELS=0), their baseline
 };
 
 void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
   if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
   if (skip_if(state, missing_models_reason(c.kind))) return;
+  const FusedKernelsOff off(c.unfused);
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
@@ -126,7 +128,8 @@ void run_streaming(benchmark::State& state, Case c) {
 std::string name_of(const Case& c) {
   const std::string algo =
       c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
-  return "transducer_beam/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo + (c.lm ? "/lm" : "");
+  return "transducer_beam/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo + (c.lm ? "/lm" : "") +
+         (c.unfused ? "/unfused" : "");
 }
 
 void register_all() {
@@ -142,6 +145,11 @@ void register_all() {
       }
       for (std::int32_t beam : {0, 1, 2, 4, 6, 8, 12}) {
         cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::alsd, true});
+      }
+      // ALSD++ beam 4 (B=1: 4 joint rows, fused; B=32: 128, cuBLAS) and greedy without the fused kernels.
+      if (!lm) {
+        for (std::int32_t beam : {0, 4})
+          cases.push_back(Case{kind, beam, lm, TransducerBeamAlgorithm::alsd, true, true});
       }
       if (kind == "rnnt") {
         cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::aes, true});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <thread>
@@ -72,6 +73,14 @@ std::string device_slug() {
 }
 
 std::string cuda_unavailable_reason() { return cuda_info().available ? std::string() : cuda_info().reason; }
+
+FusedKernelsOff::FusedKernelsOff(bool off) : off_(off) {
+  if (off_) ::setenv("ASRDEC_FUSED_KERNELS", "0", 1);
+}
+
+FusedKernelsOff::~FusedKernelsOff() {
+  if (off_) ::unsetenv("ASRDEC_FUSED_KERNELS");
+}
 
 void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration, double frame_shift_seconds) {
   state.counters["RTFx"] = benchmark::Counter(static_cast<double>(frames_per_iteration) * frame_shift_seconds,

@@ -40,6 +40,19 @@ std::string cuda_unavailable_reason();
 /** With a non-empty `reason` (a missing GPU or model), marks the benchmark skipped and returns true. */
 bool skip_if(benchmark::State& state, const std::string& reason);
 
+/** While it lives (and `off`), the CUDA decoders built do without their fused small-batch kernels: it sets
+ *  ASRDEC_FUSED_KERNELS=0 (docs/cuda-contract.md), the baseline those kernels are measured against in one process. */
+class FusedKernelsOff {
+ public:
+  explicit FusedKernelsOff(bool off);
+  ~FusedKernelsOff();
+  FusedKernelsOff(const FusedKernelsOff&) = delete;
+  FusedKernelsOff& operator=(const FusedKernelsOff&) = delete;
+
+ private:
+  bool off_;
+};
+
 /** Runs `body` (which enqueues GPU work on `stream`) once per benchmark iteration and reports the time between
  *  CUDA events around it. Use with ->UseManualTime(). */
 template <class Body>

@@ -29,5 +29,23 @@ ASRDEC_HD_INLINE float activate(JointActivation activation, float x) {
   return x;
 }
 
+/** An LSTM cell's new state. */
+struct LstmCellState {
+  float c;
+  float h;
+};
+
+/** The LSTM cell update from the four gate pre-activations (input, forget, cell, output) and the old c; every
+ *  executor's LSTM step calls it, so the arithmetic and its order are the same everywhere. */
+ASRDEC_HD_INLINE LstmCellState lstm_cell(float input_gate, float forget_gate, float cell_gate, float output_gate,
+                                         float c) {
+  const float input = sigmoid(input_gate);
+  const float forget = sigmoid(forget_gate);
+  const float cell = tanhf(cell_gate);
+  const float output = sigmoid(output_gate);
+  const float next_c = forget * c + input * cell;
+  return LstmCellState{next_c, output * tanhf(next_c)};
+}
+
 }  // namespace detail
 }  // namespace asrdec

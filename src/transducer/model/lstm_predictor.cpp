@@ -73,13 +73,10 @@ LstmHostWeights prepare_lstm(const LstmPredictorWeights& w, std::int32_t blank_i
 
 void lstm_cell_row(const float* gates, float* h, float* c, std::int64_t hidden) {
   for (std::int64_t k = 0; k < hidden; ++k) {
-    const float input = sigmoid(gates[k]);
-    const float forget = sigmoid(gates[hidden + k]);
-    const float cell = tanhf(gates[2 * hidden + k]);
-    const float output = sigmoid(gates[3 * hidden + k]);
-    const float next_c = forget * c[k] + input * cell;
-    c[k] = next_c;
-    h[k] = output * tanhf(next_c);
+    const LstmCellState next =
+        lstm_cell(gates[k], gates[hidden + k], gates[2 * hidden + k], gates[3 * hidden + k], c[k]);
+    c[k] = next.c;
+    h[k] = next.h;
   }
 }
 

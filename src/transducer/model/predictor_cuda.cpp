@@ -1,13 +1,17 @@
 // CUDA executors of the built-in predictors: weights uploaded once (immutable, shared), and per-decoder sessions
-// holding the scratch of a step and a cuBLAS handle. A step is a fixed sequence of GEMMs and elementwise
-// kernels on the given stream, so decoders capture it into their graphs.
+// holding the scratch of a step and a cuBLAS handle. A step is a fixed sequence of kernels on the given stream, so
+// decoders capture it into their graphs: for a few rows fused kernels that do their own matrix products (an LSTM
+// layer, the projection; transducer/model/joint_gemv_shape.hpp says which shapes), otherwise GEMMs and elementwise
+// kernels.
 
+#include <algorithm>
 #include <vector>
 
 #include "asrdec/core/error.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/gemm.hpp"
 #include "core/weights.hpp"
+#include "transducer/model/joint_gemv_shape.hpp"
 #include "transducer/model/lstm_predictor.hpp"
 #include "transducer/model/predictor_kernels.hpp"
 #include "transducer/model/stateless_predictor.hpp"
@@ -48,6 +52,12 @@ class LstmCudaSession final : public PredictorSession {
   DeviceBuffer<float> recurrent_;          // [B, 4P]
   DeviceBuffer<float> input_;              // [B, 4P]
   DeviceBuffer<float> projected_;          // [B, J]
+  DeviceBuffer<float> h_next_;             // fused: [layers, B, P] h' until the projection commits it
+  DeviceBuffer<std::byte> layer_output_;   // fused: [B, P] a second round(h') buffer (layers alternate)
+  bool fused_ = false;                     // steps of few rows may run the fused kernels (fused_kernels_enabled)
+
+  void fused_step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
+                  cudaStream_t stream);
 };
 
 class LstmCudaPredictor final : public TransducerPredictor {
@@ -55,7 +65,7 @@ class LstmCudaPredictor final : public TransducerPredictor {
   LstmCudaPredictor(const LstmHostWeights& w, Device device) : device_(device), w_(w) {
     DeviceGuard guard(device);
     Stream stream(device);
-    preload_predictor_kernels();
+    fused_shared_bytes_ = preload_predictor_kernels();
     const cudaStream_t s = stream.handle();
     input_table_ = upload(w.input_table, device, s);
     const std::int64_t P = w.hidden;
@@ -89,8 +99,15 @@ class LstmCudaPredictor final : public TransducerPredictor {
     return std::make_unique<LstmCudaSession>(*this, max_batch);
   }
 
+  /** Whether a step of `batch` rows runs the fused kernels: every row's round(h), and the layer below's round(h'),
+   *  in one block's shared memory. */
+  bool fused(std::int64_t batch) const {
+    return joint_gemv_fits(batch, w_.hidden * (w_.layers > 1 ? 2 : 1), fused_shared_bytes_);
+  }
+
   Device device_;
-  LstmHostWeights w_;  // sizes and dtype
+  std::int64_t fused_shared_bytes_ = 0;  // what the fused kernels may use on this device
+  LstmHostWeights w_;                    // sizes and dtype
   DeviceBuffer<float> input_table_;
   std::vector<DeviceBuffer<std::byte>> weight_ih_, weight_hh_;
   std::vector<DeviceBuffer<float>> bias_;
@@ -108,6 +125,13 @@ LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_
   recurrent_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(4 * P), p_.device_);
   input_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(4 * P), p_.device_);
   projected_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(p_.w_.joint), p_.device_);
+  fused_ = fused_kernels_enabled() && p_.fused(1);
+  if (fused_) {  // steps of up to kJointGemvMaxRows rows may run fused
+    const auto fused_rows = static_cast<std::size_t>(std::min(max_batch_, kJointGemvMaxRows));
+    h_next_ = DeviceBuffer<float>(static_cast<std::size_t>(p_.w_.layers) * fused_rows * static_cast<std::size_t>(P),
+                                  p_.device_);
+    layer_output_ = DeviceBuffer<std::byte>(fused_rows * static_cast<std::size_t>(P) * element, p_.device_);
+  }
 }
 
 void LstmCudaSession::initial_state(float* state, std::int64_t batch, StreamHandle stream) {
@@ -117,6 +141,10 @@ void LstmCudaSession::initial_state(float* state, std::int64_t batch, StreamHand
 void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
                            std::int64_t batch, StreamHandle stream) {
   ASRDEC_CHECK_ARG(batch <= max_batch_, "predictor step for ", batch, " rows, the session holds ", max_batch_);
+  if (fused_ && p_.fused(batch)) {
+    fused_step(labels, mask, state, output, batch, stream);
+    return;
+  }
   const std::int64_t P = p_.w_.hidden;
   const std::int64_t S = p_.w_.state_size();
   const DType dtype = p_.w_.dtype;
@@ -151,6 +179,50 @@ void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask,
   launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
 }
 
+// One kernel per layer, one for the projection (which also commits every layer's h'): layers alternate between
+// next_input_ and layer_output_ for their round(h'), since a layer reads the one below while writing its own.
+void LstmCudaSession::fused_step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                                 std::int64_t batch, cudaStream_t stream) {
+  const std::int64_t P = p_.w_.hidden;
+  void* outputs[2] = {next_input_.data(), layer_output_.data()};
+  for (std::int64_t l = 0; l < p_.w_.layers; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    LstmFusedLayer layer{};
+    layer.labels = labels;
+    layer.mask = mask;
+    layer.input_table = l == 0 ? p_.input_table_.data() : nullptr;
+    layer.weight_ih = l > 0 ? p_.weight_ih_[i].data() : nullptr;
+    layer.bias = l > 0 ? p_.bias_[i].data() : nullptr;
+    layer.below = l > 0 ? outputs[(l - 1) % 2] : nullptr;
+    layer.weight_hh = p_.weight_hh_[i].data();
+    layer.state = state;
+    layer.state_stride = p_.w_.state_size();
+    layer.h_offset = 2 * l * P;
+    layer.h_next = h_next_.data() + l * batch * P;
+    layer.next_input = outputs[l % 2];
+    layer.dtype = p_.w_.dtype;
+    layer.batch = batch;
+    layer.hidden = P;
+    launch_lstm_fused_layer(layer, stream);
+  }
+  FusedProjection projection{};
+  projection.mask = mask;
+  projection.input = outputs[(p_.w_.layers - 1) % 2];
+  projection.weight = p_.projection_weight_.data();
+  projection.bias = p_.projection_bias_.data();
+  projection.output = output;
+  projection.dtype = p_.w_.dtype;
+  projection.batch = batch;
+  projection.width = P;
+  projection.joint = p_.w_.joint;
+  projection.h_next = h_next_.data();
+  projection.state = state;
+  projection.state_stride = p_.w_.state_size();
+  projection.layers = p_.w_.layers;
+  projection.hidden = P;
+  launch_fused_projection(projection, stream);
+}
+
 // ---- stateless --------------------------------------------------------------------------------------------
 
 class StatelessCudaPredictor;
@@ -166,9 +238,10 @@ class StatelessCudaSession final : public PredictorSession {
   const StatelessCudaPredictor& p_;
   std::int64_t max_batch_;
   Gemm gemm_;
-  DeviceBuffer<std::byte> features_;  // [B, width] in the weight dtype
-  DeviceBuffer<float> projected_;     // [B, J]
-  DeviceBuffer<float> blank_state_;   // [max_batch, state_size] all blank, for initial_state
+  DeviceBuffer<std::byte> features_;      // [B, width] in the weight dtype
+  DeviceBuffer<float> projected_;         // [B, J]
+  DeviceBuffer<float> blank_state_;       // [max_batch, state_size] all blank, for initial_state
+  bool fused_ = fused_kernels_enabled();  // projections of few rows may run the fused kernel
 };
 
 class StatelessCudaPredictor final : public TransducerPredictor {
@@ -176,7 +249,7 @@ class StatelessCudaPredictor final : public TransducerPredictor {
   StatelessCudaPredictor(const StatelessHostWeights& w, Device device) : device_(device), w_(w) {
     DeviceGuard guard(device);
     Stream stream(device);
-    preload_predictor_kernels();
+    fused_shared_bytes_ = preload_predictor_kernels();
     const cudaStream_t s = stream.handle();
     std::vector<float> tables;
     std::vector<std::int64_t> table_offsets;
@@ -204,7 +277,11 @@ class StatelessCudaPredictor final : public TransducerPredictor {
     return std::make_unique<StatelessCudaSession>(*this, max_batch);
   }
 
+  /** Whether the projection of `batch` rows runs the fused kernel (every row's features in shared memory). */
+  bool fused(std::int64_t batch) const { return joint_gemv_fits(batch, w_.width, fused_shared_bytes_); }
+
   Device device_;
+  std::int64_t fused_shared_bytes_ = 0;  // what the fused kernel may use on this device
   StatelessHostWeights w_;
   DeviceBuffer<float> tables_;
   DeviceBuffer<std::int64_t> table_offsets_, slice_offsets_;
@@ -250,9 +327,23 @@ void StatelessCudaSession::step(const std::int32_t* labels, const std::int32_t* 
   params.batch = batch;
   params.width = p_.w_.width;
   launch_stateless_features(params, stream);
-  gemm_.rows_times_weight_t(p_.projection_weight_.data(), p_.w_.dtype, p_.w_.joint, p_.w_.width, features_.data(),
-                            p_.w_.width, batch, projected_.data(), p_.w_.joint, stream);
-  launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
+  if (fused_ && p_.fused(batch)) {
+    FusedProjection projection{};
+    projection.mask = mask;
+    projection.input = features_.data();
+    projection.weight = p_.projection_weight_.data();
+    projection.bias = p_.projection_bias_.data();
+    projection.output = output;
+    projection.dtype = p_.w_.dtype;
+    projection.batch = batch;
+    projection.width = p_.w_.width;
+    projection.joint = p_.w_.joint;
+    launch_fused_projection(projection, stream);
+  } else {
+    gemm_.rows_times_weight_t(p_.projection_weight_.data(), p_.w_.dtype, p_.w_.joint, p_.w_.width, features_.data(),
+                              p_.w_.width, batch, projected_.data(), p_.w_.joint, stream);
+    launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
+  }
   launch_stateless_shift(params, stream);
 }
 

@@ -1,6 +1,8 @@
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "core/cuda/check.hpp"
+#include "core/float_type.hpp"
+#include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/predictor_kernels.hpp"
 
 namespace asrdec::detail {
@@ -65,15 +67,10 @@ __global__ void lstm_cell_kernel(LstmCellParams p) {
                               : p.input_gemm[b * 4 * P + column] + p.bias[column];
       gate[g] = input + p.recurrent[b * 4 * P + column];
     }
-    const float input_gate = sigmoid(gate[0]);
-    const float forget = sigmoid(gate[1]);
-    const float cell = tanhf(gate[2]);
-    const float output = sigmoid(gate[3]);
-    const float next_c = forget * c[k] + input_gate * cell;
-    const float next_h = output * tanhf(next_c);
-    c[k] = next_c;
-    h[k] = next_h;
-    store(p.next_input, p.dtype, b * P + k, next_h);
+    const LstmCellState next = lstm_cell(gate[0], gate[1], gate[2], gate[3], c[k]);
+    c[k] = next.c;
+    h[k] = next.h;
+    store(p.next_input, p.dtype, b * P + k, next.h);
   }
 }
 
@@ -149,6 +146,132 @@ __global__ void stateless_shift_kernel(StatelessParams p) {
   }
 }
 
+// ---- fused kernels for a few rows (joint_gemv_shape.hpp) ----
+
+constexpr int kLstmRowTile = 4;  // rows per pass over a unit's weights: 4 gates x 4 rows x 2 sums in registers
+
+// Row b's cell update for unit k from the gates' two matrix products, as lstm_cell_kernel does it.
+__device__ void lstm_fused_cell(const LstmFusedLayer& p, std::int64_t b, std::int64_t k, const float (&recurrent)[4],
+                                const float (&input)[4]) {
+  const std::int64_t P = p.hidden;
+  const float* h = p.state + b * p.state_stride + p.h_offset;
+  float* c = p.state + b * p.state_stride + p.h_offset + P;
+  if (!p.mask[b]) {
+    p.h_next[b * P + k] = h[k];
+    store(p.next_input, p.dtype, b * P + k, h[k]);
+    return;
+  }
+  float gate[4];
+#pragma unroll
+  for (int g = 0; g < 4; ++g) {
+    const std::int64_t column = g * P + k;
+    const float in = p.input_table != nullptr ? p.input_table[static_cast<std::int64_t>(p.labels[b]) * 4 * P + column]
+                                              : input[g] + p.bias[column];
+    gate[g] = in + recurrent[g];
+  }
+  const LstmCellState next = lstm_cell(gate[0], gate[1], gate[2], gate[3], c[k]);
+  c[k] = next.c;
+  p.h_next[b * P + k] = next.h;
+  store(p.next_input, p.dtype, b * P + k, next.h);
+}
+
+// Each block rounds every row's h (and loads the layer below's round(h')) into shared memory; a warp takes a unit k
+// at a time, its lanes over the inner dimension for the unit's four gate rows, the sums reduced by a fixed shuffle
+// tree; lane t then updates row first + t's cell.
+template <class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads) lstm_fused_layer_kernel(LstmFusedLayer p) {
+  extern __shared__ float x[];  // [batch, P] round(h); layers >= 1: then [batch, P] the layer below's round(h')
+  const std::int64_t P = p.hidden;
+  const bool has_below = p.below != nullptr;
+  float* xh = x;
+  float* xb = x + p.batch * P;
+  for (std::int64_t i = threadIdx.x; i < p.batch * P; i += blockDim.x) {
+    const std::int64_t b = i / P;
+    const std::int64_t k = i - b * P;
+    xh[i] = to_float(from_float<TWeight>(p.state[b * p.state_stride + p.h_offset + k]));
+    if (has_below) xb[i] = to_float(static_cast<const TWeight*>(p.below)[i]);
+  }
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warps = static_cast<int>(blockDim.x / 32);
+  const TWeight* weight_hh = static_cast<const TWeight*>(p.weight_hh);
+  const TWeight* weight_ih = static_cast<const TWeight*>(p.weight_ih);
+  for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * warps + threadIdx.x / 32; k < P;
+       k += static_cast<std::int64_t>(gridDim.x) * warps) {
+    for (std::int64_t first = 0; first < p.batch; first += kLstmRowTile) {
+      const std::int64_t left = p.batch - first;
+      const int tile = left < kLstmRowTile ? static_cast<int>(left) : kLstmRowTile;
+      float recurrent[4][kLstmRowTile];
+      float input[4][kLstmRowTile];
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+#pragma unroll
+        for (int t = 0; t < kLstmRowTile; ++t) recurrent[g][t] = input[g][t] = 0.0f;
+      }
+      for (std::int64_t m = lane; m < P; m += 32) {
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+          const float w = to_float(weight_hh[(g * P + k) * P + m]);
+#pragma unroll
+          for (int t = 0; t < kLstmRowTile; ++t) {
+            if (t < tile) recurrent[g][t] += w * xh[(first + t) * P + m];
+          }
+          if (has_below) {
+            const float v = to_float(weight_ih[(g * P + k) * P + m]);
+#pragma unroll
+            for (int t = 0; t < kLstmRowTile; ++t) {
+              if (t < tile) input[g][t] += v * xb[(first + t) * P + m];
+            }
+          }
+        }
+      }
+      float mine_recurrent[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float mine_input[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+#pragma unroll
+        for (int t = 0; t < kLstmRowTile; ++t) {
+          if (t >= tile) continue;  // the same for the whole warp
+          for (int offset = 16; offset > 0; offset >>= 1) {
+            recurrent[g][t] += __shfl_xor_sync(0xffffffffu, recurrent[g][t], offset);
+            if (has_below) input[g][t] += __shfl_xor_sync(0xffffffffu, input[g][t], offset);
+          }
+          if (lane == t) {
+            mine_recurrent[g] = recurrent[g][t];
+            mine_input[g] = input[g][t];
+          }
+        }
+      }
+      if (lane < tile) lstm_fused_cell(p, first + lane, k, mine_recurrent, mine_input);
+    }
+  }
+}
+
+// The input rows into shared memory, the LSTM commit (independent of the product: nothing here reads the state),
+// then the columns by joint_gemv_columns, bias added for masked rows as masked_bias_kernel does.
+template <class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads) fused_projection_kernel(FusedProjection p) {
+  extern __shared__ float x[];  // [batch, width]
+  for (std::int64_t i = threadIdx.x; i < p.batch * p.width; i += blockDim.x) {
+    x[i] = to_float(static_cast<const TWeight*>(p.input)[i]);
+  }
+  if (p.h_next != nullptr) {
+    const std::int64_t per_layer = p.batch * p.hidden;
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < p.layers * per_layer;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const std::int64_t l = i / per_layer;
+      const std::int64_t b = (i - l * per_layer) / p.hidden;
+      const std::int64_t k = i - l * per_layer - b * p.hidden;
+      if (p.mask[b]) p.state[b * p.state_stride + 2 * l * p.hidden + k] = p.h_next[i];
+    }
+  }
+  __syncthreads();
+  const JointGemvRows rows{nullptr, p.weight, p.output, p.batch, p.width, p.joint, JointActivation::relu};
+  joint_gemv_columns<TWeight>(rows, x, [&](std::int64_t o, std::int64_t b, float product) {
+    if (p.mask[b]) p.output[b * p.joint + o] = product + p.bias[o];
+  });
+}
+
 }  // namespace
 
 void launch_round_rows(const float* source, std::int64_t source_stride, void* target, DType dtype, std::int64_t batch,
@@ -167,6 +290,25 @@ void launch_masked_bias(const float* product, const float* bias, const std::int3
                         std::int64_t batch, std::int64_t width, cudaStream_t stream) {
   masked_bias_kernel<<<blocks_for(batch * width), kThreads, 0, stream>>>(product, bias, mask, output, batch, width);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "masked_bias_kernel");
+}
+
+void launch_lstm_fused_layer(const LstmFusedLayer& params, cudaStream_t stream) {
+  const auto bytes = static_cast<std::size_t>(
+      joint_gemv_shared_bytes(params.batch, params.hidden * (params.below != nullptr ? 2 : 1)));
+  with_float_type(params.dtype, [&](auto weight) {
+    lstm_fused_layer_kernel<decltype(weight)>
+        <<<joint_gemv_blocks(params.hidden), kJointGemvThreads, bytes, stream>>>(params);
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "lstm_fused_layer_kernel");
+}
+
+void launch_fused_projection(const FusedProjection& params, cudaStream_t stream) {
+  const auto bytes = static_cast<std::size_t>(joint_gemv_shared_bytes(params.batch, params.width));
+  with_float_type(params.dtype, [&](auto weight) {
+    fused_projection_kernel<decltype(weight)>
+        <<<joint_gemv_blocks(params.joint), kJointGemvThreads, bytes, stream>>>(params);
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "fused_projection_kernel");
 }
 
 void prepare_stateless_features(std::int64_t width) {
@@ -189,13 +331,23 @@ void launch_stateless_shift(const StatelessParams& params, cudaStream_t stream) 
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "stateless_shift_kernel");
 }
 
-void preload_predictor_kernels() {
+std::int64_t preload_predictor_kernels() {
   cudaFuncAttributes attributes{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, round_rows_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, lstm_cell_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, masked_bias_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, stateless_features_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, stateless_shift_kernel));
+  std::int64_t least = kJointGemvMaxSharedBytes;
+  for (DType dtype : kFloatDTypes) {
+    with_float_type(dtype, [&](auto weight) {
+      for (const std::int64_t bytes : {opt_in_joint_gemv_shared(lstm_fused_layer_kernel<decltype(weight)>),
+                                       opt_in_joint_gemv_shared(fused_projection_kernel<decltype(weight)>)}) {
+        least = bytes < least ? bytes : least;
+      }
+    });
+  }
+  return least;
 }
 
 }  // namespace asrdec::detail

@@ -1,7 +1,9 @@
 #pragma once
-// Internal: elementwise kernels of the built-in predictors; the matrix products around them go through cuBLAS.
-// Every kernel writes a row only where mask[b] != 0 (the masked-update rule of PredictorSession::step) unless
-// it writes scratch that no one reads for unmasked rows.
+// Internal: kernels of the built-in predictors. For many rows, elementwise kernels around cuBLAS matrix products;
+// for a few rows (the shapes joint_gemv_fits accepts, transducer/model/joint_gemv_shape.hpp), fused kernels that do
+// the matrix products themselves: an LSTM step in one kernel per layer plus one for the projection, where the other
+// path takes five per layer. Every kernel writes a row only where mask[b] != 0 (the masked-update rule of
+// PredictorSession::step) unless it writes scratch that no one reads for unmasked rows.
 
 #include <cuda_runtime.h>
 
@@ -61,6 +63,52 @@ void launch_stateless_features(const StatelessParams& params, cudaStream_t strea
 /** Shifts the new label into the state of masked rows. */
 void launch_stateless_shift(const StatelessParams& params, cudaStream_t stream);
 
-void preload_predictor_kernels();
+/** One LSTM layer of a step for a few rows, in one kernel: the gates' matrix products (W_ih · x for layers >= 1,
+ *  W_hh · round(h)) summed in the order lstm_cell_kernel sums cuBLAS's, and the cell update of masked rows. c is
+ *  updated in place; h' goes to `h_next`, not to the state, because other blocks still read the old h: the
+ *  projection kernel commits it. round(h') (round(h) for unmasked rows) goes to `next_input`, which must not be
+ *  `below`. */
+struct LstmFusedLayer {
+  const std::int32_t* labels;
+  const std::int32_t* mask;
+  const float* input_table;  ///< [V+1, 4P] layer 0 (null for layers >= 1)
+  const void* weight_ih;     ///< [4P, P] layers >= 1
+  const float* bias;         ///< [4P] b_ih + b_hh, layers >= 1
+  const void* below;         ///< [B, P] round(h') of the layer below, layers >= 1 (null for layer 0)
+  const void* weight_hh;     ///< [4P, P]
+  float* state;              ///< [B, state_stride]; this layer's h at h_offset (read), c right after it (updated)
+  std::int64_t state_stride;
+  std::int64_t h_offset;
+  float* h_next;     ///< [B, P] h' of masked rows, h of the others
+  void* next_input;  ///< [B, P] in the weight dtype
+  DType dtype;
+  std::int64_t batch;
+  std::int64_t hidden;  ///< P
+};
+void launch_lstm_fused_layer(const LstmFusedLayer& params, cudaStream_t stream);
+
+/** The projection of a few rows in one kernel: output[b, j] = W[j] · input[b] + bias[j] for masked rows, and, for an
+ *  LSTM, each layer's h' from `h_next` ([layers, B, hidden]) into the state of masked rows. */
+struct FusedProjection {
+  const std::int32_t* mask;
+  const void* input;   ///< [B, width] in the weight dtype
+  const void* weight;  ///< [joint, width]
+  const float* bias;   ///< [joint]
+  float* output;       ///< [B, joint]
+  DType dtype;
+  std::int64_t batch;
+  std::int64_t width;
+  std::int64_t joint;
+  const float* h_next;  ///< LSTM: [layers, B, hidden]; null for a stateless predictor
+  float* state;
+  std::int64_t state_stride;
+  std::int64_t layers;
+  std::int64_t hidden;
+};
+void launch_fused_projection(const FusedProjection& params, cudaStream_t stream);
+
+/** Loads the kernels on the current device (outside any capture); returns the shared memory the fused kernels may
+ *  use there, for joint_gemv_fits (the LSTM layer kernel needs batch · P floats, twice that for layers >= 1). */
+std::int64_t preload_predictor_kernels();
 
 }  // namespace asrdec::detail
