@@ -1,13 +1,12 @@
 // Which joint shapes the CUDA decoders evaluate with the fused joint kernel (transducer/model/joint_gemv_shape.hpp):
 // host-side arithmetic, checked here without a GPU.
-#include <gtest/gtest.h>
+#include "transducer/model/joint_gemv_shape.hpp"
 
-#include <string>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
-
-#include "transducer/model/joint_gemv_shape.hpp"
+#include <string>
 
 namespace asrdec::detail {
 namespace {

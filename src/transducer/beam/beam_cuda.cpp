@@ -357,9 +357,10 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), device_);
     host_hyps_.reserve(B, pool_, capacity_.history, kind, model_.blank_id(), Device::cpu());
     session_ = model_.predictor().start_session(slots);
-    gemm_ = std::make_unique<Gemm>(device_);
     fused_joint_ =
         fused_kernels_enabled() && joint_gemv_fits(joint_rows(), model_.joint_hidden(), joint_gemv_shared_bytes_);
+    // cuBLAS (a handle and its 32 MiB workspace) and the hidden buffer only for the path that uses them.
+    gemm_ = fused_joint_ ? nullptr : std::make_unique<Gemm>(device_);
     lengths_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
     row_last_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(B), device_);
     lane_frames_ =
@@ -379,7 +380,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     wind_candidates_ = DeviceBuffer<WindCandidate>(wind() ? n : 1, device_);
     aes_proposals_ = DeviceBuffer<AesProposals>(aes() ? n : 1, device_);
     expanding_ = DeviceBuffer<std::int32_t>(n, device_);
-    hidden_ = DeviceBuffer<std::byte>(rows * J * dtype_size(model_.joint().weight_dtype()), device_);
+    hidden_ = DeviceBuffer<std::byte>(fused_joint_ ? 1 : rows * J * dtype_size(model_.joint().weight_dtype()), device_);
     logits_ = DeviceBuffer<float>(rows * O, device_);
     const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
     const std::size_t boost_slots = config_.boost != nullptr ? n : 1;
@@ -413,12 +414,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     fill_bytes_async(boost_state_.data(), device_, 0, boost_slots * 4, stream.handle());
     // Warm-up outside any capture: the first GEMM of the joint's shape (cuBLAS heuristics, lazy module loading)
     // and a predictor step, on zeroed buffers.
-    fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
     fill_bytes_async(state_.data(), device_, 0, state_.bytes(), stream.handle());
-    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(),
-                               model_.joint().output_size(), model_.joint_hidden(), hidden_.data(),
-                               model_.joint_hidden(), joint_rows(), logits_.data(), model_.joint().output_size(),
-                               stream.handle());
+    if (gemm_) {
+      fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
+      gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(),
+                                 model_.joint().output_size(), model_.joint_hidden(), hidden_.data(),
+                                 model_.joint_hidden(), joint_rows(), logits_.data(), model_.joint().output_size(),
+                                 stream.handle());
+    }
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream.handle());
     stream.synchronize();
   }

@@ -240,8 +240,9 @@ class GreedyCuda final : public GreedyBackend {
     const auto rows = static_cast<std::size_t>(B);
     const auto joint_rows = static_cast<std::size_t>(B * window_);
     session_ = model_.predictor().start_session(B);
-    gemm_ = std::make_unique<Gemm>(device_);
     fused_joint_ = fused_kernels_enabled() && joint_gemv_fits(B * window_, J, joint_gemv_shared_bytes_);
+    // cuBLAS (a handle and its 32 MiB workspace) and the hidden buffer only for the path that uses them.
+    gemm_ = fused_joint_ ? nullptr : std::make_unique<Gemm>(device_);
     lengths_ = DeviceBuffer<std::int32_t>(rows, device_);
     time_jump_ = DeviceBuffer<std::int32_t>(rows, device_);
     last_label_ = DeviceBuffer<std::int32_t>(rows, device_);
@@ -257,7 +258,8 @@ class GreedyCuda final : public GreedyBackend {
     label_score_ = DeviceBuffer<float>(rows, device_);
     label_confidence_ = DeviceBuffer<float>(rows, device_);
     hidden_ = DeviceBuffer<std::byte>(
-        joint_rows * static_cast<std::size_t>(J) * dtype_size(model_.joint().weight_dtype()), device_);
+        fused_joint_ ? 1 : joint_rows * static_cast<std::size_t>(J) * dtype_size(model_.joint().weight_dtype()),
+        device_);
     logits_ = DeviceBuffer<float>(joint_rows * static_cast<std::size_t>(O), device_);
     choice_label_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
     choice_duration_ = DeviceBuffer<std::int32_t>(joint_rows, device_);
@@ -317,9 +319,11 @@ class GreedyCuda final : public GreedyBackend {
     copy_bytes_async(constants_.data(), device_, constants, Device::cpu(), sizeof constants, stream.handle());
     // Warm-up outside any capture: the first GEMM of each shape (cuBLAS heuristics, lazy module loading) and a
     // predictor step, all on our own zeroed buffers with every row masked off.
-    fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
-    gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(), O, J,
-                               hidden_.data(), J, B * window_, logits_.data(), O, stream.handle());
+    if (gemm_) {
+      fill_bytes_async(hidden_.data(), device_, 0, hidden_.bytes(), stream.handle());
+      gemm_->rows_times_weight_t(model_.joint().impl().device_weight.data(), model_.joint().weight_dtype(), O, J,
+                                 hidden_.data(), J, B * window_, logits_.data(), O, stream.handle());
+    }
     session_->step(label_.data(), emit_mask_.data(), work_state_.data(), work_dec_.data(), B, stream.handle());
     // Every utterance starts from the predictor state after the start symbol (blank), the same for all: stepped once
     // here for every row, row 0 kept.

@@ -105,9 +105,8 @@ template <class TEnc, class TWeight, class Rows>
 __global__ void __launch_bounds__(kJointGemvThreads) joint_gemv_kernel(JointGemvRows h, Rows rows) {
   extern __shared__ float hidden[];  // [rows, J]
   joint_gemv_hidden<TEnc, TWeight>(h, rows, hidden);
-  joint_gemv_columns<TWeight>(h, hidden, [&](std::int64_t o, std::int64_t row, float logit) {
-    h.logits[row * h.outputs + o] = logit;
-  });
+  joint_gemv_columns<TWeight>(
+      h, hidden, [&](std::int64_t o, std::int64_t row, float logit) { h.logits[row * h.outputs + o] = logit; });
 }
 
 /** Enqueues the logits of `h.rows` joint rows described by `rows`; the shape must pass joint_gemv_fits (the caller

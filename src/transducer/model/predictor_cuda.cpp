@@ -5,6 +5,7 @@
 // kernels.
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "asrdec/core/error.hpp"
@@ -46,7 +47,7 @@ class LstmCudaSession final : public PredictorSession {
  private:
   const LstmCudaPredictor& p_;
   std::int64_t max_batch_;
-  Gemm gemm_;
+  std::optional<Gemm> gemm_;               // cuBLAS only if some step may take more rows than the fused kernels do
   DeviceBuffer<std::byte> rounded_state_;  // [B, P] round(h) of the layer being stepped
   DeviceBuffer<std::byte> next_input_;     // [B, P] round(h') of the layer just stepped
   DeviceBuffer<float> recurrent_;          // [B, 4P]
@@ -116,7 +117,7 @@ class LstmCudaPredictor final : public TransducerPredictor {
 };
 
 LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_t max_batch)
-    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)), gemm_(predictor.device_) {
+    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)) {
   const std::int64_t P = p_.w_.hidden;
   const std::size_t element = dtype_size(p_.w_.dtype);
   const auto rows = static_cast<std::size_t>(max_batch_);
@@ -126,6 +127,7 @@ LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_
   input_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(4 * P), p_.device_);
   projected_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(p_.w_.joint), p_.device_);
   fused_ = fused_kernels_enabled() && p_.fused(1);
+  if (!fused_ || !p_.fused(max_batch_)) gemm_.emplace(p_.device_);
   if (fused_) {  // steps of up to kJointGemvMaxRows rows may run fused
     const auto fused_rows = static_cast<std::size_t>(std::min(max_batch_, kJointGemvMaxRows));
     h_next_ = DeviceBuffer<float>(static_cast<std::size_t>(p_.w_.layers) * fused_rows * static_cast<std::size_t>(P),
@@ -151,11 +153,11 @@ void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask,
   for (std::int64_t l = 0; l < p_.w_.layers; ++l) {
     const auto i = static_cast<std::size_t>(l);
     launch_round_rows(state + 2 * l * P, S, rounded_state_.data(), dtype, batch, P, stream);
-    gemm_.rows_times_weight_t(p_.weight_hh_[i].data(), dtype, 4 * P, P, rounded_state_.data(), P, batch,
-                              recurrent_.data(), 4 * P, stream);
+    gemm_->rows_times_weight_t(p_.weight_hh_[i].data(), dtype, 4 * P, P, rounded_state_.data(), P, batch,
+                               recurrent_.data(), 4 * P, stream);
     if (l > 0) {
-      gemm_.rows_times_weight_t(p_.weight_ih_[i].data(), dtype, 4 * P, P, next_input_.data(), P, batch, input_.data(),
-                                4 * P, stream);
+      gemm_->rows_times_weight_t(p_.weight_ih_[i].data(), dtype, 4 * P, P, next_input_.data(), P, batch, input_.data(),
+                                 4 * P, stream);
     }
     LstmCellParams cell{};
     cell.labels = labels;
@@ -174,8 +176,8 @@ void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask,
     cell.hidden = P;
     launch_lstm_cell(cell, stream);
   }
-  gemm_.rows_times_weight_t(p_.projection_weight_.data(), dtype, p_.w_.joint, P, next_input_.data(), P, batch,
-                            projected_.data(), p_.w_.joint, stream);
+  gemm_->rows_times_weight_t(p_.projection_weight_.data(), dtype, p_.w_.joint, P, next_input_.data(), P, batch,
+                             projected_.data(), p_.w_.joint, stream);
   launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
 }
 
@@ -237,7 +239,7 @@ class StatelessCudaSession final : public PredictorSession {
  private:
   const StatelessCudaPredictor& p_;
   std::int64_t max_batch_;
-  Gemm gemm_;
+  std::optional<Gemm> gemm_;              // cuBLAS only if some step may take more rows than the fused kernel does
   DeviceBuffer<std::byte> features_;      // [B, width] in the weight dtype
   DeviceBuffer<float> projected_;         // [B, J]
   DeviceBuffer<float> blank_state_;       // [max_batch, state_size] all blank, for initial_state
@@ -290,7 +292,8 @@ class StatelessCudaPredictor final : public TransducerPredictor {
 };
 
 StatelessCudaSession::StatelessCudaSession(const StatelessCudaPredictor& predictor, std::int64_t max_batch)
-    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)), gemm_(predictor.device_) {
+    : p_(predictor), max_batch_(std::max<std::int64_t>(max_batch, 1)) {
+  if (!fused_ || !p_.fused(max_batch_)) gemm_.emplace(p_.device_);
   const auto rows = static_cast<std::size_t>(max_batch_);
   features_ =
       DeviceBuffer<std::byte>(rows * static_cast<std::size_t>(p_.w_.width) * dtype_size(p_.w_.dtype), p_.device_);
@@ -340,8 +343,8 @@ void StatelessCudaSession::step(const std::int32_t* labels, const std::int32_t* 
     projection.joint = p_.w_.joint;
     launch_fused_projection(projection, stream);
   } else {
-    gemm_.rows_times_weight_t(p_.projection_weight_.data(), p_.w_.dtype, p_.w_.joint, p_.w_.width, features_.data(),
-                              p_.w_.width, batch, projected_.data(), p_.w_.joint, stream);
+    gemm_->rows_times_weight_t(p_.projection_weight_.data(), p_.w_.dtype, p_.w_.joint, p_.w_.width, features_.data(),
+                               p_.w_.width, batch, projected_.data(), p_.w_.joint, stream);
     launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
   }
   launch_stateless_shift(params, stream);
