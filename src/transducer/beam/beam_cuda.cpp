@@ -518,11 +518,12 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
                          g.row_active);
   }
 
-  // Every slot takes over the states of take_from with take_label, and the predictor steps the tokens.
-  void take_over(const BeamDeviceState& g, cudaStream_t stream) {
+  // Every slot takes over the states of take_from with take_label (into the next_* buffers), the predictor steps the
+  // tokens there, and the commit makes them current, then runs `then` in its last block.
+  void take_over(const BeamDeviceState& g, BeamPhase then, cudaStream_t stream) {
     launch_beam_take(g, stream);
-    launch_beam_commit(g, stream);
-    session_->step(g.step_label, g.step_mask, g.state, g.dec, g.slots, stream);
+    session_->step(g.step_label, g.step_mask, g.next_state, g.next_dec, g.slots, stream);
+    launch_beam_commit_then(then, g, stream);
   }
 
   // ALSD++ and WIND share the loop "begin; while a slot is active { joint and fused queries; propose; select (WIND:
@@ -538,12 +539,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       } else {
         launch_alsd_propose(g, s);  // and the selection
       }
-      take_over(g, s);
-      if (windowed) {
-        launch_wind_groups(g, s);
-      } else {
-        launch_alsd_activity(g, s);
-      }
+      take_over(g, windowed ? BeamPhase::wind_groups : BeamPhase::alsd_activity, s);
     });
     StreamProgram program;
     program
@@ -567,8 +563,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     steps.then([this, g, evaluate](StreamHandle s) {
       launch_aes_propose(g, s);
       launch_aes_expand(g, s);
-      take_over(g, s);
-      launch_aes_mark_rows(g, s);
+      take_over(g, BeamPhase::aes_mark_rows, s);
       evaluate(s);  // also after the last step: the end of the frame scores the blank of those still expanding
     });
     StreamProgram frames;

@@ -56,8 +56,6 @@ __global__ void __launch_bounds__(kPhaseThreads) alsd_begin_kernel(BeamDeviceSta
   activity(g);
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) alsd_activity_kernel(BeamDeviceState g) { activity(g); }
-
 // Which slot (s), utterance (b) and frame joint row r evaluates; false for a row nothing reads this step. ALSD++ and
 // AES++: row r is slot r on its frame (AES++: the common frame). WIND: row (b·K + g)·W + j is group member g's
 // window position j.
@@ -242,8 +240,11 @@ __global__ void __launch_bounds__(kThreads) beam_take_kernel(BeamDeviceState g) 
   }
 }
 
-// The next_* buffers become current (a kernel rather than copies, so the loop body holds only kernel nodes).
-__global__ void __launch_bounds__(kThreads) beam_commit_kernel(BeamDeviceState g) {
+// The next_* buffers become current (a kernel rather than copies, so the loop body holds only kernel nodes), then
+// the phase in the last block (declared below with the algorithms' kernels).
+__device__ void beam_phase(BeamPhase phase, const BeamDeviceState& g);
+
+__global__ void __launch_bounds__(kThreads) beam_commit_then_kernel(BeamPhase phase, BeamDeviceState g) {
   const std::int64_t width = g.state_size + g.hidden_size;
   const std::int64_t n = g.slots * width;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -266,6 +267,7 @@ __global__ void __launch_bounds__(kThreads) beam_commit_kernel(BeamDeviceState g
       g.fusion.boost.total[s] = g.next_boost_total[s];
     }
   }
+  if (last_block_done(g.blocks_done)) beam_phase(phase, g);
 }
 
 // --- AES++ ---
@@ -369,7 +371,7 @@ __global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g)
   }
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) aes_mark_rows_kernel(BeamDeviceState g) {
+__device__ void aes_mark_rows(const BeamDeviceState& g) {
   int any = 0;
   for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
     g.row_active[s] = g.aes.expanding[s];
@@ -424,7 +426,19 @@ __global__ void __launch_bounds__(kPhaseThreads) wind_begin_kernel(BeamDeviceSta
   wind_groups(g);
 }
 
-__global__ void __launch_bounds__(kPhaseThreads) wind_groups_kernel(BeamDeviceState g) { wind_groups(g); }
+__device__ void beam_phase(BeamPhase phase, const BeamDeviceState& g) {
+  switch (phase) {
+    case BeamPhase::alsd_activity:
+      activity(g);
+      break;
+    case BeamPhase::wind_groups:
+      wind_groups(g);
+      break;
+    case BeamPhase::aes_mark_rows:
+      aes_mark_rows(g);
+      break;
+  }
+}
 
 // Utterance b's window log-probabilities (RNN-T: a joint row is exactly the V+1 token columns).
 __device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
@@ -493,11 +507,6 @@ void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_begin_kernel");
 }
 
-void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream) {
-  alsd_activity_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_activity_kernel");
-}
-
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream) {
   const JointHiddenRows rows{g.dec, g.hidden, g.joint_rows, g.hidden_size, g.activation};
   launch_joint_hidden(rows, g.enc_dtype, g.weight_dtype, BeamJointRows{g}, stream);
@@ -519,9 +528,10 @@ void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_take_kernel");
 }
 
-void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream) {
-  beam_commit_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_commit_kernel");
+void launch_beam_commit_then(BeamPhase phase, const BeamDeviceState& g, cudaStream_t stream) {
+  beam_commit_then_kernel<<<blocks_for(g.slots * (g.state_size + g.hidden_size), kThreads), kThreads, 0, stream>>>(
+      phase, g);
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_commit_then_kernel");
 }
 
 void launch_aes_begin(const BeamDeviceState& g, cudaStream_t stream) {
@@ -550,11 +560,6 @@ void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
 }
 
-void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream) {
-  aes_mark_rows_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_mark_rows_kernel");
-}
-
 void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream) {
   aes_end_frame_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_end_frame_kernel");
@@ -568,11 +573,6 @@ void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream) {
 void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream) {
   wind_begin_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_begin_kernel");
-}
-
-void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream) {
-  wind_groups_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
-  ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_groups_kernel");
 }
 
 void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
@@ -589,20 +589,17 @@ void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
 std::int64_t preload_beam_kernels() {
   cudaFuncAttributes a{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_begin_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_activity_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, alsd_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_take_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_commit_kernel));
+  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_commit_then_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, beam_log_softmax_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_begin_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_next_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_prefix_search_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_expand_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_mark_rows_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, aes_end_frame_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_begin_kernel));
-  ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_groups_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_propose_kernel));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&a, wind_step_kernel));
   preload_joint_hidden<BeamJointRows>();

@@ -8,9 +8,9 @@
 // One step of the decode loop, over the B·K hypothesis slots of the largest batch:
 //   joint hidden (live slots on a frame of their utterance) → GEMM → LM/boosting queries of those slots →
 //   launch_alsd_propose (log-softmax and the K best extensions per slot, then, in its last block, the K best per
-//   utterance, recombination) → launch_beam_take and launch_beam_commit (each new slot gathers its parent's
-//   states) → predictor step of the slots that took a token → launch_alsd_activity (which slots step next, and
-//   the loop flag).
+//   utterance, recombination) → launch_beam_take (each new slot gathers its parent's states into the next_*
+//   buffers) → predictor step there of the slots that took a token → launch_beam_commit_then(alsd_activity) (the
+//   next_* buffers become current; then which slots step next, and the loop flag).
 
 #include <cuda_runtime.h>
 
@@ -83,7 +83,8 @@ struct BeamDeviceState {
   std::int32_t* row_active;   ///< [slots] alsd_row_active
   std::int32_t* running;      ///< [max_batch] the utterance has an active slot
   std::int32_t* any_running;  ///< loop flag
-  std::int32_t* blocks_done;  ///< launch_alsd_propose's count of finished blocks (0 between launches)
+  std::int32_t*
+      blocks_done;  ///< finished blocks of launch_alsd_propose or launch_beam_commit_then (0 between launches)
   // Joint.
   std::int64_t joint_rows;        ///< rows of hidden and logits: slots (WIND: max_batch · K · window)
   void* hidden;                   ///< [joint_rows, J] act(enc + dec) in the weight dtype
@@ -109,13 +110,10 @@ struct BeamDeviceState {
 };
 
 // WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused
-// queries of the group slots → launch_wind_propose → launch_wind_step → take, commit, predictor step → groups }".
+// queries of the group slots → launch_wind_propose → launch_wind_step → take, predictor step, commit then groups }".
 
-/** Clears every beam (slot 0 on frame 0; kept when seeded), then launch_wind_groups's work. */
+/** Clears every beam (slot 0 on frame 0; kept when seeded), then BeamPhase::wind_groups. */
 void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream);
-/** Each utterance's group (wind_group; none while the row waits for frames), window width, row_active (the group's
- *  slots), running and the loop flag. */
-void launch_wind_groups(const BeamDeviceState& g, cudaStream_t stream);
 /** One block per group member: log-softmax (bias added) of its window rows, then wind_propose's ranking over the
  *  block (wind_rank_share, block_topk_merge). */
 void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
@@ -124,7 +122,7 @@ void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream);
 void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream);
 
 // AES++: "while some utterance has frame t { evaluate the expanding slots; prefix search; while a slot expands and
-// steps are left { launch_aes_propose; aes_expand; take, commit, predictor step; launch_aes_mark_rows; evaluate };
+// steps are left { launch_aes_propose; aes_expand; take, predictor step, commit then mark rows; evaluate };
 // aes_end_frame; next frame }", where evaluate = launch_beam_joint_hidden, GEMM, launch_beam_log_softmax and the fused
 // queries of the rows in row_active.
 
@@ -139,18 +137,14 @@ void launch_aes_propose(const BeamDeviceState& g, cudaStream_t stream);
 /** aes_expand for every utterance that has the frame and an expanding slot, from launch_aes_propose's proposals; the
  *  slots of the others keep. */
 void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream);
-/** row_active = expanding; step += 1; the inner loop flag (steps left and a slot expanding). */
-void launch_aes_mark_rows(const BeamDeviceState& g, cudaStream_t stream);
 /** aes_end_frame for every utterance that has the frame. */
 void launch_aes_end_frame(const BeamDeviceState& g, cudaStream_t stream);
 /** t += 1; running (the utterances that have frame t), expanding = row_active = their live slots; the outer flag. */
 void launch_aes_next_frame(const BeamDeviceState& g, cudaStream_t stream);
 
-/** Clears every utterance's beam (kept when seeded), then launch_alsd_activity's work (the loop is entered with the
+/** Clears every utterance's beam (kept when seeded), then BeamPhase::alsd_activity (the loop is entered with the
  * flag set). */
 void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream);
-/** row_active, running and the loop flag from the current beams (a row that waits for frames does not run). */
-void launch_alsd_activity(const BeamDeviceState& g, cudaStream_t stream);
 /** act(enc[b, frame of slot] + dec[slot]) for the active slots (WIND: for the window rows of each group member),
  *  zeros for the other rows; NaN/inf in enc_proj is recorded in bad_value. */
 void launch_beam_joint_hidden(const BeamDeviceState& g, cudaStream_t stream);
@@ -162,10 +156,20 @@ void launch_beam_joint_gemv(const BeamDeviceState& g, cudaStream_t stream);
  *  every running utterance (the slots of the others keep their states). */
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream);
 /** Every slot takes over its parent's predictor, LM and boosting states (into the next_* buffers) and gets its
- *  step label and mask. */
+ *  step label and mask; the caller then steps the predictor on next_state and next_dec. */
 void launch_beam_take(const BeamDeviceState& g, cudaStream_t stream);
-/** The next_* buffers become the current ones; the caller then steps the predictor. */
-void launch_beam_commit(const BeamDeviceState& g, cudaStream_t stream);
+
+/** What a step of the loop does last, once the slots' new states are current. */
+enum class BeamPhase {
+  alsd_activity,  ///< ALSD++: row_active, running and the loop flag from the current beams (a row that waits for
+                  ///< frames does not run)
+  wind_groups,    ///< WIND: each utterance's group (wind_group; none while the row waits for frames), window width,
+                  ///< row_active (the group's slots), running and the loop flag
+  aes_mark_rows,  ///< AES++: row_active = expanding; step += 1; the inner loop flag (steps left and a slot expanding)
+};
+/** The next_* buffers become the current ones (every block a share), then `phase` in the block that finishes last:
+ *  one graph node where a copy kernel and a one-block phase kernel took two. */
+void launch_beam_commit_then(BeamPhase phase, const BeamDeviceState& g, cudaStream_t stream);
 
 /** Loads the kernels on the current device (outside any capture); returns the shared memory the fused joint kernel
  *  may use there, for joint_gemv_fits. */
