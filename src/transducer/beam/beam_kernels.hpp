@@ -64,7 +64,8 @@ struct BeamDeviceState {
   std::int64_t max_batch;
   std::int64_t slots;  ///< max_batch * hyps.beam
   std::int32_t beam;   ///< K (WIND: the pool holds more slots than the beam)
-  // Per-slot states; the take kernel writes the next_* buffers, which are then copied over the current ones.
+  // Per-slot states; the take kernel writes the next_* buffers, the predictor steps next_state and next_dec there,
+  // and the commit copies them over the current ones.
   float* state;             ///< [slots, state_size] predictor state
   float* next_state;        ///< [slots, state_size]
   float* dec;               ///< [slots, J] predictor output
