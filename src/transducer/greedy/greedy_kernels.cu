@@ -72,6 +72,19 @@ __device__ EpilogueSums epilogue_merge(const EpilogueSums& a, const EpilogueSums
                       a.finite && b.finite};
 }
 
+// Token column o's value x (logit plus bias) added to a row's sums; likewise duration column d's.
+__device__ void epilogue_add_token(EpilogueSums& sums, float x, std::int32_t o, bool entropy, float alpha) {
+  sums.finite = sums.finite && is_finite_value(x);
+  argmax_update(sums.best, x, o);
+  sums.lse = lse_add(sums.lse, x);
+  if (entropy) sums.stats = confidence_stats_add(sums.stats, x, alpha);
+}
+__device__ void epilogue_add_duration(EpilogueSums& sums, float x, std::int32_t d) {
+  sums.finite = sums.finite && is_finite_value(x);
+  argmax_update(sums.duration, x, d);
+  sums.duration_lse = lse_add(sums.duration_lse, x);
+}
+
 // A value of the lane `offset` away (__shfl_xor_sync over the whole warp), field by field.
 __device__ ArgMax shuffle_xor(const ArgMax& x, int offset) {
   return ArgMax{__shfl_xor_sync(kFullWarp, x.value, offset), __shfl_xor_sync(kFullWarp, x.index, offset)};
@@ -140,18 +153,11 @@ __device__ void joint_epilogue(const GreedyDeviceState& g) {
                       argmax_identity(), lse_identity(), true};
 #pragma unroll 4
     for (std::int64_t o = threadIdx.x; o < g.token_columns; o += kThreads) {
-      const float x = logits[o] + g.bias[o];
-      sums.finite = sums.finite && is_finite_value(x);
-      argmax_update(sums.best, x, static_cast<std::int32_t>(o));
-      sums.lse = lse_add(sums.lse, x);
-      if (entropy) sums.stats = confidence_stats_add(sums.stats, x, alpha);
+      epilogue_add_token(sums, logits[o] + g.bias[o], static_cast<std::int32_t>(o), entropy, alpha);
     }
     for (std::int32_t d = threadIdx.x; d < g.num_durations; d += kThreads) {
       const std::int64_t o = g.token_columns + d;
-      const float x = logits[o] + g.bias[o];
-      sums.finite = sums.finite && is_finite_value(x);
-      argmax_update(sums.duration, x, d);
-      sums.duration_lse = lse_add(sums.duration_lse, x);
+      epilogue_add_duration(sums, logits[o] + g.bias[o], d);
     }
     const EpilogueSums all = block_merge(sums, partial, shuffle, merge);
     ArgMax fused = argmax_identity();
@@ -370,20 +376,15 @@ __device__ RowSums row_sums_merge(const RowSums& a, const RowSums& b, bool entro
 __device__ void row_sums_add(RowSums& r, const GreedyDeviceState& g, std::int64_t row, std::int64_t o, float logit,
                              bool entropy, float alpha) {
   const float x = logit + g.bias[o];
-  r.sums.finite = r.sums.finite && is_finite_value(x);
   if (o < g.token_columns) {
     const auto column = static_cast<std::int32_t>(o);
-    argmax_update(r.sums.best, x, column);
-    r.sums.lse = lse_add(r.sums.lse, x);
-    if (entropy) r.sums.stats = confidence_stats_add(r.sums.stats, x, alpha);
+    epilogue_add_token(r.sums, x, column, entropy, alpha);
     if (g.fusion.active() && column != g.fusion.blank) {
       const std::int32_t id = fusion_id(column, g.fusion.blank);
       if (id < g.fusion.vocab) argmax_update(r.fused, x + fusion_bonus(g.fusion, row / g.window, column), column);
     }
   } else {
-    const auto d = static_cast<std::int32_t>(o - g.token_columns);
-    argmax_update(r.sums.duration, x, d);
-    r.sums.duration_lse = lse_add(r.sums.duration_lse, x);
+    epilogue_add_duration(r.sums, x, static_cast<std::int32_t>(o - g.token_columns));
   }
 }
 

@@ -46,20 +46,13 @@ template <class TEnc, class TWeight, class Rows>
 __device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, float* hidden) {
   const JointEncArgs args = rows.args();
   const std::int64_t J = h.hidden_size;
-  const TEnc* enc = static_cast<const TEnc*>(args.enc);
   for (std::int64_t r = 0; r < h.rows; ++r) {
     JointGather at{};
     const bool used = rows.gather(r, args, at);  // the same for every thread of the block
     for (std::int64_t j = threadIdx.x; j < J; j += blockDim.x) {
-      float value = 0.0f;
-      if (used) {
-        const float x = to_float(enc[at.b * args.stride_b + at.frame * args.stride_t + j * args.stride_j]);
-        if (blockIdx.x == 0 && at.check && !is_finite_value(x)) {
-          atomicMin(at.bad, pack_bad_value(at.b, at.frame, j, x != x));
-        }
-        value = to_float(from_float<TWeight>(activate(h.activation, x + h.dec[at.dec_row * J + j])));
-      }
-      hidden[r * J + j] = value;
+      hidden[r * J + j] =
+          used ? to_float(joint_hidden_value<TEnc, TWeight>(args, at, h.dec, J, j, h.activation, blockIdx.x == 0))
+               : 0.0f;
     }
   }
   __syncthreads();

@@ -41,6 +41,18 @@ struct JointHiddenRows {
 
 constexpr int kJointHiddenThreads = 256;
 
+/** Element j of joint row `at`'s hidden layer, act(enc + dec) rounded to TWeight; a non-finite encoder value is
+ *  recorded in *at.bad when at.check and `record`. The hidden kernel and the fused joint (joint_gemv.cuh) share it. */
+template <class TEnc, class TWeight>
+__device__ TWeight joint_hidden_value(const JointEncArgs& args, const JointGather& at, const float* dec,
+                                      std::int64_t hidden_size, std::int64_t j, JointActivation activation,
+                                      bool record) {
+  const TEnc* enc = static_cast<const TEnc*>(args.enc);
+  const float x = to_float(enc[at.b * args.stride_b + at.frame * args.stride_t + j * args.stride_j]);
+  if (record && at.check && !is_finite_value(x)) atomicMin(at.bad, pack_bad_value(at.b, at.frame, j, x != x));
+  return from_float<TWeight>(activate(activation, x + dec[at.dec_row * hidden_size + j]));
+}
+
 template <class TEnc, class TWeight, class Rows>
 __global__ void __launch_bounds__(kJointHiddenThreads) joint_hidden_kernel(JointHiddenRows h, Rows rows) {
   const JointEncArgs args = rows.args();
@@ -55,10 +67,7 @@ __global__ void __launch_bounds__(kJointHiddenThreads) joint_hidden_kernel(Joint
       hidden[i] = from_float<TWeight>(0.0f);
       continue;
     }
-    const TEnc* enc = static_cast<const TEnc*>(args.enc);
-    const float x = to_float(enc[at.b * args.stride_b + at.frame * args.stride_t + j * args.stride_j]);
-    if (at.check && !is_finite_value(x)) atomicMin(at.bad, pack_bad_value(at.b, at.frame, j, x != x));
-    hidden[i] = from_float<TWeight>(activate(h.activation, x + h.dec[at.dec_row * h.hidden_size + j]));
+    hidden[i] = joint_hidden_value<TEnc, TWeight>(args, at, h.dec, h.hidden_size, j, h.activation, true);
   }
 }
 

@@ -44,6 +44,16 @@ __global__ void round_rows_kernel(const float* source, std::int64_t source_strid
   }
 }
 
+// A gate's pre-activation (column = gate · P + unit) for a row that took `label`: the input part (layer 0: the
+// input table's row; above: W_ih · x plus the bias) plus the recurrent part W_hh · round(h), in the CPU executor's
+// order. `input_product` is W_ih · x (unused for layer 0). Both LSTM step paths call it.
+__device__ float lstm_gate(const float* input_table, std::int32_t label, float input_product, const float* bias,
+                           std::int64_t column, std::int64_t P, float recurrent) {
+  const float input = input_table != nullptr ? input_table[static_cast<std::int64_t>(label) * 4 * P + column]
+                                             : input_product + bias[column];
+  return input + recurrent;
+}
+
 // One thread per (row, unit): the four gate pre-activations, then the cell update for masked rows. The order of
 // the additions matches the CPU executor's: (input part) + (recurrent part).
 __global__ void lstm_cell_kernel(LstmCellParams p) {
@@ -62,10 +72,8 @@ __global__ void lstm_cell_kernel(LstmCellParams p) {
     float gate[4];
     for (int g = 0; g < 4; ++g) {
       const std::int64_t column = g * P + k;
-      const float input = p.input_table != nullptr
-                              ? p.input_table[static_cast<std::int64_t>(p.labels[b]) * 4 * P + column]
-                              : p.input_gemm[b * 4 * P + column] + p.bias[column];
-      gate[g] = input + p.recurrent[b * 4 * P + column];
+      const float product = p.input_table != nullptr ? 0.0f : p.input_gemm[b * 4 * P + column];
+      gate[g] = lstm_gate(p.input_table, p.labels[b], product, p.bias, column, P, p.recurrent[b * 4 * P + column]);
     }
     const LstmCellState next = lstm_cell(gate[0], gate[1], gate[2], gate[3], c[k]);
     c[k] = next.c;
@@ -164,10 +172,7 @@ __device__ void lstm_fused_cell(const LstmFusedLayer& p, std::int64_t b, std::in
   float gate[4];
 #pragma unroll
   for (int g = 0; g < 4; ++g) {
-    const std::int64_t column = g * P + k;
-    const float in = p.input_table != nullptr ? p.input_table[static_cast<std::int64_t>(p.labels[b]) * 4 * P + column]
-                                              : input[g] + p.bias[column];
-    gate[g] = in + recurrent[g];
+    gate[g] = lstm_gate(p.input_table, p.labels[b], input[g], p.bias, g * P + k, P, recurrent[g]);
   }
   const LstmCellState next = lstm_cell(gate[0], gate[1], gate[2], gate[3], c[k]);
   c[k] = next.c;
