@@ -74,12 +74,12 @@ std::string device_slug() {
 
 std::string cuda_unavailable_reason() { return cuda_info().available ? std::string() : cuda_info().reason; }
 
-FusedKernelsOff::FusedKernelsOff(bool off) : off_(off) {
-  if (off_) ::setenv("ASRDEC_FUSED_KERNELS", "0", 1);
+FusedKernelsOn::FusedKernelsOn(bool on) : on_(on) {
+  if (on_) ::setenv("ASRDEC_FUSED_KERNELS", "1", 1);
 }
 
-FusedKernelsOff::~FusedKernelsOff() {
-  if (off_) ::unsetenv("ASRDEC_FUSED_KERNELS");
+FusedKernelsOn::~FusedKernelsOn() {
+  if (on_) ::unsetenv("ASRDEC_FUSED_KERNELS");
 }
 
 void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration, double frame_shift_seconds) {

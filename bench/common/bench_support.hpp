@@ -40,17 +40,17 @@ std::string cuda_unavailable_reason();
 /** With a non-empty `reason` (a missing GPU or model), marks the benchmark skipped and returns true. */
 bool skip_if(benchmark::State& state, const std::string& reason);
 
-/** While it lives (and `off`), the CUDA decoders built do without their fused small-batch kernels: it sets
- *  ASRDEC_FUSED_KERNELS=0 (docs/cuda-contract.md), the baseline those kernels are measured against in one process. */
-class FusedKernelsOff {
+/** While it lives (and `on`), the CUDA decoders built use their fused small-batch kernels, which are off by default:
+ *  it sets ASRDEC_FUSED_KERNELS=1 (docs/cuda-contract.md), to measure them against the default in one process. */
+class FusedKernelsOn {
  public:
-  explicit FusedKernelsOff(bool off);
-  ~FusedKernelsOff();
-  FusedKernelsOff(const FusedKernelsOff&) = delete;
-  FusedKernelsOff& operator=(const FusedKernelsOff&) = delete;
+  explicit FusedKernelsOn(bool on);
+  ~FusedKernelsOn();
+  FusedKernelsOn(const FusedKernelsOn&) = delete;
+  FusedKernelsOn& operator=(const FusedKernelsOn&) = delete;
 
  private:
-  bool off_;
+  bool on_;
 };
 
 /** Runs `body` (which enqueues GPU work on `stream`) once per benchmark iteration and reports the time between

@@ -56,4 +56,25 @@ TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t
   return TensorView(storage.data(), DType::f32, {b, t, c}, device);
 }
 
+ScopedFusedKernels::ScopedFusedKernels(bool on) : on_(on) {
+  const char* before = std::getenv("ASRDEC_FUSED_KERNELS");
+  had_value_ = before != nullptr;
+  saved_ = had_value_ ? before : "";
+  if (on_) {
+    ::setenv("ASRDEC_FUSED_KERNELS", "1", 1);
+  } else {
+    ::unsetenv("ASRDEC_FUSED_KERNELS");
+  }
+}
+
+ScopedFusedKernels::~ScopedFusedKernels() {
+  if (had_value_) {
+    ::setenv("ASRDEC_FUSED_KERNELS", saved_.c_str(), 1);
+  } else {
+    ::unsetenv("ASRDEC_FUSED_KERNELS");
+  }
+}
+
+std::string ScopedFusedKernels::describe() const { return on_ ? "fused kernels on" : "fused kernels off"; }
+
 }  // namespace asrdec::testing

@@ -36,6 +36,24 @@ DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device de
 TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c, Device device,
                   DeviceBuffer<std::byte>& storage);
 
+/** While it lives, the CUDA decoders built (and buffers grown) use the fused small-batch kernels when `on`: it sets
+ *  ASRDEC_FUSED_KERNELS=1 (they are off by default; docs/cuda-contract.md), or unsets it, and restores the previous
+ *  value when it ends. The random CUDA tests alternate, so that both paths meet the oracle. */
+class ScopedFusedKernels {
+ public:
+  explicit ScopedFusedKernels(bool on);
+  ~ScopedFusedKernels();
+  ScopedFusedKernels(const ScopedFusedKernels&) = delete;
+  ScopedFusedKernels& operator=(const ScopedFusedKernels&) = delete;
+  /** "fused kernels on" or "fused kernels off", for a test's trace. */
+  std::string describe() const;
+
+ private:
+  bool on_;
+  bool had_value_;
+  std::string saved_;
+};
+
 }  // namespace asrdec::testing
 
 /** Skips a CUDA case with the reason when no device can run it ("no CUDA device: ..."). */

@@ -91,7 +91,8 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
   std::int64_t utterances = 0, labels = 0, capped = 0;
   for (int i = 0; i < cases; ++i) {
     const RandomCase c = random_case(rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe());
+    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe() + ", " + fused_kernels.describe());
     const testing::RandomTransducerSpec& spec = c.random.spec;
     const TransducerModel& cpu_model = c.cpu_model;
     const TransducerModel& model = c.model;
@@ -133,8 +134,8 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
               static_cast<long long>(labels), static_cast<long long>(capped));
 }
 
-// The CUDA executor evaluates the joint of up to 32 rows with its fused kernel and of more rows with cuBLAS
-// (transducer/model/joint_gemv_shape.hpp); the test above mostly meets the first. Batches of 33-48 utterances, one
+// With its fused kernels on, the CUDA executor evaluates the joint of up to 32 rows with them and of more rows with
+// cuBLAS (transducer/model/joint_gemv_shape.hpp); the test above meets the first. Batches of 33-48 utterances, one
 // row each, take the second; on the CPU this is one more random check.
 TEST_P(TransducerGreedy, LargeBatchesEqualThePerUtteranceOracle) {
   const std::uint64_t seed = testing::test_seed();
@@ -148,6 +149,7 @@ TEST_P(TransducerGreedy, LargeBatchesEqualThePerUtteranceOracle) {
     const TransducerModel model = random.build(device_);
     testing::RandomEncoded e = random_encoded(rng, spec, 48, 16);
     while (e.batch <= 32) e = random_encoded(rng, spec, 48, 16);
+    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda);
     const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 3)(rng);
     const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
     const Placed enc = place(e);
@@ -177,7 +179,8 @@ TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
   for (int i = 0; i < cases; ++i) {
     const testing::RandomTransducerSpec spec = random_spec(rng);
     const testing::RandomTransducer random = make_random_transducer(spec, rng);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe());
+    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + fused_kernels.describe());
     const TransducerModel model = random.build(device_);
     const testing::RandomEncoded e = random_encoded(rng, spec, 8, 30);
     const Placed whole_enc = place(e);
