@@ -427,12 +427,14 @@ __global__ void __launch_bounds__(kJointGemvThreads)
   const bool entropy = needs_entropy_sums(g.confidence);
   const float alpha = g.confidence.alpha;
   const int warp = static_cast<int>(threadIdx.x / 32);
-  for (std::int64_t r = threadIdx.x & 31; r < g.rows; r += 32) warp_sums[warp][r] = row_sums_identity();
-  joint_gemv_hidden<TEnc, TWeight>(h, GreedyJointRows{g}, hidden);  // its barrier also orders the lines above
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  RowSums mine = row_sums_identity();  // lane r: row r over this warp's columns (joint_gemv_columns' visit order)
+  joint_gemv_hidden<TEnc, TWeight>(h, GreedyJointRows{g}, hidden);
   joint_gemv_columns<TWeight>(h, hidden, [&](std::int64_t o, std::int64_t row, float logit) {
     g.logits[row * g.outputs + o] = logit;  // read back by write_choice for a fused label's score
-    row_sums_add(warp_sums[warp][row], g, row, o, logit, entropy, alpha);
+    row_sums_add(mine, g, row, o, logit, entropy, alpha);
   });
+  if (lane < g.rows) warp_sums[warp][lane] = mine;
   __syncthreads();
   for (std::int64_t r = threadIdx.x; r < g.rows; r += blockDim.x) {
     RowSums all = warp_sums[0][r];

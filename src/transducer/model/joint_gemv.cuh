@@ -5,8 +5,8 @@
 // add), in one graph node instead of two. Which shapes take it: joint_gemv_shape.hpp.
 //
 // Each block computes every row's hidden layer into shared memory (the rows are few), then each warp takes output
-// columns in turn: its lanes stride over k, reading the weight row once per tile of eight rows (coalesced; the
-// weights stay in L2 between steps), and a fixed shuffle tree sums the lanes, so results repeat bit for bit. Only
+// columns in turn: its lanes stride over k, reading the weight row once for all rows (coalesced; the weights stay in
+// L2 between steps), and a fixed shuffle tree sums the lanes, so results repeat bit for bit. Only
 // block 0 records non-finite encoder values (the same rows the hidden kernel records). The two halves are device
 // functions so that a decoder can fuse its epilogue into the same kernel (greedy decoding's joint step).
 
@@ -38,59 +38,83 @@ struct JointGemvRows {
   JointActivation activation;
 };
 
-constexpr int kJointGemvRowTile = 8;
+constexpr int kJointGemvRowTile = 8;  // rows whose products a warp skips together when there are fewer
+constexpr int kJointGemvUnroll = 4;   // weight loads a lane issues before it waits for the first
 
 /** The block's part of a fused joint, first half: every row's hidden layer into `hidden` ([rows, J] in shared
- *  memory), rounded to the weight dtype as the hidden kernel stores it; ends with a barrier. */
+ *  memory), rounded to the weight dtype as the hidden kernel stores it; ends with a barrier. Latency is what
+ *  counts here: each row's gather (dependent loads of the decoder's state) runs once, in its own thread, and the
+ *  element loop then issues independent loads. */
 template <class TEnc, class TWeight, class Rows>
 __device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, float* hidden) {
+  __shared__ JointGather at[kJointGemvMaxRows];
+  __shared__ bool used[kJointGemvMaxRows];
   const JointEncArgs args = rows.args();
-  const std::int64_t J = h.hidden_size;
-  for (std::int64_t r = 0; r < h.rows; ++r) {
-    JointGather at{};
-    const bool used = rows.gather(r, args, at);  // the same for every thread of the block
-    for (std::int64_t j = threadIdx.x; j < J; j += blockDim.x) {
-      hidden[r * J + j] =
-          used ? to_float(joint_hidden_value<TEnc, TWeight>(args, at, h.dec, J, j, h.activation, blockIdx.x == 0))
-               : 0.0f;
-    }
+  if (threadIdx.x < h.rows) {
+    JointGather mine{};
+    used[threadIdx.x] = rows.gather(threadIdx.x, args, mine);
+    at[threadIdx.x] = mine;
+  }
+  __syncthreads();
+  const auto J = static_cast<std::uint32_t>(h.hidden_size);
+  const auto n = static_cast<std::uint32_t>(h.rows) * J;  // rows <= 32 and rows * J floats fit in shared memory
+#pragma unroll 4
+  for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const std::uint32_t r = i / J;
+    const std::uint32_t j = i - r * J;
+    hidden[i] =
+        used[r] ? to_float(joint_hidden_value<TEnc, TWeight>(args, at[r], h.dec, J, j, h.activation, blockIdx.x == 0))
+                : 0.0f;
   }
   __syncthreads();
 }
 
-/** Second half: the output columns of this block, a warp per column; for each, lane t calls visit(o, row, logit) for
- *  row first + t of each tile of rows (every lane of the warp takes part in the shuffles). */
+/** Second half: the output columns of this block, a warp per column. The lanes stride over k, each loading its
+ *  weights kJointGemvUnroll at a time and multiplying each into every row's sum (fmaf, in registers; the weights are
+ *  read once per column); a fixed shuffle tree then sums the lanes, so results repeat bit for bit. Lane r calls
+ *  visit(o, r, logit) for row r, so a caller may keep per-row state in lane r's registers across columns. */
 template <class TWeight, class Visit>
 __device__ void joint_gemv_columns(const JointGemvRows& h, const float* hidden, Visit&& visit) {
-  const std::int64_t J = h.hidden_size;
+  const auto J = static_cast<std::int32_t>(h.hidden_size);
+  const auto rows = static_cast<std::int32_t>(h.rows);  // <= kJointGemvMaxRows, the same for every thread
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int warps = static_cast<int>(blockDim.x / 32);
   const TWeight* weight = static_cast<const TWeight*>(h.weight);
   for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * warps + threadIdx.x / 32; o < h.outputs;
        o += static_cast<std::int64_t>(gridDim.x) * warps) {
     const TWeight* w = weight + o * J;
-    for (std::int64_t first = 0; first < h.rows; first += kJointGemvRowTile) {
-      const std::int64_t left = h.rows - first;
-      const int tile = left < kJointGemvRowTile ? static_cast<int>(left) : kJointGemvRowTile;
-      const float* x = hidden + first * J;
-      float sum[kJointGemvRowTile];
+    float sum[kJointGemvMaxRows];
 #pragma unroll
-      for (int t = 0; t < kJointGemvRowTile; ++t) sum[t] = 0.0f;
-      for (std::int64_t k = lane; k < J; k += 32) {
-        const float wk = to_float(w[k]);
+    for (int t = 0; t < kJointGemvMaxRows; ++t) sum[t] = 0.0f;
+    for (std::int32_t k0 = lane; k0 < J; k0 += 32 * kJointGemvUnroll) {
+      float wk[kJointGemvUnroll];
 #pragma unroll
-        for (int t = 0; t < kJointGemvRowTile; ++t) {
-          if (t < tile) sum[t] += wk * x[t * J + k];
+      for (int u = 0; u < kJointGemvUnroll; ++u) {
+        const std::int32_t k = k0 + 32 * u;
+        wk[u] = k < J ? to_float(w[k]) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kJointGemvUnroll; ++u) {
+        const std::int32_t k = k0 + 32 * u;
+        if (k >= J) break;
+#pragma unroll
+        for (int first = 0; first < kJointGemvMaxRows; first += kJointGemvRowTile) {
+          if (first >= rows) break;  // uniform over the warp
+#pragma unroll
+          for (int t = first; t < first + kJointGemvRowTile; ++t) {
+            if (t < rows) sum[t] = __fmaf_rn(wk[u], hidden[t * J + k], sum[t]);
+          }
         }
       }
-      float mine = 0.0f;  // lane t's row; constant indices keep `sum` in registers
-#pragma unroll
-      for (int t = 0; t < kJointGemvRowTile; ++t) {
-        for (int offset = 16; offset > 0; offset >>= 1) sum[t] += __shfl_xor_sync(0xffffffffu, sum[t], offset);
-        if (lane == t) mine = sum[t];
-      }
-      if (lane < tile) visit(o, first + lane, mine);
     }
+    float mine = 0.0f;  // lane t's row; constant indices keep `sum` in registers
+#pragma unroll
+    for (int t = 0; t < kJointGemvMaxRows; ++t) {
+      if (t >= rows) break;
+      for (int offset = 16; offset > 0; offset >>= 1) sum[t] += __shfl_xor_sync(0xffffffffu, sum[t], offset);
+      if (lane == t) mine = sum[t];
+    }
+    if (lane < rows) visit(o, static_cast<std::int64_t>(lane), mine);
   }
 }
 

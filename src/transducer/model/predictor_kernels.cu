@@ -156,7 +156,8 @@ __global__ void stateless_shift_kernel(StatelessParams p) {
 
 // ---- fused kernels for a few rows (joint_gemv_shape.hpp) ----
 
-constexpr int kLstmRowTile = 4;  // rows per pass over a unit's weights: 4 gates x 4 rows x 2 sums in registers
+constexpr int kLstmRowTile = 8;  // rows per pass over a unit's weights: 4 gates x 8 rows x 2 sums in registers
+constexpr int kLstmUnroll = 2;   // steps of the inner dimension whose weight loads are in flight together
 
 // Row b's cell update for unit k from the gates' two matrix products, as lstm_cell_kernel does it.
 __device__ void lstm_fused_cell(const LstmFusedLayer& p, std::int64_t b, std::int64_t k, const float (&recurrent)[4],
@@ -190,9 +191,10 @@ __global__ void __launch_bounds__(kJointGemvThreads) lstm_fused_layer_kernel(Lst
   const bool has_below = p.below != nullptr;
   float* xh = x;
   float* xb = x + p.batch * P;
-  for (std::int64_t i = threadIdx.x; i < p.batch * P; i += blockDim.x) {
-    const std::int64_t b = i / P;
-    const std::int64_t k = i - b * P;
+  const auto fill = static_cast<std::uint32_t>(p.batch * P);  // fits in shared memory
+  for (std::uint32_t i = threadIdx.x; i < fill; i += blockDim.x) {
+    const std::uint32_t b = i / static_cast<std::uint32_t>(P);
+    const std::uint32_t k = i - b * static_cast<std::uint32_t>(P);
     xh[i] = to_float(from_float<TWeight>(p.state[b * p.state_stride + p.h_offset + k]));
     if (has_below) xb[i] = to_float(static_cast<const TWeight*>(p.below)[i]);
   }
@@ -213,19 +215,34 @@ __global__ void __launch_bounds__(kJointGemvThreads) lstm_fused_layer_kernel(Lst
 #pragma unroll
         for (int t = 0; t < kLstmRowTile; ++t) recurrent[g][t] = input[g][t] = 0.0f;
       }
-      for (std::int64_t m = lane; m < P; m += 32) {
+      // The unit's weights for kLstmUnroll steps of m are loaded before the first product needs them.
+      for (std::int64_t m0 = lane; m0 < P; m0 += 32 * kLstmUnroll) {
+        float wh[4][kLstmUnroll];
+        float wi[4][kLstmUnroll];
 #pragma unroll
         for (int g = 0; g < 4; ++g) {
-          const float w = to_float(weight_hh[(g * P + k) * P + m]);
 #pragma unroll
-          for (int t = 0; t < kLstmRowTile; ++t) {
-            if (t < tile) recurrent[g][t] += w * xh[(first + t) * P + m];
+          for (int u = 0; u < kLstmUnroll; ++u) {
+            const std::int64_t m = m0 + 32 * u;
+            wh[g][u] = m < P ? to_float(weight_hh[(g * P + k) * P + m]) : 0.0f;
+            wi[g][u] = has_below && m < P ? to_float(weight_ih[(g * P + k) * P + m]) : 0.0f;
           }
-          if (has_below) {
-            const float v = to_float(weight_ih[(g * P + k) * P + m]);
+        }
+#pragma unroll
+        for (int u = 0; u < kLstmUnroll; ++u) {
+          const std::int64_t m = m0 + 32 * u;
+          if (m >= P) break;
+#pragma unroll
+          for (int g = 0; g < 4; ++g) {
 #pragma unroll
             for (int t = 0; t < kLstmRowTile; ++t) {
-              if (t < tile) input[g][t] += v * xb[(first + t) * P + m];
+              if (t < tile) recurrent[g][t] = __fmaf_rn(wh[g][u], xh[(first + t) * P + m], recurrent[g][t]);
+            }
+            if (has_below) {
+#pragma unroll
+              for (int t = 0; t < kLstmRowTile; ++t) {
+                if (t < tile) input[g][t] = __fmaf_rn(wi[g][u], xb[(first + t) * P + m], input[g][t]);
+              }
             }
           }
         }
