@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace asrdec::testing {
 namespace {
@@ -181,18 +182,71 @@ Agreement cuda_agreement(DType dtype) {
   }
 }
 
+PerturbedGreedyOracle perturbed_greedy_oracle(const RandomTransducer& random,
+                                              std::function<std::vector<Hypothesis>(const TransducerModel&)> oracle) {
+  return [&random, oracle = std::move(oracle)](int trial) {
+    std::mt19937_64 noise(static_cast<std::uint64_t>(trial) + 1);
+    return oracle(random.build_perturbed(kRoundingPerturbation, noise));
+  };
+}
+
+namespace {
+
+// The score tolerances of expect_same_hypotheses, in one place for the check and the assertions.
+struct ScoreTolerances {
+  double relative;
+  double token_absolute;
+  double score;  // score and ranking_score
+
+  ScoreTolerances(const Hypothesis& want, const Agreement& agreement)
+      : relative(agreement.relative), token_absolute(agreement.token_absolute) {
+    // score = am + lm + boost, each a float sum over the path in the executor's order: rounding grows with the
+    // parts' magnitudes (boosts of either sign cancel in the total), not with the total.
+    const double parts = std::fabs(want.am_score) + std::fabs(want.lm_score) + std::fabs(want.boost_score);
+    score = std::max({1e-4, relative * std::fabs(want.score), 4e-6 * parts});
+  }
+  double token(double want) const { return std::max(token_absolute, relative * std::fabs(want)); }
+  double confidence() const { return std::max(1e-5, relative); }
+  double part(double want) const { return std::max(1e-4, relative * std::fabs(want)); }  // lm_score, boost_score
+};
+
+bool same_path(const Hypothesis& a, const Hypothesis& b) {
+  return a.tokens == b.tokens && a.timestamps == b.timestamps && a.durations == b.durations;
+}
+
+// What the assertions of expect_same_hypotheses check for one hypothesis, without failing.
+bool agrees(const Hypothesis& got, const Hypothesis& want, const Agreement& agreement) {
+  if (!same_path(got, want) || got.token_scores.size() != want.token_scores.size() ||
+      got.token_confidences.size() != want.token_confidences.size()) {
+    return false;
+  }
+  const ScoreTolerances tol(want, agreement);
+  const auto near = [](double a, double b, double t) { return std::fabs(a - b) <= t; };
+  for (std::size_t i = 0; i < got.token_scores.size(); ++i) {
+    if (!near(got.token_scores[i], want.token_scores[i], tol.token(want.token_scores[i])) ||
+        !near(got.token_confidences[i], want.token_confidences[i], tol.confidence())) {
+      return false;
+    }
+  }
+  return near(got.score, want.score, tol.score) && near(got.ranking_score, want.ranking_score, tol.score) &&
+         near(got.lm_score, want.lm_score, tol.part(want.lm_score)) &&
+         near(got.boost_score, want.boost_score, tol.part(want.boost_score));
+}
+
+}  // namespace
+
 void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
-                            const Agreement& agreement, const std::string& what, bool nbest) {
+                            const Agreement& agreement, const std::string& what, bool nbest,
+                            const PerturbedGreedyOracle& perturbed) {
   const double tolerance = agreement.relative;
   const auto close = [&](double a, double b, double floor) {
     return std::fabs(a - b) <= std::max(floor, tolerance * std::fabs(b));
   };
   ASSERT_EQ(got.size(), want.size()) << what;
+  std::vector<std::vector<Hypothesis>> trials;  // perturbed draws, made when first needed
   for (std::size_t b = 0; b < got.size(); ++b) {
     SCOPED_TRACE(what + ", utterance " + std::to_string(b));
-    const bool same_path = got[b].tokens == want[b].tokens && got[b].timestamps == want[b].timestamps &&
-                           got[b].durations == want[b].durations;
-    if (!same_path && agreement.near_ties_may_swap && close(got[b].score, want[b].score, 1e-4)) {
+    if (!same_path(got[b], want[b]) && agreement.near_ties_may_swap && close(got[b].score, want[b].score, 1e-4)) {
       std::printf("%s, utterance %zu: a near tie swapped (scores %.6f and %.6f)%s\n", what.c_str(), b,
                   static_cast<double>(got[b].score), static_cast<double>(want[b].score),
                   nbest ? "; the rest of this N-best list follows from which tied hypothesis survived pruning, and "
@@ -201,24 +255,36 @@ void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vecto
       if (nbest) return;
       continue;
     }
-    ASSERT_EQ(got[b].tokens, want[b].tokens) << "scores " << got[b].score << " and " << want[b].score;
-    ASSERT_EQ(got[b].timestamps, want[b].timestamps);
-    ASSERT_EQ(got[b].durations, want[b].durations);
-    ASSERT_EQ(got[b].token_scores.size(), want[b].token_scores.size());
-    ASSERT_EQ(got[b].token_confidences.size(), want[b].token_confidences.size());
-    for (std::size_t i = 0; i < got[b].token_scores.size(); ++i) {
-      ASSERT_NEAR(got[b].token_scores[i], want[b].token_scores[i],
-                  std::max(agreement.token_absolute, tolerance * std::fabs(want[b].token_scores[i])));
-      ASSERT_NEAR(got[b].token_confidences[i], want[b].token_confidences[i], std::max(1e-5, tolerance));
+    const Hypothesis* reference = &want[b];
+    if (perturbed && !agrees(got[b], want[b], agreement)) {
+      for (int t = 0; t < 16; ++t) {
+        if (static_cast<std::size_t>(t) == trials.size()) trials.push_back(perturbed(t));
+        ASSERT_EQ(trials.back().size(), want.size()) << what << ": the perturbed oracle's batch";
+        if (agrees(got[b], trials[static_cast<std::size_t>(t)][b], agreement)) {
+          reference = &trials[static_cast<std::size_t>(t)][b];
+          std::printf(
+              "%s, utterance %zu: outside the tolerance of the oracle, within it of the oracle on a model perturbed "
+              "at rounding level (draw %d): the model amplifies rounding\n",
+              what.c_str(), b, t);
+          break;
+        }
+      }
     }
-    // score = am + lm + boost, each a float sum over the path in the executor's order: rounding grows with the
-    // parts' magnitudes (boosts of either sign cancel in the total), not with the total.
-    const double parts = std::fabs(want[b].am_score) + std::fabs(want[b].lm_score) + std::fabs(want[b].boost_score);
-    const double score_tolerance = std::max({1e-4, tolerance * std::fabs(want[b].score), 4e-6 * parts});
-    ASSERT_NEAR(got[b].score, want[b].score, score_tolerance);
-    ASSERT_NEAR(got[b].ranking_score, want[b].ranking_score, score_tolerance);  // |ranking| <= |score|
-    ASSERT_NEAR(got[b].lm_score, want[b].lm_score, std::max(1e-4, tolerance * std::fabs(want[b].lm_score)));
-    ASSERT_NEAR(got[b].boost_score, want[b].boost_score, std::max(1e-4, tolerance * std::fabs(want[b].boost_score)));
+    const Hypothesis& expected = *reference;
+    const ScoreTolerances tol(expected, agreement);
+    ASSERT_EQ(got[b].tokens, expected.tokens) << "scores " << got[b].score << " and " << expected.score;
+    ASSERT_EQ(got[b].timestamps, expected.timestamps);
+    ASSERT_EQ(got[b].durations, expected.durations);
+    ASSERT_EQ(got[b].token_scores.size(), expected.token_scores.size());
+    ASSERT_EQ(got[b].token_confidences.size(), expected.token_confidences.size());
+    for (std::size_t i = 0; i < got[b].token_scores.size(); ++i) {
+      ASSERT_NEAR(got[b].token_scores[i], expected.token_scores[i], tol.token(expected.token_scores[i]));
+      ASSERT_NEAR(got[b].token_confidences[i], expected.token_confidences[i], tol.confidence());
+    }
+    ASSERT_NEAR(got[b].score, expected.score, tol.score);
+    ASSERT_NEAR(got[b].ranking_score, expected.ranking_score, tol.score);  // |ranking| <= |score|
+    ASSERT_NEAR(got[b].lm_score, expected.lm_score, tol.part(expected.lm_score));
+    ASSERT_NEAR(got[b].boost_score, expected.boost_score, tol.part(expected.boost_score));
   }
 }
 

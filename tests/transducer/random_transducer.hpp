@@ -4,6 +4,7 @@
 // logit is exact in fp32 — exact ties then happen often and must be broken the same way everywhere.
 // Biases can make one token, the blank, or the zero duration dominate, to reach max_symbols and TDT edge cases.
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,13 +86,34 @@ struct Agreement {
  * float32 WIND beam N-best swapped two such entries). */
 Agreement cuda_agreement(DType dtype);
 
+/** The oracle's hypotheses (one per utterance) for a case's input on its model with every weight perturbed at
+ *  float32 rounding level, a fresh draw for each trial (perturbed_greedy_oracle). */
+using PerturbedGreedyOracle = std::function<std::vector<Hypothesis>(int trial)>;
+
+/** The relative size of perturbed_greedy_oracle's draws: about the error of a float32 sum of a few dozen terms in
+ *  another order, which is what a GPU's GEMM changes. */
+constexpr double kRoundingPerturbation = 1e-6;
+
+/** perturbed_greedy_oracle for a random model: `oracle` (the case's oracle call) on random.build_perturbed(
+ *  kRoundingPerturbation, trial's noise). `random` must outlive the result. */
+PerturbedGreedyOracle perturbed_greedy_oracle(const RandomTransducer& random,
+                                              std::function<std::vector<Hypothesis>(const TransducerModel&)> oracle);
+
 /** Fails with a readable diff unless the two hypothesis lists have identical tokens, timestamps and durations,
  *  and scores within `agreement.relative` (relative, at least absolute 1e-5). Where near ties may swap, a pair of
  *  different hypotheses passes when their scores tie within that tolerance; each such pair is printed. In an
  *  N-best list (`nbest`), the entries after such a tie are not compared: which of the tied hypotheses survived
- *  pruning decides them. */
+ *  pruning decides them.
+ *
+ *  With `perturbed` (one hypothesis per utterance): a model whose recurrent state is rounded to fp16 or bf16 can
+ *  amplify a one-unit rounding difference over the following steps beyond the fixed tolerance (seen on an H200: a
+ *  token score 7 units of 2^-11 off, on a two-layer fp16 LSTM whose oracle moves as far when its weights move by
+ *  1e-7). An utterance outside the tolerance is then compared with the oracle on models perturbed at rounding level
+ *  instead: a result that one of 16 such draws agrees with (paths equal, scores within the tolerance) is said so and
+ *  accepted; a wrong one agrees with none. */
 void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
-                            const Agreement& agreement, const std::string& what, bool nbest = false);
+                            const Agreement& agreement, const std::string& what, bool nbest = false,
+                            const PerturbedGreedyOracle& perturbed = {});
 inline void expect_same_hypotheses(const std::vector<Hypothesis>& got, const std::vector<Hypothesis>& want,
                                    double tolerance, const std::string& what) {
   expect_same_hypotheses(got, want, Agreement{tolerance, false}, what);
