@@ -142,6 +142,20 @@ ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyR
   s.advance[b] = (s.active[b] && choice.label == rules.blank) ? 1 : 0;
 }
 
+/** Whether the inner loop ends early for its stragglers: when no more than a quarter of the utterances active at the
+ *  outer iteration's start still look past blanks (`advancing`, counted after first or an inner step), those pause
+ *  (label_looping_pause) rather than hold every other utterance's predictor step for the slowest row's run of
+ *  blanks; each goes on from the same frame, with the same predictor output, in the next outer iteration. Every
+ *  utterance's joint evaluations, and so the results, are the same either way; only the passes differ (fewer inner
+ *  passes, possibly more outer ones). With fewer than four utterances it never fires. */
+ASRDEC_HD_INLINE bool label_looping_cut_stragglers(std::int64_t advancing, std::int64_t active_at_start) {
+  return advancing > 0 && 4 * advancing <= active_at_start;
+}
+
+/** A straggler's pause: it stops looking past blanks for this outer iteration; its last choice was a blank, so the
+ *  store that follows emits nothing for it and its predictor does not step. */
+ASRDEC_HD_INLINE void label_looping_pause(const GreedyStateRef& s, std::int64_t b) { s.advance[b] = 0; }
+
 /** After the inner loop: store the label of every utterance that was active when the iteration began and
  *  found a non-blank (for TDT it may have jumped past the end meanwhile; the label still counts). */
 ASRDEC_HD_INLINE void label_looping_store(const GreedyStateRef& s, const GreedyRules& rules, const HypsRef& hyps,

@@ -64,7 +64,7 @@ enum class TransducerGreedyAlgorithm { frame_looping, label_looping, wind };
 /** How the last call's decoding loop ran (TransducerGreedyDecoder::loop_counts): the passes of its loops over the
  *  batch, and the joint choices the passes used. A pass that evaluates the joint does so for every row, so
  *  choices / (joint_passes × batch) is the fraction of the rows' joint evaluations that did work; the rest waited
- *  for the slowest row.
+ *  for slower rows (label looping stops an inner loop early for its last stragglers; docs/transducer-greedy.md).
  *  - label looping and WIND: `outer` counts the passes that look for each row's next label (the first joint of
  *    the pass included), `inner` the passes that skip blank frames (a joint each);
  *  - frame looping: `outer` counts frames, `inner` the symbol passes within them.

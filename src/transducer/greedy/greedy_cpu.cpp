@@ -254,6 +254,7 @@ class GreedySlice {
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_first(s, rules_, h, b, active_[b] ? choices_[b] : JointChoice{});
       }
+      cut_stragglers(s, B);
       while (any(advance_, B)) {
         count_pass(counts_.inner, advance_, B);
         choose(p, advance_);
@@ -262,6 +263,7 @@ class GreedySlice {
             label_looping_inner(s, rules_, h, b, choices_[b]);
           }
         }
+        cut_stragglers(s, B);
       }
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_store(s, rules_, h, b);
@@ -271,6 +273,19 @@ class GreedySlice {
       for (std::int64_t b = 0; b < B; ++b) {
         label_looping_finish(s, rules_, h, b);
       }
+    }
+  }
+
+  // The CUDA executor's schedule (label_looping_cut_stragglers), so that both count the same passes.
+  void cut_stragglers(const GreedyStateRef& s, std::int64_t B) {
+    std::int64_t advancing = 0, active_at_start = 0;
+    for (std::int64_t b = 0; b < B; ++b) {
+      advancing += advance_[b] ? 1 : 0;
+      active_at_start += s.active_at_start[b] ? 1 : 0;
+    }
+    if (!label_looping_cut_stragglers(advancing, active_at_start)) return;
+    for (std::int64_t b = 0; b < B; ++b) {
+      if (advance_[b]) label_looping_pause(s, b);
     }
   }
 

@@ -223,11 +223,24 @@ __device__ void store_label(const GreedyDeviceState& g, std::int64_t b) {
 }
 
 // A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
+// label_looping_cut_stragglers over the whole batch: this thread's counts of its rows, summed in shared memory
+// (block-uniform result). Every thread of the block calls it.
+__device__ bool cut_stragglers(int advancing, int active_at_start) {
+  __shared__ int totals[2];
+  if (threadIdx.x == 0) totals[0] = totals[1] = 0;
+  __syncthreads();
+  if (advancing != 0) atomicAdd(&totals[0], advancing);
+  if (active_at_start != 0) atomicAdd(&totals[1], active_at_start);
+  __syncthreads();
+  return label_looping_cut_stragglers(totals[0], totals[1]);
+}
+
 __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   const std::int32_t batch = g.args->batch;
   const GreedyStateRef& s = g.state;
   int any = 0;
-  unsigned long long choices = 0;  // this thread's rows evaluated by the pass (GreedyLoopCounts::choices)
+  int advancing = 0, active_at_start = 0;  // label looping's first and inner passes: for cut_stragglers
+  unsigned long long choices = 0;          // this thread's rows evaluated by the pass (GreedyLoopCounts::choices)
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
     const bool in_batch = b < batch;
     switch (phase) {
@@ -257,6 +270,8 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
           if (!s.advance[b]) store_label(g, b);
         }
         any |= s.advance[b];
+        advancing += s.advance[b];
+        active_at_start += s.active_at_start[b];
         break;
       case GreedyPhase::label_looping_inner:
         if (in_batch && s.advance[b]) {
@@ -265,6 +280,8 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
           if (!s.advance[b]) store_label(g, b);
         }
         any |= s.advance[b];
+        advancing += s.advance[b];
+        active_at_start += s.active_at_start[b];
         break;
       case GreedyPhase::label_looping_finish:
         if (in_batch) label_looping_finish(s, g.rules, g.hyps, b);
@@ -299,6 +316,17 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   // The begin phases zero the counts before any pass; a pass's rows add up across the threads (one atomic a thread
   // that evaluated rows, before the barrier; thread 0 counts the pass after it, when the zeroing is long done).
   if (choices > 0) atomicAdd(g.loop_counts + 2, choices);
+  if ((phase == GreedyPhase::label_looping_first || phase == GreedyPhase::label_looping_inner) &&
+      cut_stragglers(advancing, active_at_start)) {
+    // The same rows as the loop above, by the same threads.
+    for (std::int64_t b = threadIdx.x; b < batch; b += blockDim.x) {
+      if (s.advance[b]) {
+        label_looping_pause(s, b);
+        store_label(g, b);  // emits nothing (its last choice was a blank), clears the previous iteration's emit
+      }
+    }
+    any = 0;
+  }
   any = __syncthreads_or(any);
   // The joint rows' bad-value words start clear for the next evaluation: cleared here, after every thread has read
   // them (the barrier above), by the phases that begin a call or used an evaluation; a memset node before each joint
