@@ -222,7 +222,6 @@ __device__ void store_label(const GreedyDeviceState& g, std::int64_t b) {
   if (g.state.emit[b]) fusion_emit(g.fusion, b, g.state.label[b]);
 }
 
-// A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
 // label_looping_cut_stragglers over the whole batch: this thread's counts of its rows, summed in shared memory
 // (block-uniform result). Every thread of the block calls it.
 __device__ bool cut_stragglers(int advancing, int active_at_start) {
@@ -235,6 +234,7 @@ __device__ bool cut_stragglers(int advancing, int active_at_start) {
   return label_looping_cut_stragglers(totals[0], totals[1]);
 }
 
+// A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
 __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   const std::int32_t batch = g.args->batch;
   const GreedyStateRef& s = g.state;
