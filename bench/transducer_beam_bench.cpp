@@ -29,7 +29,7 @@ void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
   if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
   if (skip_if(state, missing_models_reason(c.kind))) return;
-  const FusedKernelsOn fused_kernels(c.fused);
+  const ScopedEnv fused_kernels("ASRDEC_FUSED_KERNELS", "1", c.fused);
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);

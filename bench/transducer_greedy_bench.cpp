@@ -28,14 +28,16 @@ struct Case {
   std::int32_t window;
   GraphMode mode;
   bool cuda;
-  bool lm = false;     // shallow fusion of the order-6 token LM over V = 1024 (weight 0.3)
-  bool fused = false;  // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
+  bool lm = false;      // shallow fusion of the order-6 token LM over V = 1024 (weight 0.3)
+  bool fused = false;   // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
+  bool no_cut = false;  // label looping without its straggler cut (ASRDEC_CUT_STRAGGLERS=0), its baseline
 };
 
 void run(benchmark::State& state, Case c) {
   const std::int64_t batch = state.range(0), frames = state.range(1);
   if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
-  const FusedKernelsOn fused_kernels(c.fused);
+  const ScopedEnv fused_kernels("ASRDEC_FUSED_KERNELS", "1", c.fused);
+  const ScopedEnv no_cut("ASRDEC_CUT_STRAGGLERS", "0", c.no_cut);
   if (skip_if(state, missing_models_reason(c.kind))) return;
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
@@ -141,6 +143,7 @@ std::string name_of(const Case& c) {
   if (c.cuda) algo += std::string("/") + to_string(c.mode);
   if (c.lm) algo += "/lm";
   if (c.fused) algo += "/fused";
+  if (c.no_cut) algo += "/no_cut";
   return "transducer_greedy/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo;
 }
 
@@ -163,6 +166,9 @@ void register_all() {
       // off by default until they measure faster).
       if (cuda)
         cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::conditional, cuda, false, true});
+      // With vs without the straggler cut of label looping (the same results; fewer inner passes at large batches).
+      cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1,
+                       cuda ? GraphMode::conditional : GraphMode::eager, cuda, false, false, true});
       if (kind == "rnnt") {
         for (std::int32_t w : {2, 4, 8, 16}) {
           if (!cuda && w != 8) continue;

@@ -74,12 +74,12 @@ std::string device_slug() {
 
 std::string cuda_unavailable_reason() { return cuda_info().available ? std::string() : cuda_info().reason; }
 
-FusedKernelsOn::FusedKernelsOn(bool on) : on_(on) {
-  if (on_) ::setenv("ASRDEC_FUSED_KERNELS", "1", 1);
+ScopedEnv::ScopedEnv(const char* name, const char* value, bool active) : name_(name), active_(active) {
+  if (active_) ::setenv(name_, value, 1);
 }
 
-FusedKernelsOn::~FusedKernelsOn() {
-  if (on_) ::unsetenv("ASRDEC_FUSED_KERNELS");
+ScopedEnv::~ScopedEnv() {
+  if (active_) ::unsetenv(name_);
 }
 
 void set_rtfx(benchmark::State& state, std::int64_t frames_per_iteration, double frame_shift_seconds) {

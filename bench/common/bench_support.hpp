@@ -40,17 +40,20 @@ std::string cuda_unavailable_reason();
 /** With a non-empty `reason` (a missing GPU or model), marks the benchmark skipped and returns true. */
 bool skip_if(benchmark::State& state, const std::string& reason);
 
-/** While it lives (and `on`), the CUDA decoders built use their fused small-batch kernels, which are off by default:
- *  it sets ASRDEC_FUSED_KERNELS=1 (docs/cuda-contract.md), to measure them against the default in one process. */
-class FusedKernelsOn {
+/** While it lives (and `active`), the environment variable `name` is `value`; it is unset afterwards. The decoders'
+ *  diagnostic switches, to measure a variant against the default in one process: ASRDEC_FUSED_KERNELS=1 (the fused
+ *  small-batch kernels, off by default; docs/cuda-contract.md), ASRDEC_CUT_STRAGGLERS=0 (label looping without its
+ *  straggler cut; docs/transducer-greedy.md). */
+class ScopedEnv {
  public:
-  explicit FusedKernelsOn(bool on);
-  ~FusedKernelsOn();
-  FusedKernelsOn(const FusedKernelsOn&) = delete;
-  FusedKernelsOn& operator=(const FusedKernelsOn&) = delete;
+  ScopedEnv(const char* name, const char* value, bool active);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  bool on_;
+  const char* name_;
+  bool active_;
 };
 
 /** Runs `body` (which enqueues GPU work on `stream`) once per benchmark iteration and reports the time between

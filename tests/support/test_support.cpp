@@ -56,25 +56,23 @@ TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t
   return TensorView(storage.data(), DType::f32, {b, t, c}, device);
 }
 
-ScopedFusedKernels::ScopedFusedKernels(bool on) : on_(on) {
-  const char* before = std::getenv("ASRDEC_FUSED_KERNELS");
+ScopedEnvironmentVariable::ScopedEnvironmentVariable(const char* name, const char* value) : name_(name) {
+  const char* before = std::getenv(name);
   had_value_ = before != nullptr;
   saved_ = had_value_ ? before : "";
-  if (on_) {
-    ::setenv("ASRDEC_FUSED_KERNELS", "1", 1);
+  if (value != nullptr) {
+    ::setenv(name, value, 1);
   } else {
-    ::unsetenv("ASRDEC_FUSED_KERNELS");
+    ::unsetenv(name);
   }
 }
 
-ScopedFusedKernels::~ScopedFusedKernels() {
+ScopedEnvironmentVariable::~ScopedEnvironmentVariable() {
   if (had_value_) {
-    ::setenv("ASRDEC_FUSED_KERNELS", saved_.c_str(), 1);
+    ::setenv(name_.c_str(), saved_.c_str(), 1);
   } else {
-    ::unsetenv("ASRDEC_FUSED_KERNELS");
+    ::unsetenv(name_.c_str());
   }
 }
-
-std::string ScopedFusedKernels::describe() const { return on_ ? "fused kernels on" : "fused kernels off"; }
 
 }  // namespace asrdec::testing

@@ -36,22 +36,33 @@ DeviceBuffer<std::byte> to_device(const void* data, std::size_t bytes, Device de
 TensorView f32_on(const std::vector<float>& values, std::int64_t b, std::int64_t t, std::int64_t c, Device device,
                   DeviceBuffer<std::byte>& storage);
 
-/** While it lives, the CUDA decoders built (and buffers grown) use the fused small-batch kernels when `on`: it sets
- *  ASRDEC_FUSED_KERNELS=1 (they are off by default; docs/cuda-contract.md), or unsets it, and restores the previous
- *  value when it ends. The random CUDA tests alternate, so that both paths meet the oracle. */
+/** While it lives, the environment variable `name` is `value` (unset where `value` is null); the previous value
+ *  comes back when it ends. For the decoders' diagnostic switches, read when a decoder is built. */
+class ScopedEnvironmentVariable {
+ public:
+  ScopedEnvironmentVariable(const char* name, const char* value);
+  ~ScopedEnvironmentVariable();
+  ScopedEnvironmentVariable(const ScopedEnvironmentVariable&) = delete;
+  ScopedEnvironmentVariable& operator=(const ScopedEnvironmentVariable&) = delete;
+
+ private:
+  std::string name_;
+  bool had_value_;
+  std::string saved_;
+};
+
+/** While it lives, the CUDA decoders built (and buffers grown) use the fused small-batch kernels when `on`
+ *  (ASRDEC_FUSED_KERNELS=1; they are off by default, docs/cuda-contract.md). The random CUDA tests alternate, so that
+ *  both paths meet the oracle. */
 class ScopedFusedKernels {
  public:
-  explicit ScopedFusedKernels(bool on);
-  ~ScopedFusedKernels();
-  ScopedFusedKernels(const ScopedFusedKernels&) = delete;
-  ScopedFusedKernels& operator=(const ScopedFusedKernels&) = delete;
+  explicit ScopedFusedKernels(bool on) : on_(on), variable_("ASRDEC_FUSED_KERNELS", on ? "1" : nullptr) {}
   /** "fused kernels on" or "fused kernels off", for a test's trace. */
-  std::string describe() const;
+  std::string describe() const { return on_ ? "fused kernels on" : "fused kernels off"; }
 
  private:
   bool on_;
-  bool had_value_;
-  std::string saved_;
+  ScopedEnvironmentVariable variable_;
 };
 
 }  // namespace asrdec::testing

@@ -180,6 +180,65 @@ TEST_P(TransducerGreedy, LargeBatchesEqualThePerUtteranceOracle) {
   }
 }
 
+// Label looping (and WIND) stops an inner loop early for its stragglers (label_looping_cut_stragglers). In batches
+// of 16-40 utterances the cut often fires (fewer inner passes than the same decoder without it,
+// ASRDEC_CUT_STRAGGLERS=0), and every utterance still equals the per-utterance oracle: a paused row goes on from the
+// same frame with the same state. Both decoders make the same joint choices.
+TEST_P(TransducerGreedy, CutStragglersKeepEveryResult) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t runs = 0, cut = 0;
+  for (int i = 0; i < (GetParam().cuda ? 6 : 12); ++i) {
+    const testing::RandomTransducerSpec spec = random_spec(rng);
+    const testing::RandomTransducer random = make_random_transducer(spec, rng);
+    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + spec.describe() + ", " + fused_kernels.describe());
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device_);
+    testing::RandomEncoded e = random_encoded(rng, spec, 40, 60);
+    while (e.batch < 16 || e.frames < 20) e = random_encoded(rng, spec, 40, 60);
+    const std::int32_t max_symbols = std::uniform_int_distribution<std::int32_t>(1, 4)(rng);
+    const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), max_symbols);
+    const Placed enc = place(e);
+    const testing::PerturbedGreedyOracle perturbed = perturbed_oracle(random, e, max_symbols);
+    std::vector<std::pair<TransducerGreedyAlgorithm, std::int32_t>> algorithms = {
+        {TransducerGreedyAlgorithm::label_looping, 1}};
+    if (!spec.tdt) algorithms.push_back({TransducerGreedyAlgorithm::wind, static_cast<std::int32_t>(2 + rng() % 4)});
+    for (const auto& [algorithm, window] : algorithms) {
+      const std::string what =
+          std::string(to_string(algorithm)) + " W=" + std::to_string(window) + " B=" + std::to_string(e.batch);
+      TransducerGreedyConfig config;
+      config.algorithm = algorithm;
+      config.window = window;
+      config.max_symbols_per_frame = max_symbols;
+      config.graph_mode = GetParam().mode;
+      config.threads = 1;  // one batch on the CPU too, so that its passes are the batch's
+      TransducerGreedyDecoder decoder(model, config, BatchLimits{e.batch, e.frames});
+      const std::vector<Hypothesis> got = decoder.decode(enc.view, e.lens());
+      expect_same_hypotheses(got, want, agreement(spec.dtype), what, false, perturbed);
+      std::vector<Hypothesis> uncut;
+      GreedyLoopCounts baseline{};
+      {
+        const testing::ScopedEnvironmentVariable no_cut("ASRDEC_CUT_STRAGGLERS", "0");
+        TransducerGreedyDecoder plain(model, config, BatchLimits{e.batch, e.frames});
+        uncut = plain.decode(enc.view, e.lens());
+        baseline = plain.loop_counts();
+      }
+      expect_same_hypotheses(uncut, want, agreement(spec.dtype), what + " without the cut", false, perturbed);
+      if (::testing::Test::HasFatalFailure()) return;
+      const GreedyLoopCounts counts = decoder.loop_counts();
+      EXPECT_EQ(counts.choices, baseline.choices) << what;
+      EXPECT_LE(counts.inner, baseline.inner) << what;
+      EXPECT_GE(counts.outer, baseline.outer) << what;
+      ++runs;
+      cut += counts.inner < baseline.inner ? 1 : 0;
+    }
+  }
+  EXPECT_GT(cut, 0) << "the stragglers were cut in none of " << runs << " batches";  // about half, usually
+  std::printf("%lld of %lld batches cut their stragglers\n", static_cast<long long>(cut), static_cast<long long>(runs));
+}
+
 // Streaming (decode_chunks) under random server traffic — utterances joining and leaving at any call, chunks of
 // random sizes (0 included), cancellations — gives exactly decode()'s result for every finished utterance (scores bit
 // for bit), for every algorithm, with and without an LM and a boosting tree; partial results are prefixes of it.

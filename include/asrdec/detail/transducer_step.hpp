@@ -46,6 +46,7 @@ struct GreedyRules {
   std::int32_t blank;
   std::int32_t max_symbols;
   bool tdt;
+  bool cut_stragglers = true;  ///< label looping: label_looping_cut_stragglers applies (off: a diagnostic baseline)
 };
 
 /** Frames to move after a joint evaluation: RNN-T moves one frame on blank and stays on a label; TDT moves by
@@ -147,9 +148,11 @@ ASRDEC_HD_INLINE void label_looping_inner(const GreedyStateRef& s, const GreedyR
  *  (label_looping_pause) rather than hold every other utterance's predictor step for the slowest row's run of
  *  blanks; each goes on from the same frame, with the same predictor output, in the next outer iteration. Every
  *  utterance's joint evaluations, and so the results, are the same either way; only the passes differ (fewer inner
- *  passes, possibly more outer ones). With fewer than four utterances it never fires. */
-ASRDEC_HD_INLINE bool label_looping_cut_stragglers(std::int64_t advancing, std::int64_t active_at_start) {
-  return advancing > 0 && 4 * advancing <= active_at_start;
+ *  passes, possibly more outer ones). With fewer than four utterances it never fires; rules.cut_stragglers = false
+ *  (ASRDEC_CUT_STRAGGLERS=0) turns it off. */
+ASRDEC_HD_INLINE bool label_looping_cut_stragglers(const GreedyRules& rules, std::int64_t advancing,
+                                                   std::int64_t active_at_start) {
+  return rules.cut_stragglers && advancing > 0 && 4 * advancing <= active_at_start;
 }
 
 /** A straggler's pause: it stops looking past blanks for this outer iteration; its last choice was a blank, so the

@@ -283,7 +283,7 @@ class GreedySlice {
       advancing += advance_[b] ? 1 : 0;
       active_at_start += s.active_at_start[b] ? 1 : 0;
     }
-    if (!label_looping_cut_stragglers(advancing, active_at_start)) return;
+    if (!label_looping_cut_stragglers(rules_, advancing, active_at_start)) return;
     for (std::int64_t b = 0; b < B; ++b) {
       if (advance_[b]) label_looping_pause(s, b);
     }

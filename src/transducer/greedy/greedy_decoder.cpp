@@ -1,6 +1,8 @@
 #include "asrdec/transducer/greedy_decoder.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "asrdec/core/error.hpp"
 #include "core/exclusive_use.hpp"
@@ -61,7 +63,11 @@ std::string TransducerGreedyConfig::to_string() const {
 namespace detail {
 
 GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config) {
-  return GreedyRules{model.blank_id(), config.max_symbols_per_frame, model.type() == TransducerType::tdt};
+  // ASRDEC_CUT_STRAGGLERS=0 turns the straggler cut off: a diagnostic switch and the baseline the benchmarks' /no_cut
+  // cases measure it against (the results are the same either way).
+  const char* cut = std::getenv("ASRDEC_CUT_STRAGGLERS");
+  return GreedyRules{model.blank_id(), config.max_symbols_per_frame, model.type() == TransducerType::tdt,
+                     cut == nullptr || std::strcmp(cut, "0") != 0};
 }
 
 }  // namespace detail

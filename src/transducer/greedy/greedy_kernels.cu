@@ -224,14 +224,14 @@ __device__ void store_label(const GreedyDeviceState& g, std::int64_t b) {
 
 // label_looping_cut_stragglers over the whole batch: this thread's counts of its rows, summed in shared memory
 // (block-uniform result). Every thread of the block calls it.
-__device__ bool cut_stragglers(int advancing, int active_at_start) {
+__device__ bool cut_stragglers(const GreedyRules& rules, int advancing, int active_at_start) {
   __shared__ int totals[2];
   if (threadIdx.x == 0) totals[0] = totals[1] = 0;
   __syncthreads();
   if (advancing != 0) atomicAdd(&totals[0], advancing);
   if (active_at_start != 0) atomicAdd(&totals[1], active_at_start);
   __syncthreads();
-  return label_looping_cut_stragglers(totals[0], totals[1]);
+  return label_looping_cut_stragglers(rules, totals[0], totals[1]);
 }
 
 // A single block walks the batch so that the loop flags are block-wide reductions written by one thread.
@@ -317,7 +317,7 @@ __device__ void greedy_phase(GreedyPhase phase, const GreedyDeviceState& g) {
   // that evaluated rows, before the barrier; thread 0 counts the pass after it, when the zeroing is long done).
   if (choices > 0) atomicAdd(g.loop_counts + 2, choices);
   if ((phase == GreedyPhase::label_looping_first || phase == GreedyPhase::label_looping_inner) &&
-      cut_stragglers(advancing, active_at_start)) {
+      cut_stragglers(g.rules, advancing, active_at_start)) {
     // The same rows as the loop above, by the same threads.
     for (std::int64_t b = threadIdx.x; b < batch; b += blockDim.x) {
       if (s.advance[b]) {
