@@ -61,8 +61,10 @@ def test_greedy_loop_counts_describe_the_last_call():
         capped = sum(1 for t in set(h.timestamps) if h.timestamps.count(t) == 10)
         assert rows[-1]["choices"] == rows[-1]["joint_passes"] == int(lengths[b]) + len(h.tokens) - capped
     assert batch["choices"] == sum(r["choices"] for r in rows)
-    assert batch["outer"] == max(r["outer"] for r in rows)
-    assert max(r["inner"] for r in rows) <= batch["inner"] <= sum(r["inner"] for r in rows)
+    # Label looping pauses a batch's last stragglers (docs/transducer-greedy.md): at least the longest row's outer
+    # passes, at most the rows' inner passes.
+    assert batch["outer"] >= max(r["outer"] for r in rows)
+    assert batch["inner"] <= sum(r["inner"] for r in rows)
     assert batch["joint_passes"] == batch["outer"] + batch["inner"]
 
 
