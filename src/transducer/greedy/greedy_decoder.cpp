@@ -1,10 +1,9 @@
 #include "asrdec/transducer/greedy_decoder.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "asrdec/core/error.hpp"
+#include "core/environment_switch.hpp"
 #include "core/exclusive_use.hpp"
 #include "core/utterance_channels.hpp"
 #include "lm/fusion_checks.hpp"
@@ -65,9 +64,8 @@ namespace detail {
 GreedyRules rules_of(const TransducerModel& model, const TransducerGreedyConfig& config) {
   // ASRDEC_CUT_STRAGGLERS=0 turns the straggler cut off: a diagnostic switch and the baseline the benchmarks' /no_cut
   // cases measure it against (the results are the same either way).
-  const char* cut = std::getenv("ASRDEC_CUT_STRAGGLERS");
   return GreedyRules{model.blank_id(), config.max_symbols_per_frame, model.type() == TransducerType::tdt,
-                     cut == nullptr || std::strcmp(cut, "0") != 0};
+                     environment_switch("ASRDEC_CUT_STRAGGLERS", true)};
 }
 
 }  // namespace detail

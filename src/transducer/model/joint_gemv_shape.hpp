@@ -11,8 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+
+#include "core/environment_switch.hpp"
 
 namespace asrdec::detail {
 
@@ -44,10 +44,7 @@ constexpr bool joint_gemv_fits(std::int64_t rows, std::int64_t hidden, std::int6
  *  greedy B=1 38.0 against 30.6 ms, B=32 467 against 118 ms; docs/transducer-greedy.md); the switch lets a GPU session
  *  measure a new version against the default in one process (the benchmarks' `/fused` cases) and the tests check it.
  *  Read when a CUDA decoder sizes its buffers and when a predictor session starts. */
-inline bool fused_kernels_enabled() {
-  const char* value = std::getenv("ASRDEC_FUSED_KERNELS");
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
+inline bool fused_kernels_enabled() { return environment_switch("ASRDEC_FUSED_KERNELS", false); }
 
 /** Blocks of the fused kernel for `outputs` output columns: one column per warp, capped at the grid's x limit. */
 constexpr int joint_gemv_blocks(std::int64_t outputs) {
