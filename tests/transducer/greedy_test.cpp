@@ -181,14 +181,17 @@ TEST_P(TransducerGreedy, LargeBatchesEqualThePerUtteranceOracle) {
 }
 
 // Label looping (and WIND) stops an inner loop early for its stragglers (label_looping_cut_stragglers). In batches
-// of 16-40 utterances the cut often fires (fewer inner passes than the same decoder without it,
+// of 16-40 utterances the cut often fires (other pass counts than the same decoder without it,
 // ASRDEC_CUT_STRAGGLERS=0), and every utterance still equals the per-utterance oracle: a paused row goes on from the
-// same frame with the same state. Both decoders make the same joint choices.
+// same frame with the same state. Both decoders make the same joint choices. The cut is a schedule, not a bound: it
+// usually saves inner passes, but a paused row can fall out of step with the rest and cost more (seed
+// 3767124503365087745, case 4: 85 inner passes against 57), so whether it pays is the benchmarks' question
+// (asrdec_bench_transducer_greedy's /no_cut cases), and this test only counts how often it does.
 TEST_P(TransducerGreedy, CutStragglersKeepEveryResult) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
-  std::int64_t runs = 0, cut = 0;
+  std::int64_t runs = 0, cut = 0, fewer = 0;
   for (int i = 0; i < (GetParam().cuda ? 6 : 12); ++i) {
     const testing::RandomTransducerSpec spec = random_spec(rng);
     const testing::RandomTransducer random = make_random_transducer(spec, rng);
@@ -229,14 +232,14 @@ TEST_P(TransducerGreedy, CutStragglersKeepEveryResult) {
       if (::testing::Test::HasFatalFailure()) return;
       const GreedyLoopCounts counts = decoder.loop_counts();
       EXPECT_EQ(counts.choices, baseline.choices) << what;
-      EXPECT_LE(counts.inner, baseline.inner) << what;
-      EXPECT_GE(counts.outer, baseline.outer) << what;
       ++runs;
-      cut += counts.inner < baseline.inner ? 1 : 0;
+      cut += counts.inner != baseline.inner || counts.outer != baseline.outer ? 1 : 0;
+      fewer += counts.joint_passes < baseline.joint_passes ? 1 : 0;
     }
   }
   EXPECT_GT(cut, 0) << "the stragglers were cut in none of " << runs << " batches";  // about half, usually
-  std::printf("%lld of %lld batches cut their stragglers\n", static_cast<long long>(cut), static_cast<long long>(runs));
+  std::printf("%lld of %lld batches cut their stragglers, %lld of them with fewer joint passes\n",
+              static_cast<long long>(cut), static_cast<long long>(runs), static_cast<long long>(fewer));
 }
 
 // Streaming (decode_chunks) under random server traffic — utterances joining and leaving at any call, chunks of
