@@ -317,6 +317,18 @@ void bind_transducer(nb::module_& m) {
       "model"_a, "kwargs"_a, "Keywords: TransducerBeamConfig's and BatchLimits' fields.");
   bind_common(beam, "enc_proj");
   bind_nbest(beam, "enc_proj");
+  beam.def(
+      "loop_counts",
+      [](const TransducerBeamDecoder& d) {
+        const BeamLoopCounts c = d.loop_counts();
+        nb::dict out;
+        out["outer"] = c.outer;
+        out["inner"] = c.inner;
+        out["joint_passes"] = c.joint_passes;
+        return out;
+      },
+      "How the last call's search loop ran (BeamLoopCounts): a dict of its outer passes (ALSD++ and WIND beam: "
+      "steps; AES++: frames), inner passes (AES++: expansion steps) and the passes that evaluated the joint.");
 }
 
 }  // namespace

@@ -68,6 +68,30 @@ def test_greedy_loop_counts_describe_the_last_call():
     assert batch["joint_passes"] == batch["outer"] + batch["inner"]
 
 
+def test_beam_loop_counts_describe_the_last_call():
+    enc, lengths = transducer_input("rnnt")
+    model = asrdec.TransducerModel.load(str(DATA / "rnnt" / "model.safetensors"))
+    alsd = asrdec.TransducerBeamDecoder(model, algorithm="alsd++", beam=1, threads=1)
+    assert alsd.loop_counts() == {"outer": 0, "inner": 0, "joint_passes": 0}
+    # Beam 1 on RNN-T: one path an utterance, a step for each of its frames and tokens; a batch runs its longest.
+    steps = []
+    for b in range(4):
+        (h,) = alsd.decode(enc[b : b + 1], lengths[b : b + 1])
+        counts = alsd.loop_counts()
+        assert counts == {"outer": int(lengths[b]) + len(h.tokens), "inner": 0, "joint_passes": counts["outer"]}
+        steps.append(counts["outer"])
+    alsd.decode(enc[:4], lengths[:4])
+    assert alsd.loop_counts()["outer"] == max(steps)
+    # AES++ searches every frame, with one to aes_num_steps expansion steps each, and evaluates the joint on entering
+    # a frame and after each step.
+    aes = asrdec.TransducerBeamDecoder(model, algorithm="aes++", beam=4, aes_num_steps=2, threads=1)
+    aes.decode(enc[:4], lengths[:4])
+    counts = aes.loop_counts()
+    assert counts["outer"] == int(lengths[:4].max())
+    assert counts["outer"] <= counts["inner"] <= 2 * counts["outer"]
+    assert counts["joint_passes"] == counts["outer"] + counts["inner"]
+
+
 def test_lists_are_accepted_as_lengths(ctc_input):
     x, n = ctc_input
     decoder = asrdec.CtcGreedyDecoder()

@@ -287,6 +287,123 @@ TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
   check_device_bytes_cap(testing::test_seed());
 }
 
+// loop_counts() says how the last call's search ran. Bounds that any search meets: a step of ALSD++ adds one entry to
+// every live hypothesis, so on RNN-T the loop runs at least frames + tokens steps for every final hypothesis, and
+// exactly the most of those at beam 1 (one path an utterance, never pruned); AES++ searches every frame of the longest
+// utterance, with one to aes_num_steps expansion steps each; a WIND step moves a hypothesis by one token or by a
+// window of blanks, so each final path takes at least a step a token and one per W frames. The CUDA executor counts
+// on the device what a one-thread CPU decoder counts; more CPU threads search each slice of rows on their own and
+// report the largest of the slices' counts, which one-thread decoders of each slice alone give.
+TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const auto same = [](const BeamLoopCounts& a, const BeamLoopCounts& b) {
+    return a.outer == b.outer && a.inner == b.inner && a.joint_passes == b.joint_passes;
+  };
+  const auto describe = [](const BeamLoopCounts& c) {
+    return "{outer " + std::to_string(c.outer) + ", inner " + std::to_string(c.inner) + ", joint passes " +
+           std::to_string(c.joint_passes) + "}";
+  };
+  std::int64_t compared = 0, beam_one = 0;
+  for (int i = 0; i < cases(40); ++i) {
+    const testing::RandomTransducerSpec spec = this->spec(rng);
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device());
+    TransducerBeamConfig config = this->config(rng, 4);
+    if (i % 4 == 0) config.beam = 1;
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, 6, 30);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
+    const Placed placed = place(e);
+    const BatchLimits limits{std::max<std::int64_t>(e.batch, 1), std::max<std::int64_t>(e.frames, 1)};
+    TransducerBeamDecoder decoder(model, config, limits);
+    EXPECT_TRUE(same(decoder.loop_counts(), BeamLoopCounts{})) << "before the first call";
+    const std::vector<std::vector<Hypothesis>> beams = decoder.decode_nbest(placed.view, e.lens());
+    const BeamLoopCounts got = decoder.loop_counts();
+    SCOPED_TRACE("counts " + describe(got));
+    EXPECT_EQ(got.joint_passes, got.outer + (aes() ? got.inner : 0));
+    std::int64_t longest = 0, most_steps = 0;
+    for (std::size_t b = 0; b < beams.size(); ++b) {
+      const std::int64_t length = e.lengths[b];
+      longest = std::max(longest, length);
+      for (const Hypothesis& h : beams[b]) {
+        const auto tokens = static_cast<std::int64_t>(h.tokens.size());
+        if (wind()) {
+          const std::int64_t windows = (length + config.wind_window - 1) / config.wind_window;
+          EXPECT_GE(got.outer, std::max(tokens, windows)) << "utterance " << b;
+        } else if (!aes() && !spec.tdt) {
+          EXPECT_GE(got.outer, length + tokens) << "utterance " << b;
+          most_steps = std::max(most_steps, length + tokens);
+        } else if (!aes()) {
+          EXPECT_GE(got.outer, tokens) << "utterance " << b;
+        }
+      }
+    }
+    if (aes()) {
+      EXPECT_EQ(got.outer, longest) << "AES++ searches every frame of the longest utterance";
+      EXPECT_GE(got.inner, got.outer);
+      EXPECT_LE(got.inner, got.outer * config.aes_num_steps);
+    } else {
+      EXPECT_EQ(got.inner, 0);
+      if (!wind() && !spec.tdt && config.beam == 1) {
+        EXPECT_EQ(got.outer, most_steps) << "beam 1: the longest path's frames and tokens";
+        ++beam_one;
+      }
+    }
+    // The same counts from one-thread CPU decoders: of the whole batch (CUDA) or of each slice (CPU).
+    TransducerBeamConfig one = config;
+    one.threads = 1;
+    one.graph_mode = GraphMode::eager;
+    const std::int64_t slices =
+        GetParam().cuda ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(e.batch, config.threads));
+    BeamLoopCounts want{};
+    std::vector<std::vector<Hypothesis>> cpu_beams;
+    for (std::int64_t k = 0; k < slices; ++k) {
+      const std::int64_t first = k * e.batch / slices, count = (k + 1) * e.batch / slices - first;
+      const TensorView rows(e.values.data() + first * e.frames * e.hidden, DType::f32, {count, e.frames, e.hidden});
+      const TensorView lengths(const_cast<std::int32_t*>(e.lengths.data()) + first, DType::i32, {count});
+      TransducerBeamDecoder single(cpu_model, one, limits);
+      for (auto& beam : single.decode_nbest(rows, lengths)) cpu_beams.push_back(std::move(beam));
+      const BeamLoopCounts c = single.loop_counts();
+      want.outer = std::max(want.outer, c.outer);
+      want.inner = std::max(want.inner, c.inner);
+      want.joint_passes = std::max(want.joint_passes, c.joint_passes);
+    }
+    // A CUDA search whose rounding tipped a near tie the other way may take other steps: compared where the beams
+    // hold the same transcripts on the same frames.
+    bool same_paths = cpu_beams.size() == beams.size();
+    for (std::size_t b = 0; same_paths && b < beams.size(); ++b) {
+      same_paths = beams[b].size() == cpu_beams[b].size();
+      for (std::size_t r = 0; same_paths && r < beams[b].size(); ++r) {
+        same_paths =
+            beams[b][r].tokens == cpu_beams[b][r].tokens && beams[b][r].timestamps == cpu_beams[b][r].timestamps;
+      }
+    }
+    if (!GetParam().cuda) {
+      EXPECT_TRUE(same_paths) << "the CPU's slices found other beams";
+    }
+    if (same_paths) {
+      EXPECT_TRUE(same(got, want)) << "one-thread decoders count " << describe(want);
+      ++compared;
+    }
+    // A second call replaces the counts: the first utterance alone.
+    if (e.frames == 0) continue;
+    const TensorView first_row(placed.view.data(), DType::f32, {1, e.frames, e.hidden}, device());
+    decoder.decode_nbest(first_row, TensorView(const_cast<std::int32_t*>(e.lengths.data()), DType::i32, {1}));
+    const BeamLoopCounts alone = decoder.loop_counts();
+    EXPECT_LE(alone.outer, got.outer);
+    if (aes()) {
+      EXPECT_EQ(alone.outer, e.lengths[0]);
+    }
+  }
+  EXPECT_GT(compared, cases(40) / 2) << "too few searches took the same paths as the CPU's";
+  if (!aes() && !wind()) {
+    EXPECT_GT(beam_one, 0);
+  }
+  std::printf("%lld of %d cases compared with one-thread CPU decoders\n", static_cast<long long>(compared), cases(40));
+}
+
 TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));

@@ -112,6 +112,22 @@ ASRDEC_API FusionPruning parse_fusion_pruning(std::string_view name);
 /** "none" or "full" ("lm-weighted-full", "lm_weighted_full"); throws InvalidArgument otherwise. */
 ASRDEC_API BlankLmScoring parse_blank_lm_scoring(std::string_view name);
 
+/** How the last call's search loop ran (TransducerBeamDecoder::loop_counts), in passes over the batch:
+ *  - ALSD++ and WIND beam: `outer` counts the search's steps, each a joint evaluation of the slots that step, their
+ *    proposals, the selection and a predictor step; `inner` is 0. A WIND step expands the hypotheses on each
+ *    utterance's earliest unfinished frame, and those that emit a token stay on it, so a frame can be visited up to
+ *    max_symbols_per_frame + 1 times;
+ *  - AES++: `outer` counts frames, `inner` expansion steps (a predictor step and a joint evaluation each).
+ *  `joint_passes` counts the joint evaluations: `outer` (ALSD++, WIND), `outer` + `inner` (AES++: one on entering a
+ *  frame, one after each step). A step's time over joint_passes is the cost of one pass. The CPU executor searches
+ *  each thread's slice of rows on its own (TransducerBeamConfig::threads): the counts are then the largest of the
+ *  slices'; with threads = 1 they are the CUDA executor's. */
+struct BeamLoopCounts {
+  std::int64_t outer = 0;
+  std::int64_t inner = 0;
+  std::int64_t joint_passes = 0;
+};
+
 struct ASRDEC_API TransducerBeamConfig {
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   /** K, hypotheses kept per utterance, 1 … 64. Beam 1 is greedy decoding (the same tokens). */
@@ -204,6 +220,9 @@ class ASRDEC_API TransducerBeamDecoder {
   /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
    *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
   std::int64_t device_bytes() const;
+  /** The loop counts of the last decode, decode_nbest or decode_chunks call (zeros before the first). On CUDA the
+   *  device counts them in the loop's kernels, and they come back with the results. */
+  BeamLoopCounts loop_counts() const;
 
   struct Impl;
 

@@ -57,6 +57,8 @@ class AesCpu final : public TransducerBeamBackend {
     chunks_.reset();
   }
 
+  BeamLoopCounts loop_counts() const noexcept override { return with_joint_passes(counts_, config_.algorithm); }
+
  private:
   // Sizes the buffers and the hypotheses for the request; the slots are set up by the caller.
   BeamHypsRef begin(const TransducerInput& p) {
@@ -76,6 +78,7 @@ class AesCpu final : public TransducerBeamBackend {
     BeamHypsRef h = hyps_.ref();
     const std::int64_t V1 = model_.vocab_size() + 1;
     const AesFrame frame{logp_.data(), static_cast<std::int32_t>(V1), model_.blank_id(), &states_.fusion()};
+    counts_ = BeamLoopCounts{};
 
     for (std::int32_t t = 0; t < p.frames; ++t) {
       bool any_active = false;
@@ -88,6 +91,7 @@ class AesCpu final : public TransducerBeamBackend {
         }
       }
       if (!any_active) break;
+      ++counts_.outer;
       evaluate(p, t, B * K, /*query=*/true);
 
       // Prefix search: every hypothesis gains the paths through its one-token-shorter prefix on this frame.
@@ -97,6 +101,7 @@ class AesCpu final : public TransducerBeamBackend {
 
       for (std::int32_t step = 0; step < config_.aes_num_steps; ++step) {
         h = hyps_.make_room_for_step(B, worst);
+        ++counts_.inner;
         for (std::int64_t b = 0; b < B; ++b) {
           if (!active_[b] || !aes_any_expanding(h, b, expanding_.data())) {
             for (std::int32_t i = 0; i < K; ++i) states_.keep(beam_slot(h, b, i));
@@ -178,6 +183,7 @@ class AesCpu final : public TransducerBeamBackend {
   std::vector<std::int64_t> row_slots_;
   std::vector<const float*> row_decs_;
   std::vector<float> logits_;
+  BeamLoopCounts counts_;  // of the last search
 };
 
 }  // namespace

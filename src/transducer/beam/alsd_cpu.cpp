@@ -59,6 +59,8 @@ class AlsdCpu final : public TransducerBeamBackend {
     chunks_.reset();
   }
 
+  BeamLoopCounts loop_counts() const noexcept override { return with_joint_passes(counts_, config_.algorithm); }
+
  private:
   // Sizes the buffers and the hypotheses for the request; the slots are set up by the caller.
   BeamHypsRef begin(const TransducerInput& p) {
@@ -82,6 +84,7 @@ class AlsdCpu final : public TransducerBeamBackend {
     const std::int64_t V = model_.vocab_size();
     const std::int64_t outputs = model_.joint().output_size();
     const auto D = static_cast<std::int32_t>(model_.durations().size());
+    counts_ = BeamLoopCounts{};
 
     for (;;) {
       h = hyps_.make_room_for_step(B, worst);
@@ -103,6 +106,7 @@ class AlsdCpu final : public TransducerBeamBackend {
         }
       }
       if (rows_.empty()) break;
+      ++counts_.outer;
       const auto count = static_cast<std::int64_t>(rows_.size());
       row_decs_.resize(rows_.size());
       for (std::int64_t r = 0; r < count; ++r) row_decs_[static_cast<std::size_t>(r)] = states_.dec(row_slots_[r]);
@@ -180,6 +184,7 @@ class AlsdCpu final : public TransducerBeamBackend {
   std::vector<std::int64_t> row_slots_;
   std::vector<const float*> row_decs_;
   std::vector<float> logits_;
+  BeamLoopCounts counts_;  // of the last search
 };
 
 }  // namespace

@@ -38,7 +38,15 @@ class TransducerBeamBackend {
   virtual GraphMode graph_mode() const noexcept { return GraphMode::eager; }
   /** Device bytes of the executor's sized buffers (ExecutorLifecycle::device_bytes); 0 on the CPU. */
   virtual std::int64_t device_bytes() const noexcept { return 0; }
+  /** The loop counts of the executor's last decode or search_chunks (TransducerBeamDecoder::loop_counts). */
+  virtual BeamLoopCounts loop_counts() const noexcept = 0;
 };
+
+/** `counts` with joint_passes filled in from outer and inner, as BeamLoopCounts defines it for `algorithm`. */
+inline BeamLoopCounts with_joint_passes(BeamLoopCounts counts, TransducerBeamAlgorithm algorithm) {
+  counts.joint_passes = counts.outer + (algorithm == TransducerBeamAlgorithm::aes ? counts.inner : 0);
+  return counts;
+}
 
 /** The fusion rule of a config: λ = the weights of the models present; eps = 1e-2 (ALSD++) or 1e-6 (AES++). */
 BeamFusionRule beam_fusion_rule(const TransducerBeamConfig& config);

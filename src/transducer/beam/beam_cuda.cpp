@@ -54,7 +54,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         args_(1, device_),
         flags_(7, device_),
-        bad_value_(1, device_) {
+        bad_value_(1, device_),
+        loop_counts_(2, device_) {
     DeviceGuard guard(device_);
     joint_gemv_shared_bytes_ = preload_beam_kernels();
     int multiprocessors = 0;
@@ -67,6 +68,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::vector<std::vector<Hypothesis>> decode(const TransducerInput& p, const std::vector<std::int32_t>& boost_roots,
                                               StreamHandle user_stream) override {
     DeviceGuard guard(device_);
+    counts_ = BeamLoopCounts{};
     if (p.batch == 0) return {};
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
@@ -95,6 +97,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
                      StreamHandle user_stream) override {
     DeviceGuard guard(device_);
     chunks_.reset();
+    counts_ = BeamLoopCounts{};
     if (p.batch == 0) return;  // nothing to search or save
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
@@ -135,6 +138,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
 
   GraphMode graph_mode() const noexcept override { return lifecycle_.mode(); }
   std::int64_t device_bytes() const noexcept override { return lifecycle_.device_bytes(); }
+  BeamLoopCounts loop_counts() const noexcept override { return counts_; }
 
  private:
   struct Capacity {
@@ -238,6 +242,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(&bad, bad_value_.data(), 1);
     std::int32_t internal_error = 0;
     copy_back(&internal_error, flags_.data() + 4, 1);
+    unsigned long long counts[2] = {0, 0};
+    copy_back(counts, loop_counts_.data(), 2);
     if (config_.lm != nullptr) {
       copy_back(host_lm_state_.data(), lm_state_.data(), n);
       copy_back(host_lm_total_.data(), lm_total_.data(), n);
@@ -249,10 +255,19 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(host_state_.data(), state_.data(), n * static_cast<std::size_t>(model_.predictor().state_size()));
     copy_back(host_dec_.data(), dec_.data(), n * static_cast<std::size_t>(model_.joint_hidden()));
     copy_beams_to_host(hyps_.ref(), host_hyps_.ref(), batch, stream);  // synchronises the stream
+    take_counts(counts);
     lifecycle_.check_loops();
     check_outcome(bad, internal_error);
     const BeamHypsRef h = host_hyps_.ref();
     return std::none_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; });
+  }
+
+  // The run's loop counts, as the device counted them (outer, inner), once they are on the host.
+  void take_counts(const unsigned long long (&counts)[2]) {
+    BeamLoopCounts c;
+    c.outer = static_cast<std::int64_t>(counts[0]);
+    c.inner = static_cast<std::int64_t>(counts[1]);
+    counts_ = with_joint_passes(c, config_.algorithm);
   }
 
   // Bad input first: a decode that read one may also have broken the search's invariants.
@@ -280,6 +295,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     copy_bytes_async(lengths_.data(), device_, p.lengths.data(), Device::cpu(), p.lengths.size() * 4, stream);
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    fill_bytes_async(loop_counts_.data(), device_, 0, 2 * sizeof(unsigned long long), stream);
     fill_bytes_async(flags_.data() + 4, device_, 0, sizeof(std::int32_t), stream);
     fill_bytes_async(flags_.data() + 6, device_, 0, sizeof(std::int32_t), stream);  // blocks_done
     const std::int32_t seed_flag = seeded ? 1 : 0;  // copied from pageable memory before the call returns
@@ -380,6 +396,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     wind_candidates_ = DeviceBuffer<WindCandidate>(wind() ? n : 1, device_);
     aes_proposals_ = DeviceBuffer<AesProposals>(aes() ? n : 1, device_);
     expanding_ = DeviceBuffer<std::int32_t>(n, device_);
+    querying_ = DeviceBuffer<std::int32_t>(aes() ? n : 1, device_);
     hidden_ = DeviceBuffer<std::byte>(fused_joint_ ? 1 : rows * J * dtype_size(model_.joint().weight_dtype()), device_);
     logits_ = DeviceBuffer<float>(rows * O, device_);
     const std::size_t lm_slots = config_.lm != nullptr ? n : 1;
@@ -469,6 +486,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       g.aes.step = flags_.data() + 2;
       g.aes.any_expanding = flags_.data() + 3;
       g.aes.expanding = expanding_.data();
+      g.aes.querying = querying_.data();
       g.aes.proposals = aes_proposals_.data();
       g.aes.steps = config_.aes_num_steps;
       g.aes.per_hypothesis = config_.beam + config_.aes_expansion_beta;
@@ -501,6 +519,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     g.weight_dtype = model_.joint().weight_dtype();
     g.check_values = config_.check_values ? 1 : 0;
     g.bad_value = bad_value_.data();
+    g.loop_counts = loop_counts_.data();
     return g;
   }
 
@@ -514,8 +533,9 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       gemm_->rows_times_weight_t(g.weight, g.weight_dtype, g.outputs, g.hidden_size, g.hidden, g.hidden_size,
                                  g.joint_rows, g.logits, g.outputs, stream);
     }
+    // AES++ skips the queries of the evaluation after a frame's last expansion step (AesDeviceState::querying).
     launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.slots, multiprocessors_, stream,
-                         g.row_active);
+                         aes() ? g.aes.querying : g.row_active);
   }
 
   // Every slot takes over the states of take_from with take_label (into the next_* buffers), the predictor steps the
@@ -604,9 +624,12 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(&bad, bad_value_.data(), 1);
     std::int32_t internal_error = 0;
     copy_back(&internal_error, flags_.data() + 4, 1);
+    unsigned long long counts[2] = {0, 0};
+    copy_back(counts, loop_counts_.data(), 2);
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
+    take_counts(counts);
     lifecycle_.check_loops();
     check_outcome(bad, internal_error);
     if (std::any_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; })) return std::nullopt;
@@ -632,6 +655,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   // Outer loop flag; AES++: frame, step, inner loop flag; WIND internal error; streaming: seeded.
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
+  DeviceBuffer<unsigned long long> loop_counts_;  // [2] the run's outer and inner passes, counted on the device
+  BeamLoopCounts counts_;                         // of the last call
   DeviceBuffer<std::int32_t> durations_, lengths_, running_;
   DeviceBuffer<std::int32_t> row_last_;  // [max_batch] BeamDeviceState::row_last
   BatchedBeamHyps<MemoryKind::device> hyps_;
@@ -642,7 +667,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   DeviceBuffer<std::int64_t> take_from_;
   DeviceBuffer<AlsdProposals> proposals_;
   DeviceBuffer<AesProposals> aes_proposals_;
-  DeviceBuffer<std::int32_t> expanding_;
+  DeviceBuffer<std::int32_t> expanding_, querying_;
   DeviceBuffer<std::int32_t> wind_frame_, wind_width_, group_size_, group_;
   DeviceBuffer<WindCandidate> wind_candidates_;
   DeviceBuffer<std::byte> hidden_;

@@ -146,6 +146,7 @@ struct TransducerBeamDecoder::Impl {
   // slices, slice i decoded by executor i.
   std::vector<std::unique_ptr<detail::TransducerBeamBackend>> backends;
   std::unique_ptr<detail::ThreadPool> pool;
+  std::int64_t last_slices = 0;               // executors that searched the last call (loop_counts)
   detail::UtteranceChannels open;             // streaming
   std::vector<detail::BeamChannel> channels;  // by slot of `open`, grown as slots are first used
   detail::OwnerSlot owner;
@@ -201,6 +202,7 @@ std::vector<T> part(const std::vector<T>& whole, std::int64_t first, std::int64_
 std::vector<std::vector<Hypothesis>> decode_beams(TransducerBeamDecoder::Impl& self, const TransducerInput& p,
                                                   const std::vector<std::int32_t>& roots, StreamHandle stream) {
   const Slices slices = slices_of(self, p.batch);
+  self.last_slices = slices.count;
   if (slices.count == 1) return self.backends[0]->decode(p, roots, stream);
   std::vector<std::vector<Hypothesis>> beams(static_cast<std::size_t>(p.batch));
   self.pool->parallel_for(slices.count, [&](std::int64_t i, int /*worker*/) {
@@ -218,6 +220,7 @@ void decode_chunk_slices(TransducerBeamDecoder::Impl& self, const TransducerInpu
                          const std::vector<ChunkRow>& rows, const std::vector<std::int32_t>& roots,
                          std::vector<BeamChannel*>& lanes, StreamHandle stream) {
   const Slices slices = slices_of(self, p.batch);
+  self.last_slices = slices.count;
   if (slices.count == 1) {
     self.backends[0]->search_chunks(p, plan, rows, roots, lanes, stream);
     self.backends[0]->save_chunks();
@@ -357,6 +360,18 @@ GraphMode TransducerBeamDecoder::graph_mode() const {
 
 std::int64_t TransducerBeamDecoder::device_bytes() const {
   return detail::live(impl_, "TransducerBeamDecoder").backends.front()->device_bytes();
+}
+
+BeamLoopCounts TransducerBeamDecoder::loop_counts() const {
+  const Impl& self = detail::live(impl_, "TransducerBeamDecoder");
+  BeamLoopCounts most;
+  for (std::int64_t i = 0; i < self.last_slices; ++i) {
+    const BeamLoopCounts c = self.backends[static_cast<std::size_t>(i)]->loop_counts();
+    most.outer = std::max(most.outer, c.outer);
+    most.inner = std::max(most.inner, c.inner);
+    most.joint_passes = std::max(most.joint_passes, c.joint_passes);
+  }
+  return most;
 }
 
 }  // namespace asrdec

@@ -283,6 +283,7 @@ __device__ void aes_frame_masks(const BeamDeviceState& g, std::int32_t t) {
       const std::int64_t s = beam_slot(g.hyps, b, k);
       const std::int32_t expanding = on && g.hyps.scores[s] != -__builtin_huge_valf() ? 1 : 0;
       g.aes.expanding[s] = expanding;
+      g.aes.querying[s] = expanding;
       g.row_active[s] = expanding;
     }
     any |= on ? 1 : 0;
@@ -305,7 +306,10 @@ __global__ void __launch_bounds__(kPhaseThreads) aes_begin_kernel(BeamDeviceStat
 __global__ void __launch_bounds__(kPhaseThreads) aes_next_frame_kernel(BeamDeviceState g) {
   const std::int32_t t = *g.aes.frame + 1;
   __syncthreads();  // every thread has read t before it changes
-  if (threadIdx.x == 0) *g.aes.frame = t;
+  if (threadIdx.x == 0) {
+    *g.aes.frame = t;
+    g.loop_counts[0] += 1;  // the frame just searched
+  }
   aes_frame_masks(g, t);
 }
 
@@ -373,11 +377,14 @@ __global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g)
 
 __device__ void aes_mark_rows(const BeamDeviceState& g) {
   int any = 0;
-  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
-    g.row_active[s] = g.aes.expanding[s];
-    any |= g.aes.expanding[s] != 0 ? 1 : 0;
-  }
   const std::int32_t step = *g.aes.step + 1;
+  const bool steps_left = step < g.aes.steps;
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    const std::int32_t expanding = g.aes.expanding[s];
+    g.row_active[s] = expanding;
+    g.aes.querying[s] = steps_left ? expanding : 0;
+    any |= expanding != 0 ? 1 : 0;
+  }
   any = __syncthreads_or(any);
   if (threadIdx.x == 0) {
     *g.aes.step = step;
@@ -426,6 +433,8 @@ __global__ void __launch_bounds__(kPhaseThreads) wind_begin_kernel(BeamDeviceSta
   wind_groups(g);
 }
 
+// Runs at the end of each pass of a loop (one block), which it counts: ALSD++ and WIND a step, AES++ an expansion
+// step.
 __device__ void beam_phase(BeamPhase phase, const BeamDeviceState& g) {
   switch (phase) {
     case BeamPhase::alsd_activity:
@@ -438,6 +447,7 @@ __device__ void beam_phase(BeamPhase phase, const BeamDeviceState& g) {
       aes_mark_rows(g);
       break;
   }
+  if (threadIdx.x == 0) g.loop_counts[phase == BeamPhase::aes_mark_rows ? 1 : 0] += 1;
 }
 
 // Utterance b's window log-probabilities (RNN-T: a joint row is exactly the V+1 token columns).

@@ -31,11 +31,15 @@ namespace asrdec::detail {
 struct AesDeviceState {
   std::int32_t* frame = nullptr;  ///< t; nullptr for ALSD++ and WIND, whose slots sit on their own frames
   std::int32_t* expanding;        ///< [slots] still expanding on the frame
-  std::int32_t* step;             ///< expansion steps made on the frame
-  std::int32_t* any_expanding;    ///< inner loop flag
-  AesProposals* proposals;        ///< [slots]
-  std::int32_t steps;             ///< aes_num_steps
-  std::int32_t per_hypothesis;    ///< K + beta
+  /** [slots] the expanding slots whose LM and boosting queries the next evaluation needs: all of them on entering a
+   *  frame, none after its last expansion step (that evaluation only scores the blank that ends the frame; the next
+   *  frame's entry queries again), as the CPU executor does. */
+  std::int32_t* querying;
+  std::int32_t* step;           ///< expansion steps made on the frame
+  std::int32_t* any_expanding;  ///< inner loop flag
+  AesProposals* proposals;      ///< [slots]
+  std::int32_t steps;           ///< aes_num_steps
+  std::int32_t per_hypothesis;  ///< K + beta
   float gamma;
 };
 
@@ -106,8 +110,11 @@ struct BeamDeviceState {
   DType weight_dtype;
   std::int32_t check_values;
   unsigned long long* bad_value;  ///< first NaN/inf of enc_proj read, packed (b, t, j, kind)
-  AesDeviceState aes;             ///< AES++ only
-  WindDeviceState wind;           ///< WIND beam search only (wind.window is 0 for the others)
+  /** [2] BeamLoopCounts::outer and inner of the run (start() zeroes them): the phase that ends each pass of a loop
+   *  counts it (alsd_activity and wind_groups a step, aes_mark_rows an expansion step, aes_next_frame a frame). */
+  unsigned long long* loop_counts;
+  AesDeviceState aes;    ///< AES++ only
+  WindDeviceState wind;  ///< WIND beam search only (wind.window is 0 for the others)
 };
 
 // WIND beam search: "groups; while some utterance has a group { joint hidden of the window rows → GEMM → fused

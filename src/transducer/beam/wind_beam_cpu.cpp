@@ -59,6 +59,8 @@ class WindBeamCpu final : public TransducerBeamBackend {
     chunks_.reset();
   }
 
+  BeamLoopCounts loop_counts() const noexcept override { return with_joint_passes(counts_, config_.algorithm); }
+
  private:
   // Sizes the buffers and the pools for the request; the slots are set up by the caller.
   BeamHypsRef begin(const TransducerInput& p) {
@@ -79,6 +81,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
     const std::int64_t V1 = model_.vocab_size() + 1;
     const std::int32_t worst = beam_worst_history(config_, p.frames);
     BeamHypsRef h = hyps_.ref();
+    counts_ = BeamLoopCounts{};
 
     for (;;) {
       h = hyps_.make_room_for_step(B, worst);
@@ -110,6 +113,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
         }
       }
       if (!any) break;
+      ++counts_.outer;
       logits_.resize(rows_.size() * static_cast<std::size_t>(V1));
       joint_.logits_rows(p.enc, rows_.data(), row_decs_.data(), static_cast<std::int64_t>(rows_.size()),
                          config_.check_values, logits_.data());
@@ -192,6 +196,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
   std::vector<JointRow> rows_;
   std::vector<const float*> row_decs_;
   std::vector<float> logits_;
+  BeamLoopCounts counts_;  // of the last search
 };
 
 }  // namespace
