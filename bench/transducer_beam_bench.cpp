@@ -5,7 +5,8 @@
 // included), so the copies back are in both sides of the ratio.
 //
 // CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
-// 1..32, and AES++ and WIND beam (RNN-T) at beam 4. CPU: a small grid (a beam step evaluates the joint for B·K
+// 1..32, and AES++ and WIND beam (RNN-T) at beam 4; the three at beam 4 also launched eagerly (`/eager`). Every case
+// reports the search loop's joint passes per call (`joint_passes`, TransducerBeamDecoder::loop_counts). CPU: a small grid (a beam step evaluates the joint for B·K
 // hypotheses over V = 1025 outputs), CPU thread scaling (`cpu_threads`), and streaming against whole utterances at
 // equal lanes (`streaming`).
 
@@ -23,6 +24,7 @@ struct Case {
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   bool cuda = false;
   bool fused = false;  // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
+  bool eager = false;  // CUDA: kernels launched one by one (GraphMode::eager), against the default graphs
 };
 
 void run(benchmark::State& state, Case c) {
@@ -71,6 +73,7 @@ void run(benchmark::State& state, Case c) {
     config.beam = c.beam;
     config.lm = lm;
     config.lm_weight = 0.3f;
+    if (c.eager) config.graph_mode = GraphMode::eager;
     TransducerBeamDecoder decoder(m, config, BatchLimits{batch, frames});
     for (const auto& h : decoder.decode(enc, lens, stream.handle())) {
       labels += static_cast<std::int64_t>(h.tokens.size());
@@ -134,7 +137,7 @@ std::string name_of(const Case& c) {
   const std::string algo =
       c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
   return "transducer_beam/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo + (c.lm ? "/lm" : "") +
-         (c.fused ? "/fused" : "");
+         (c.fused ? "/fused" : "") + (c.eager ? "/eager" : "");
 }
 
 void register_all() {
@@ -160,6 +163,14 @@ void register_all() {
       if (kind == "rnnt") {
         cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::aes, true});
         cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::wind, true});
+        // Beam 4 launched eagerly: what the graphs save, and the launches ncu can profile (scripts/gpu-profile;
+        // it does not profile the kernel nodes of graphs with conditional nodes).
+        if (!lm) {
+          for (TransducerBeamAlgorithm algorithm :
+               {TransducerBeamAlgorithm::alsd, TransducerBeamAlgorithm::aes, TransducerBeamAlgorithm::wind}) {
+            cases.push_back(Case{kind, 4, lm, algorithm, true, false, true});
+          }
+        }
       }
       for (const Case& c : cases) {
         auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
