@@ -6,9 +6,9 @@
 //
 // CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
 // 1..32, and AES++ and WIND beam (RNN-T) at beam 4; the three at beam 4 also launched eagerly (`/eager`). Every case
-// reports the search loop's joint passes per call (`joint_passes`, TransducerBeamDecoder::loop_counts). CPU: a small grid (a beam step evaluates the joint for B·K
-// hypotheses over V = 1025 outputs), CPU thread scaling (`cpu_threads`), and streaming against whole utterances at
-// equal lanes (`streaming`).
+// reports the search loop's joint passes per call (`joint_passes`, TransducerBeamDecoder::loop_counts). CPU: a small
+// grid (a beam step evaluates the joint for B·K hypotheses over V = 1025 outputs), CPU thread scaling (`cpu_threads`),
+// and streaming against whole utterances at equal lanes (`streaming`).
 
 #include "common/bench_support.hpp"
 #include "common/chunk_feeder.hpp"
@@ -163,7 +163,7 @@ void register_all() {
       if (kind == "rnnt") {
         cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::aes, true});
         cases.push_back(Case{kind, 4, lm, TransducerBeamAlgorithm::wind, true});
-        // Beam 4 launched eagerly: what the graphs save, and the launches ncu can profile (scripts/gpu-profile;
+        // Beam 4 launched eagerly: what the graphs save, and the launches ncu can profile (scripts/gpu-check profile;
         // it does not profile the kernel nodes of graphs with conditional nodes).
         if (!lm) {
           for (TransducerBeamAlgorithm algorithm :

@@ -291,9 +291,10 @@ TEST_P(TransducerBeamSearch, DeviceBytesCapRefusesGrowthAndKeepsTheDecoder) {
 // every live hypothesis, so on RNN-T the loop runs at least frames + tokens steps for every final hypothesis, and
 // exactly the most of those at beam 1 (one path an utterance, never pruned); AES++ searches every frame of the longest
 // utterance, with one to aes_num_steps expansion steps each; a WIND step moves a hypothesis by one token or by a
-// window of blanks, so each final path takes at least a step a token and one per W frames. The CUDA executor counts
-// on the device what a one-thread CPU decoder counts; more CPU threads search each slice of rows on their own and
-// report the largest of the slices' counts, which one-thread decoders of each slice alone give.
+// window of blanks, so each final path takes at least a step a token and one per W frames. More CPU threads search
+// each slice of rows on their own and report the counts of the slice with the most joint passes, which one-thread
+// decoders of each slice alone give. The CUDA executor counts on the device, the same in every graph mode, and what
+// a one-thread CPU decoder counts unless rounding tipped a near tie the other way (float32 cases are compared).
 TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
@@ -305,9 +306,20 @@ TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
     return "{outer " + std::to_string(c.outer) + ", inner " + std::to_string(c.inner) + ", joint passes " +
            std::to_string(c.joint_passes) + "}";
   };
-  std::int64_t compared = 0, beam_one = 0;
+  // The hypotheses of each utterance's beam as a set (transcripts on their frames), whatever their order.
+  const auto paths = [](const std::vector<std::vector<Hypothesis>>& beams) {
+    std::vector<std::vector<std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>>>> out;
+    for (const auto& beam : beams) {
+      out.emplace_back();
+      for (const Hypothesis& h : beam) out.back().emplace_back(h.tokens, h.timestamps);
+      std::sort(out.back().begin(), out.back().end());
+    }
+    return out;
+  };
+  std::int64_t compared = 0, agreed = 0, beam_one = 0;
   for (int i = 0; i < cases(40); ++i) {
-    const testing::RandomTransducerSpec spec = this->spec(rng);
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    if (GetParam().cuda && i % 2 == 0) spec.dtype = DType::f32;  // cases to compare with the CPU's counts
     const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
     const TransducerModel cpu_model = random.build(Device::cpu());
     const TransducerModel model = random.build(device());
@@ -340,8 +352,16 @@ TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
         }
       }
     }
+    // (CPU threads cut the batch into slices; the counts are then the slice's with the most joint passes, whose
+    // longest utterance need not be the batch's.)
+    const std::int64_t slices =
+        GetParam().cuda ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(e.batch, config.threads));
     if (aes()) {
-      EXPECT_EQ(got.outer, longest) << "AES++ searches every frame of the longest utterance";
+      if (slices == 1) {
+        EXPECT_EQ(got.outer, longest) << "AES++ searches every frame of the longest utterance";
+      } else {
+        EXPECT_LE(got.outer, longest);
+      }
       EXPECT_GE(got.inner, got.outer);
       EXPECT_LE(got.inner, got.outer * config.aes_num_steps);
     } else {
@@ -351,12 +371,10 @@ TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
         ++beam_one;
       }
     }
-    // The same counts from one-thread CPU decoders: of the whole batch (CUDA) or of each slice (CPU).
+    // One-thread CPU decoders: of each slice as the CPU decoder cut the batch, or of the whole batch (CUDA).
     TransducerBeamConfig one = config;
     one.threads = 1;
     one.graph_mode = GraphMode::eager;
-    const std::int64_t slices =
-        GetParam().cuda ? 1 : std::max<std::int64_t>(1, std::min<std::int64_t>(e.batch, config.threads));
     BeamLoopCounts want{};
     std::vector<std::vector<Hypothesis>> cpu_beams;
     for (std::int64_t k = 0; k < slices; ++k) {
@@ -366,42 +384,50 @@ TEST_P(TransducerBeamSearch, LoopCountsFollowTheSearch) {
       TransducerBeamDecoder single(cpu_model, one, limits);
       for (auto& beam : single.decode_nbest(rows, lengths)) cpu_beams.push_back(std::move(beam));
       const BeamLoopCounts c = single.loop_counts();
-      want.outer = std::max(want.outer, c.outer);
-      want.inner = std::max(want.inner, c.inner);
-      want.joint_passes = std::max(want.joint_passes, c.joint_passes);
-    }
-    // A CUDA search whose rounding tipped a near tie the other way may take other steps: compared where the beams
-    // hold the same transcripts on the same frames.
-    bool same_paths = cpu_beams.size() == beams.size();
-    for (std::size_t b = 0; same_paths && b < beams.size(); ++b) {
-      same_paths = beams[b].size() == cpu_beams[b].size();
-      for (std::size_t r = 0; same_paths && r < beams[b].size(); ++r) {
-        same_paths =
-            beams[b][r].tokens == cpu_beams[b][r].tokens && beams[b][r].timestamps == cpu_beams[b][r].timestamps;
+      if (c.joint_passes > want.joint_passes || (c.joint_passes == want.joint_passes && c.outer > want.outer)) {
+        want = c;
       }
     }
     if (!GetParam().cuda) {
-      EXPECT_TRUE(same_paths) << "the CPU's slices found other beams";
-    }
-    if (same_paths) {
-      EXPECT_TRUE(same(got, want)) << "one-thread decoders count " << describe(want);
+      EXPECT_EQ(paths(cpu_beams), paths(beams)) << "the CPU's slices found other beams";
+      EXPECT_TRUE(same(got, want)) << "one-thread decoders of the slices count " << describe(want);
       ++compared;
+      ++agreed;
+    } else {
+      // The same search launched eagerly: the same kernels in the same order, so the same counts.
+      TransducerBeamConfig eager = config;
+      eager.graph_mode = GraphMode::eager;
+      TransducerBeamDecoder eager_decoder(model, eager, limits);
+      eager_decoder.decode_nbest(placed.view, e.lens());
+      EXPECT_TRUE(same(got, eager_decoder.loop_counts()))
+          << "launched eagerly, the search counts " << describe(eager_decoder.loop_counts());
+      if (spec.dtype == DType::f32 && paths(cpu_beams) == paths(beams)) {
+        ++compared;
+        agreed += same(got, want) ? 1 : 0;
+        if (!same(got, want)) std::printf("case %d: the CPU counts %s\n", i, describe(want).c_str());
+      }
     }
-    // A second call replaces the counts: the first utterance alone.
-    if (e.frames == 0) continue;
+    // A second call replaces the counts: the first utterance alone (on the CPU its search does not depend on the
+    // rest of the batch, so it takes no more steps than the batch did).
+    if (e.frames == 0 || e.batch == 0) continue;
     const TensorView first_row(placed.view.data(), DType::f32, {1, e.frames, e.hidden}, device());
     decoder.decode_nbest(first_row, TensorView(const_cast<std::int32_t*>(e.lengths.data()), DType::i32, {1}));
     const BeamLoopCounts alone = decoder.loop_counts();
-    EXPECT_LE(alone.outer, got.outer);
+    if (!GetParam().cuda && (slices == 1 || !aes())) {
+      EXPECT_LE(alone.outer, got.outer);
+    }
     if (aes()) {
       EXPECT_EQ(alone.outer, e.lengths[0]);
     }
   }
-  EXPECT_GT(compared, cases(40) / 2) << "too few searches took the same paths as the CPU's";
+  // CUDA: most float32 searches that end in the CPU's beams count what it counts (a near tie pruned on the way may
+  // change the steps of a few).
+  EXPECT_GE(2 * agreed, compared) << agreed << " of " << compared << " searches counted as the CPU's";
   if (!aes() && !wind()) {
     EXPECT_GT(beam_one, 0);
   }
-  std::printf("%lld of %d cases compared with one-thread CPU decoders\n", static_cast<long long>(compared), cases(40));
+  std::printf("%lld of %lld searches compared with one-thread CPU decoders counted as they did\n",
+              static_cast<long long>(agreed), static_cast<long long>(compared));
 }
 
 TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {

@@ -120,8 +120,8 @@ ASRDEC_API BlankLmScoring parse_blank_lm_scoring(std::string_view name);
  *  - AES++: `outer` counts frames, `inner` expansion steps (a predictor step and a joint evaluation each).
  *  `joint_passes` counts the joint evaluations: `outer` (ALSD++, WIND), `outer` + `inner` (AES++: one on entering a
  *  frame, one after each step). A step's time over joint_passes is the cost of one pass. The CPU executor searches
- *  each thread's slice of rows on its own (TransducerBeamConfig::threads): the counts are then the largest of the
- *  slices'; with threads = 1 they are the CUDA executor's. */
+ *  each thread's slice of rows on its own (TransducerBeamConfig::threads): the counts are then those of the slice
+ *  that made the most joint passes; with threads = 1 they are the CUDA executor's. */
 struct BeamLoopCounts {
   std::int64_t outer = 0;
   std::int64_t inner = 0;
@@ -220,8 +220,9 @@ class ASRDEC_API TransducerBeamDecoder {
   /** CUDA: device bytes the decoder's sized buffers take for its current limits (grown by calls that exceed
    *  them), counted as they were allocated; 0 on the CPU. Capped by the config's max_device_bytes. */
   std::int64_t device_bytes() const;
-  /** The loop counts of the last decode, decode_nbest or decode_chunks call (zeros before the first). On CUDA the
-   *  device counts them in the loop's kernels, and they come back with the results. */
+  /** The loop counts of the last decode, decode_nbest or decode_chunks call (zeros before the first, and after a
+   *  call refused before its search). On CUDA the device counts them in the loop's kernels, and they come back with
+   *  the results. */
   BeamLoopCounts loop_counts() const;
 
   struct Impl;

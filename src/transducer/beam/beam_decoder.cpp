@@ -197,6 +197,19 @@ std::vector<T> part(const std::vector<T>& whole, std::int64_t first, std::int64_
   return std::vector<T>(whole.begin() + first, whole.begin() + first + count);
 }
 
+// The counts of the slice, among the first `slices` executors, that made the most joint passes (then the most outer
+// passes): one slice's counts, so that joint_passes stays outer (+ inner) as BeamLoopCounts defines it.
+BeamLoopCounts slowest_slice(const std::vector<std::unique_ptr<TransducerBeamBackend>>& backends, std::int64_t slices) {
+  BeamLoopCounts slowest;
+  for (std::int64_t i = 0; i < slices; ++i) {
+    const BeamLoopCounts c = backends[static_cast<std::size_t>(i)]->loop_counts();
+    if (c.joint_passes > slowest.joint_passes || (c.joint_passes == slowest.joint_passes && c.outer > slowest.outer)) {
+      slowest = c;
+    }
+  }
+  return slowest;
+}
+
 // Whole utterances. CPU slices are decoded in parallel, each by its own executor; functions of this file rather than
 // lambdas in the decoder's members, whose types the shared library would export.
 std::vector<std::vector<Hypothesis>> decode_beams(TransducerBeamDecoder::Impl& self, const TransducerInput& p,
@@ -283,6 +296,7 @@ std::vector<std::vector<Hypothesis>> TransducerBeamDecoder::decode_nbest(const T
                                                                          StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_nbest");
+  self.last_slices = 0;  // a call refused before the search counts nothing
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
   if (self.config.boost != nullptr) self.config.boost->check_batch(problem.batch);
   std::vector<std::int32_t> roots(static_cast<std::size_t>(problem.batch), 0);
@@ -311,6 +325,7 @@ std::vector<Hypothesis> TransducerBeamDecoder::decode_chunks(const std::vector<C
                                                              StreamHandle stream) {
   Impl& self = detail::live(impl_, "TransducerBeamDecoder");
   const detail::ExclusiveCall call(self.owner, "TransducerBeamDecoder::decode_chunks");
+  self.last_slices = 0;  // a call refused before the search counts nothing
   const detail::TransducerInput problem = detail::make_transducer_input(self.model, enc_proj, lengths, stream);
   ASRDEC_CHECK_ARG(static_cast<std::int64_t>(rows.size()) == problem.batch,
                    "TransducerBeamDecoder::decode_chunks: ", rows.size(), " rows for a batch of ", problem.batch);
@@ -364,14 +379,7 @@ std::int64_t TransducerBeamDecoder::device_bytes() const {
 
 BeamLoopCounts TransducerBeamDecoder::loop_counts() const {
   const Impl& self = detail::live(impl_, "TransducerBeamDecoder");
-  BeamLoopCounts most;
-  for (std::int64_t i = 0; i < self.last_slices; ++i) {
-    const BeamLoopCounts c = self.backends[static_cast<std::size_t>(i)]->loop_counts();
-    most.outer = std::max(most.outer, c.outer);
-    most.inner = std::max(most.inner, c.inner);
-    most.joint_passes = std::max(most.joint_passes, c.joint_passes);
-  }
-  return most;
+  return slowest_slice(self.backends, self.last_slices);
 }
 
 }  // namespace asrdec
