@@ -179,6 +179,16 @@ double time_cpp_decode(Decoder& decoder, const char* input_name, nb::handle inpu
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A decoder's loop counts (GreedyLoopCounts, BeamLoopCounts) as a dict of their passes over the batch.
+template <class Counts>
+nb::dict pass_counts(const Counts& c) {
+  nb::dict out;
+  out["outer"] = c.outer;
+  out["inner"] = c.inner;
+  out["joint_passes"] = c.joint_passes;
+  return out;
+}
+
 void bind_ctc(nb::module_& m) {
   nb::class_<CtcGreedyDecoder> greedy(m, "CtcGreedyDecoder", "CTC greedy decoding, with optional LM and boosting.");
   greedy.def(
@@ -277,11 +287,8 @@ void bind_transducer(nb::module_& m) {
       "loop_counts",
       [](const TransducerGreedyDecoder& d) {
         const GreedyLoopCounts c = d.loop_counts();
-        nb::dict out;
-        out["outer"] = c.outer;
-        out["inner"] = c.inner;
+        nb::dict out = pass_counts(c);
         out["choices"] = c.choices;
-        out["joint_passes"] = c.joint_passes;
         return out;
       },
       "How the last call's loops ran (GreedyLoopCounts): a dict of its outer and inner passes over the batch, the "
@@ -318,15 +325,7 @@ void bind_transducer(nb::module_& m) {
   bind_common(beam, "enc_proj");
   bind_nbest(beam, "enc_proj");
   beam.def(
-      "loop_counts",
-      [](const TransducerBeamDecoder& d) {
-        const BeamLoopCounts c = d.loop_counts();
-        nb::dict out;
-        out["outer"] = c.outer;
-        out["inner"] = c.inner;
-        out["joint_passes"] = c.joint_passes;
-        return out;
-      },
+      "loop_counts", [](const TransducerBeamDecoder& d) { return pass_counts(d.loop_counts()); },
       "How the last call's search loop ran (BeamLoopCounts): a dict of its outer passes (ALSD++ and WIND beam: "
       "steps; AES++: frames), inner passes (AES++: expansion steps) and the passes that evaluated the joint.");
 }
