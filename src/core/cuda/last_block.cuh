@@ -13,6 +13,12 @@ namespace asrdec::detail {
  *  sees every block's writes; it sets *count back to 0 for the next launch. *count must be 0 before the first. */
 __device__ inline bool last_block_done(int* count) {
   __shared__ bool last;
+  // A one-block launch (greedy's epilogue at batch 1) is its own last block: a barrier makes its threads' writes
+  // visible to each other, without the two fences and the atomic round trip on the step's critical path.
+  if (gridDim.x == 1) {  // grid-uniform
+    __syncthreads();
+    return true;
+  }
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(count, 1) == static_cast<int>(gridDim.x) - 1;
