@@ -194,43 +194,79 @@ ASRDEC_HD_INLINE void aes_slot_proposals(const BeamFusionRule& rule, const BeamH
   aes_drop_repeats(h, b, k, frame.blank, p);
 }
 
-/** One expansion step of utterance b: every slot proposes (aes_slot_proposals; with `propose` false the caller has
- *  written `proposals`, indexed by slot, already), and the K best of all proposals become the new beam (hypotheses
+/** An expansion step's selection, after the ranking (beam_rank_proposal over ids k·C + j): new slot i of utterance b
+ *  takes the candidate chosen for it (from[slot], -1 for none), stages its result entry, and sets from[slot] to its
+ *  parent's slot and label[slot] to its label (-1 for a dead slot). */
+ASRDEC_HD_INLINE void aes_stage_choice(const BeamHypsRef& h, std::int64_t b, std::int32_t i,
+                                       std::int32_t per_hypothesis, const AesFrame& frame,
+                                       const AesProposals* proposals, std::int64_t* from, std::int32_t* label) {
+  const std::int32_t C = per_hypothesis;
+  const std::int64_t s = beam_slot(h, b, i);
+  const std::int64_t c = from[s];
+  std::int32_t parent = c >= 0 ? static_cast<std::int32_t>(c / C) : 0;
+  const std::int32_t j = c >= 0 ? static_cast<std::int32_t>(c - parent * C) : 0;
+  const AesProposals& p = proposals[beam_slot(h, b, parent)];
+  const float score =
+      c >= 0 ? beam_proposal_total(h.scores[beam_slot(h, b, parent)], p.score[j]) : -__builtin_huge_valf();
+  const bool live = score != -__builtin_huge_valf();
+  if (!live) parent = 0;
+  const std::int64_t ps = beam_slot(h, b, parent);
+  const std::int32_t chosen = live ? p.label[j] : -1;
+  const float logp = chosen >= 0 ? frame.logp[ps * frame.tokens + chosen] : 0.0f;
+  beam_stage_result(h, b, i, parent, chosen, score, 0, logp);
+  from[s] = ps;
+  label[s] = chosen;
+}
+
+/** One expansion step: every slot proposes (aes_slot_proposals; with `propose` false the caller has written
+ *  `proposals`, indexed by slot, already), and the K best of each utterance's proposals become its beam (hypotheses
  *  done with the frame compete with their own score). For each new slot s, from[s] is the slot its state comes from
  *  and label[s] what it took in (a token moves the predictor, LM and boosting states on); `expanding` follows: a
- *  slot goes on expanding after a token. */
-ASRDEC_HD_INLINE void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b,
-                                 std::int32_t per_hypothesis, float gamma, const AesFrame& frame,
-                                 AesProposals* proposals, std::int32_t* expanding, std::int64_t* from,
-                                 std::int32_t* label, bool propose = true) {
-  const std::int32_t K = h.beam;
+ *  slot goes on expanding after a token.
+ *
+ *  The step runs as phases over the utterances that expand, as alsd_select_phases: `each_slot(f)` calls f(b, k) for
+ *  their slots, `each_candidate(f)` f(b, c) for every c < K·C, `sync()` separates the phases. */
+template <class EachSlot, class EachCandidate, class Sync>
+ASRDEC_HD_INLINE void aes_expand_phases(const BeamFusionRule& rule, const BeamHypsRef& h, std::int32_t per_hypothesis,
+                                        float gamma, const AesFrame& frame, AesProposals* proposals,
+                                        std::int32_t* expanding, std::int64_t* from, std::int32_t* label, bool propose,
+                                        const EachSlot& each_slot, const EachCandidate& each_candidate,
+                                        const Sync& sync) {
   const std::int32_t C = per_hypothesis;
-  float best[kMaxBeam];
-  std::int32_t ids[kMaxBeam];
-  std::int32_t kept = 0;
-  for (std::int32_t k = 0; k < K; ++k) {
-    const std::int64_t s = beam_slot(h, b, k);
-    AesProposals& p = proposals[s];
-    if (propose) aes_slot_proposals(rule, h, b, k, C, gamma, frame, expanding, p);
-    for (std::int32_t j = 0; j < p.count; ++j) topk_insert(best, ids, K, kept, h.scores[s] + p.score[j], k * C + j);
+  if (propose) {
+    each_slot([&](std::int64_t b, std::int32_t k) {
+      aes_slot_proposals(rule, h, b, k, C, gamma, frame, expanding, proposals[beam_slot(h, b, k)]);
+    });
+    sync();
   }
-  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
-  for (std::int32_t i = 0; i < K; ++i) {
-    const bool live = i < kept && best[i] != -__builtin_huge_valf();
-    parents[i] = live ? ids[i] / C : 0;
-    const std::int64_t p = beam_slot(h, b, parents[i]);
-    labels[i] = live ? proposals[p].label[ids[i] % C] : -1;
-    const float logp = labels[i] >= 0 ? frame.logp[p * frame.tokens + labels[i]] : 0.0f;
-    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), 0, logp);
-  }
-  for (std::int32_t i = 0; i < K; ++i) {
+  each_slot([&](std::int64_t b, std::int32_t k) { from[beam_slot(h, b, k)] = -1; });
+  sync();
+  each_candidate([&](std::int64_t b, std::int32_t c) { beam_rank_proposal(h, b, proposals, C, c, from); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) { aes_stage_choice(h, b, i, C, frame, proposals, from, label); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) {
     beam_commit_result(h, b, i);
-    const std::int64_t s = beam_slot(h, b, i);
-    from[s] = beam_slot(h, b, parents[i]);
-    label[s] = labels[i];
     // A hypothesis goes on expanding after a token (its own label: NeMo's mask ignores the reorder).
-    expanding[s] = labels[i] >= 0 && labels[i] != frame.blank ? 1 : 0;
-  }
+    const std::int64_t s = beam_slot(h, b, i);
+    expanding[s] = label[s] >= 0 && label[s] != frame.blank ? 1 : 0;
+  });
+}
+
+/** aes_expand_phases for utterance b on one thread (the CPU executor). */
+inline void aes_expand(const BeamFusionRule& rule, const BeamHypsRef& h, std::int64_t b, std::int32_t per_hypothesis,
+                       float gamma, const AesFrame& frame, AesProposals* proposals, std::int32_t* expanding,
+                       std::int64_t* from, std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  const std::int32_t candidates = K * per_hypothesis;
+  const auto each_slot = [b, K](const auto& f) {
+    for (std::int32_t k = 0; k < K; ++k) f(b, k);
+  };
+  const auto each_candidate = [b, candidates](const auto& f) {
+    for (std::int32_t c = 0; c < candidates; ++c) f(b, c);
+  };
+  aes_expand_phases(rule, h, per_hypothesis, gamma, frame, proposals, expanding, from, label, /*propose=*/true,
+                    each_slot, each_candidate, [] {});
 }
 
 /** The end of utterance b's frame: hypotheses still expanding after num_steps leave it with a blank (scored with

@@ -179,40 +179,105 @@ ASRDEC_HD_INLINE void alsd_idle_proposals(bool utterance_running, float score, A
   out.count = 1;
 }
 
+/** Selection of an utterance's K best proposals (ALSD++ and AES++), one candidate's part: candidate c = k·W + j
+ *  (proposal j of slot k; `width` W proposals at most per slot) of utterance b finds its rank among all the
+ *  utterance's proposals by total score h.scores + proposal score (beam_before order, ids k·W + j, so the ranks are
+ *  distinct and the K best are those one topk_insert over every proposal keeps, in its order). A candidate of rank
+ *  r < K writes c to chosen[slot r]; slots no candidate reaches keep what the caller set (-1). Counting stops at
+ *  rank K, so a candidate that is not chosen compares only until K others beat it. */
+/** The total score of a proposal as the selection ranks it: its hypothesis's score plus its own, a NaN (possible
+ *  only when the caller turned off the checks of its inputs) counted as -inf, so that the ranking's order stays total
+ *  and every executor keeps the same hypotheses. */
+ASRDEC_HD_INLINE float beam_proposal_total(float hypothesis_score, float proposal_score) {
+  const float total = hypothesis_score + proposal_score;
+  return total != total ? -__builtin_huge_valf() : total;
+}
+
+template <class Proposals>
+ASRDEC_HD_INLINE void beam_rank_proposal(const BeamHypsRef& h, std::int64_t b, const Proposals* proposals,
+                                         std::int32_t width, std::int32_t c, std::int64_t* chosen) {
+  const std::int32_t K = h.beam;
+  const std::int32_t k = c / width;
+  const std::int32_t j = c - k * width;
+  const std::int64_t s = beam_slot(h, b, k);
+  if (j >= proposals[s].count) return;
+  const float score = beam_proposal_total(h.scores[s], proposals[s].score[j]);
+  std::int32_t rank = 0;
+  for (std::int32_t other = 0; other < K; ++other) {
+    const std::int64_t o = beam_slot(h, b, other);
+    const float base = h.scores[o];
+    const Proposals& p = proposals[o];
+    for (std::int32_t i = 0; i < p.count; ++i) {
+      if (beam_before(beam_proposal_total(base, p.score[i]), other * width + i, score, c) && ++rank == K) return;
+    }
+  }
+  chosen[beam_slot(h, b, rank)] = c;
+}
+
+/** Selection, after the ranking: new slot i of utterance b takes the candidate chosen for it (`from`, which the
+ *  first phase set to -1 and beam_rank_proposal to the candidate, if any): stages the result entry (beam_stage_result)
+ * and sets from[slot] to its parent's slot and label[slot] to the candidate's label. No candidate, or one of score
+ * -inf: a dead slot. */
+ASRDEC_HD_INLINE void alsd_stage_choice(const BeamHypsRef& h, std::int64_t b, std::int32_t i,
+                                        const AlsdProposals* proposals, std::int64_t* from, std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  const std::int64_t s = beam_slot(h, b, i);
+  const std::int64_t c = from[s];
+  std::int32_t parent = c >= 0 ? static_cast<std::int32_t>(c / K) : 0;
+  const std::int32_t j = c >= 0 ? static_cast<std::int32_t>(c - parent * K) : 0;
+  const AlsdProposals& p = proposals[beam_slot(h, b, parent)];
+  const float score =
+      c >= 0 ? beam_proposal_total(h.scores[beam_slot(h, b, parent)], p.score[j]) : -__builtin_huge_valf();
+  const bool live = score != -__builtin_huge_valf();
+  if (!live) parent = 0;
+  label[s] = live ? p.label[j] : -1;
+  beam_stage_result(h, b, i, parent, label[s], score, live ? p.jump[j] : 0, live ? p.logp[j] : 0.0f);
+  from[s] = beam_slot(h, b, parent);
+}
+
 /** Utterance b keeps the K best of its slots' proposals (`proposals` indexed by slot) and adds them to `h`: the
  *  result entries, then recombination of equal hypotheses. For each new slot s of the utterance, from[s] is the slot
  *  its state comes from and label[s] what that state must take in (a token moves the predictor, LM and boosting
- *  states on; blank, -1, and slots that died in recombination take nothing). */
-ASRDEC_HD_INLINE void alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals,
-                                  std::int64_t* from, std::int32_t* label) {
-  const std::int32_t K = h.beam;
-  float best[kMaxBeam];
-  std::int32_t ids[kMaxBeam];
-  std::int32_t kept = 0;
-  for (std::int32_t k = 0; k < K; ++k) {
-    const std::int64_t s = beam_slot(h, b, k);
-    for (std::int32_t j = 0; j < proposals[s].count; ++j) {
-      topk_insert(best, ids, K, kept, h.scores[s] + proposals[s].score[j], k * K + j);
-    }
-  }
-  std::int32_t parents[kMaxBeam], labels[kMaxBeam];
-  for (std::int32_t i = 0; i < K; ++i) {
-    const bool live = i < kept && best[i] != -__builtin_huge_valf();
-    parents[i] = live ? ids[i] / K : 0;
-    const AlsdProposals& p = proposals[beam_slot(h, b, parents[i])];
-    const std::int32_t j = live ? ids[i] % K : 0;
-    labels[i] = live ? p.label[j] : -1;
-    beam_stage_result(h, b, i, parents[i], labels[i], live ? best[i] : -__builtin_huge_valf(), live ? p.jump[j] : 0,
-                      live ? p.logp[j] : 0.0f);
-  }
-  for (std::int32_t i = 0; i < K; ++i) beam_commit_result(h, b, i);
-  for (std::int32_t i = 0; i < K; ++i) beam_stage_recombination(h, b, i);
-  for (std::int32_t i = 0; i < K; ++i) beam_commit_recombination(h, b, i);
-  for (std::int32_t i = 0; i < K; ++i) {
+ *  states on; blank, -1, and slots that died in recombination take nothing).
+ *
+ *  The selection runs as phases over the utterances that select: `each_slot(f)` calls f(b, k) for every slot k of
+ *  each of them and `each_candidate(f)` f(b, c) for every c < K·K (in any order, on any threads); `sync()`
+ *  separates the phases. alsd_select runs them on one thread for one utterance; the CUDA kernel runs every
+ *  utterance's in one block, a thread per slot or candidate, so ranking costs O(K²) a thread, not K² inserts into a
+ *  list on one thread. */
+template <class EachSlot, class EachCandidate, class Sync>
+ASRDEC_HD_INLINE void alsd_select_phases(const BeamHypsRef& h, const AlsdProposals* proposals, std::int64_t* from,
+                                         std::int32_t* label, const EachSlot& each_slot,
+                                         const EachCandidate& each_candidate, const Sync& sync) {
+  each_slot([&](std::int64_t b, std::int32_t k) { from[beam_slot(h, b, k)] = -1; });
+  sync();
+  each_candidate([&](std::int64_t b, std::int32_t c) { beam_rank_proposal(h, b, proposals, h.beam, c, from); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) { alsd_stage_choice(h, b, i, proposals, from, label); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) { beam_commit_result(h, b, i); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) { beam_stage_recombination(h, b, i); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) { beam_commit_recombination(h, b, i); });
+  sync();
+  each_slot([&](std::int64_t b, std::int32_t i) {
     const std::int64_t s = beam_slot(h, b, i);
-    from[s] = beam_slot(h, b, parents[i]);
-    label[s] = h.scores[s] != -__builtin_huge_valf() ? labels[i] : -1;
-  }
+    if (h.scores[s] == -__builtin_huge_valf()) label[s] = -1;
+  });
+}
+
+/** alsd_select_phases for utterance b on one thread (the CPU executor). */
+inline void alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals, std::int64_t* from,
+                        std::int32_t* label) {
+  const std::int32_t K = h.beam;
+  const auto each_slot = [b, K](const auto& f) {
+    for (std::int32_t k = 0; k < K; ++k) f(b, k);
+  };
+  const auto each_candidate = [b, K](const auto& f) {
+    for (std::int32_t c = 0; c < K * K; ++c) f(b, c);
+  };
+  alsd_select_phases(h, proposals, from, label, each_slot, each_candidate, [] {});
 }
 
 }  // namespace asrdec::detail

@@ -3,7 +3,9 @@
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/last_block.cuh"
+#include "core/environment_switch.hpp"
 #include "core/logsumexp.hpp"
+#include "hyps/beam_slot_cache.cuh"
 #include "hyps/block_topk.cuh"
 #include "transducer/beam/beam_kernels.hpp"
 #include "transducer/model/joint_gemv.cuh"
@@ -15,7 +17,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kPhaseThreads = 1024;
 constexpr int kProposeThreads = 128;
-constexpr int kWindStepThreads = 64;  // a WIND pool has K·(W+K) slots: 48 at beam 4, window 8
+constexpr int kWindProposeThreads = 256;  // a warp per window row: the default window has 8
+constexpr int kWindStepThreads = 64;      // a WIND pool has K·(W+K) slots: 48 at beam 4, window 8
+constexpr int kAesExpandThreads = 64;     // a thread per candidate: K·(K + beta) = 24 at beam 4
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 int blocks_for(std::int64_t n, int threads) {
@@ -92,14 +96,20 @@ struct BeamJointRows {
   }
 };
 
-// The log-sum-exp of the block's values, the same in every thread.
-__device__ LogSumExp block_lse(LogSumExp lse) {
-  __shared__ float maxes[kProposeThreads / 32];
-  __shared__ float sums[kProposeThreads / 32];
+// The log-sum-exp of the warp's values, the same in every lane.
+__device__ LogSumExp warp_lse(LogSumExp lse) {
   for (int offset = 16; offset > 0; offset >>= 1) {
     lse = lse_merge(
         lse, LogSumExp{__shfl_xor_sync(kFullWarp, lse.max, offset), __shfl_xor_sync(kFullWarp, lse.sum, offset)});
   }
+  return lse;
+}
+
+// The log-sum-exp of the block's values, the same in every thread.
+__device__ LogSumExp block_lse(LogSumExp lse) {
+  __shared__ float maxes[kProposeThreads / 32];
+  __shared__ float sums[kProposeThreads / 32];
+  lse = warp_lse(lse);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if ((threadIdx.x & 31) == 0) {
     maxes[warp] = lse.max;
@@ -112,18 +122,21 @@ __device__ LogSumExp block_lse(LogSumExp lse) {
   return all;
 }
 
-// Joint row r's token columns become their log-softmax (bias added), in place; the whole block takes part.
-__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
+// Joint row r's token columns become their log-softmax (bias added), in place, by `stride` threads of which this is
+// `first`; `reduce` combines their log-sum-exps (block_lse, warp_lse) and `sync` publishes the row to them.
+template <class Reduce, class Sync>
+__device__ float* row_log_softmax_by(const BeamDeviceState& g, std::int64_t r, std::int64_t first, std::int64_t stride,
+                                     const Reduce& reduce, const Sync& sync) {
   float* logp = g.logits + r * g.outputs;
   LogSumExp lse = lse_identity();
   bool finite = true;
-  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) {
+  for (std::int64_t o = first; o < g.token_columns; o += stride) {
     const float x = logp[o] + g.bias[o];
     finite = finite && is_finite_value(x);
     logp[o] = x;
     lse = lse_add(lse, x);
   }
-  for (std::int64_t o = g.token_columns + threadIdx.x; o < g.outputs; o += blockDim.x) {
+  for (std::int64_t o = g.token_columns + first; o < g.outputs; o += stride) {
     finite = finite && is_finite_value(logp[o] + g.bias[o]);
   }
   if (g.check_values && !finite) {
@@ -132,11 +145,21 @@ __device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
     std::int32_t frame = 0;
     if (joint_row(g, r, s, b, frame)) atomicMin(g.bad_value, pack_bad_value(b, frame, kJointOutputColumn, false));
   }
-  lse = block_lse(lse);
+  lse = reduce(lse);
   const float norm = lse.max + logf(lse.sum);
-  for (std::int64_t o = threadIdx.x; o < g.token_columns; o += blockDim.x) logp[o] -= norm;
-  __syncthreads();
+  for (std::int64_t o = first; o < g.token_columns; o += stride) logp[o] -= norm;
+  sync();
   return logp;
+}
+
+// row_log_softmax_by the whole block.
+__device__ float* row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
+  return row_log_softmax_by(g, r, threadIdx.x, blockDim.x, block_lse, [] { __syncthreads(); });
+}
+
+// row_log_softmax_by the calling warp alone (its lanes see the row after it; other warps after a block barrier).
+__device__ float* warp_row_log_softmax(const BeamDeviceState& g, std::int64_t r) {
+  return row_log_softmax_by(g, r, threadIdx.x & 31, 32, warp_lse, [] { __syncwarp(); });
 }
 
 __global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamDeviceState g) {
@@ -145,20 +168,50 @@ __global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamD
   }
 }
 
-// alsd_select for every running utterance, a thread each (the block that runs it); the slots of the others keep
-// their states.
-__device__ void alsd_select_all(const BeamDeviceState& g) {
-  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
-    if (g.running[b]) {
-      alsd_select(g.hyps, b, g.proposals, g.take_from, g.take_label);
-      continue;
+// The dynamic shared memory of the kernels that cache beam slots (beam_slot_cache.cuh): at most this much, so that
+// no launch needs the opt-in beyond 48 KiB with the kernels' static shared memory; larger pools stay in global
+// memory.
+constexpr std::size_t kSlotCacheLimit = 40 * 1024;
+
+// Dynamic shared memory for a cache of `slots` slots: all of them, or nothing when they do not fit or the
+// diagnostic switch ASRDEC_BEAM_SLOT_CACHE=0 turns the cache off (so that a GPU check runs the uncached path too).
+std::size_t slot_cache_bytes(std::int64_t slots) {
+  static const bool enabled = environment_switch("ASRDEC_BEAM_SLOT_CACHE", true);
+  return enabled && beam_slot_cache_fits(slots, kSlotCacheLimit)
+             ? static_cast<std::size_t>(slots) * kBeamSlotCacheBytesPerSlot
+             : 0;
+}
+
+// alsd_select_phases for every running utterance in the block that runs it, a thread per slot or candidate, on a
+// shared-memory copy of the slots' state when `cache_bytes` holds them all; the slots of the others keep their
+// states.
+__device__ void alsd_select_all(const BeamDeviceState& g, unsigned char* cache, std::size_t cache_bytes) {
+  const std::int32_t K = g.hyps.beam;
+  const bool cached = beam_slot_cache_fits(g.slots, cache_bytes);
+  const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, 0, g.slots, cache) : g.hyps;
+  const auto each_slot = [&g, K](const auto& f) {
+    for (std::int64_t i = threadIdx.x; i < g.slots; i += blockDim.x) {
+      const std::int64_t b = i / K;
+      if (g.running[b]) f(b, static_cast<std::int32_t>(i - b * K));
     }
-    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
-      const std::int64_t s = beam_slot(g.hyps, b, k);
-      g.take_from[s] = s;
-      g.take_label[s] = -1;
+  };
+  const auto each_candidate = [&g, K](const auto& f) {
+    const std::int64_t per_utterance = static_cast<std::int64_t>(K) * K;
+    const std::int64_t n = g.max_batch * per_utterance;
+    for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const std::int64_t b = i / per_utterance;
+      if (g.running[b]) f(b, static_cast<std::int32_t>(i - b * per_utterance));
     }
+  };
+  alsd_select_phases(h, g.proposals, g.take_from, g.take_label, each_slot, each_candidate, [] { __syncthreads(); });
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    if (g.running[s / K]) continue;
+    g.take_from[s] = s;
+    g.take_label[s] = -1;
   }
+  if (!cached) return;  // block-uniform
+  __syncthreads();
+  beam_slot_cache_store(h, g.hyps, 0, g.slots);
 }
 
 // The k (≤ kCap) best of a row's candidates (alsd_rank_share): each thread ranks its share, the block merges the
@@ -175,7 +228,7 @@ __device__ std::int32_t block_rank_row(const BeamFusionRule& rule, const AlsdRow
   return block_topk_merge(my_scores, my_ids, count, k, best, best_ids, topk);
 }
 
-__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g) {
+__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g, std::size_t cache_bytes) {
   for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
     const std::int64_t b = s / g.hyps.beam;
     if (!g.row_active[s]) {  // block-uniform
@@ -208,7 +261,8 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
   }
   // The block that finishes last selects every utterance's K best from all the proposals (one node less a step than
   // a select kernel of its own).
-  if (last_block_done(g.blocks_done)) alsd_select_all(g);
+  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
+  if (last_block_done(g.blocks_done)) alsd_select_all(g, cache, cache_bytes);
 }
 
 // One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
@@ -331,7 +385,7 @@ __global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDe
 }
 
 // A block per slot of an utterance that is expanding: the slot's proposals (aes_slot_proposals), its labels ranked
-// by the block (block_topk_merge) rather than by the utterance's one thread in aes_expand_kernel.
+// by the block (block_topk_merge).
 __global__ void __launch_bounds__(kProposeThreads) aes_propose_kernel(BeamDeviceState g) {
   const AesFrame frame = aes_frame(g);
   const std::int32_t C = g.aes.per_hypothesis;
@@ -357,21 +411,38 @@ __global__ void __launch_bounds__(kProposeThreads) aes_propose_kernel(BeamDevice
   }
 }
 
-// A thread per utterance: the K best of its slots' proposals (aes_propose_kernel wrote them) become the beam.
-__global__ void __launch_bounds__(kThreads) aes_expand_kernel(BeamDeviceState g) {
+// A block per utterance that expands, its threads over the slots and candidates (aes_expand_phases; aes_propose_kernel
+// wrote the proposals), on a shared-memory copy of the slots' state when `cache_bytes` holds it; the slots of the
+// others keep their states.
+__global__ void __launch_bounds__(kAesExpandThreads) aes_expand_kernel(BeamDeviceState g, std::size_t cache_bytes) {
+  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
   const AesFrame frame = aes_frame(g);
-  for (std::int64_t b = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; b < g.max_batch;
-       b += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (g.running[b] && aes_any_expanding(g.hyps, b, g.aes.expanding)) {
-      aes_expand(g.rule, g.hyps, b, g.aes.per_hypothesis, g.aes.gamma, frame, g.aes.proposals, g.aes.expanding,
-                 g.take_from, g.take_label, /*propose=*/false);
+  const std::int32_t K = g.hyps.beam;
+  const std::int32_t candidates = K * g.aes.per_hypothesis;
+  const bool cached = beam_slot_cache_fits(K, cache_bytes);
+  for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
+    // Every thread reads `expanding` here, three barriers before the phases write it.
+    if (!g.running[b] || !aes_any_expanding(g.hyps, b, g.aes.expanding)) {  // block-uniform
+      for (std::int32_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const std::int64_t s = beam_slot(g.hyps, b, k);
+        g.take_from[s] = s;
+        g.take_label[s] = -1;
+      }
       continue;
     }
-    for (std::int32_t k = 0; k < g.hyps.beam; ++k) {
-      const std::int64_t s = beam_slot(g.hyps, b, k);
-      g.take_from[s] = s;
-      g.take_label[s] = -1;
-    }
+    const std::int64_t first = beam_slot(g.hyps, b, 0);
+    const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, first, K, cache) : g.hyps;
+    const auto each_slot = [b, K](const auto& f) {
+      for (std::int32_t k = threadIdx.x; k < K; k += blockDim.x) f(b, k);
+    };
+    const auto each_candidate = [b, candidates](const auto& f) {
+      for (std::int32_t c = threadIdx.x; c < candidates; c += blockDim.x) f(b, c);
+    };
+    aes_expand_phases(g.rule, h, g.aes.per_hypothesis, g.aes.gamma, frame, g.aes.proposals, g.aes.expanding,
+                      g.take_from, g.take_label, /*propose=*/false, each_slot, each_candidate, [] { __syncthreads(); });
+    __syncthreads();
+    if (cached) beam_slot_cache_store(h, g.hyps, first, K);
+    __syncthreads();  // the next utterance's load reuses the cache
   }
 }
 
@@ -402,25 +473,60 @@ __global__ void __launch_bounds__(kThreads) aes_end_frame_kernel(BeamDeviceState
 
 // --- WIND beam search ---
 
-// Every utterance's group, window and activity, and the loop flag; one block, a thread per utterance.
+// wind_group by the calling warp, its lanes over the pool's slots: utterance b's earliest unfinished frame (a
+// warp-wide minimum) and its first `cap` live slots on it in slot order (each lane's place from a ballot), into
+// `group`; returns how many slots are on the frame. The same in every lane.
+__device__ std::int32_t warp_wind_group(const BeamHypsRef& h, std::int64_t b, std::int32_t length, std::int32_t cap,
+                                        std::int32_t& frame, std::int32_t* group) {
+  const auto lane = static_cast<std::int32_t>(threadIdx.x & 31);
+  std::int32_t t = length;
+  for (std::int32_t k = lane; k < h.beam; k += 32) {
+    const std::int64_t s = beam_slot(h, b, k);
+    if (h.scores[s] != -__builtin_huge_valf() && h.next_time[s] < t) t = h.next_time[s];
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) t = min(t, __shfl_xor_sync(kFullWarp, t, offset));
+  frame = t;
+  if (t >= length) return 0;  // warp-uniform
+  std::int32_t count = 0;
+  for (std::int32_t first = 0; first < h.beam; first += 32) {
+    const std::int32_t k = first + lane;
+    bool on = false;
+    if (k < h.beam) {
+      const std::int64_t s = beam_slot(h, b, k);
+      on = h.scores[s] != -__builtin_huge_valf() && h.next_time[s] == t;
+    }
+    const unsigned on_lanes = __ballot_sync(kFullWarp, on);
+    const std::int32_t at = count + __popc(on_lanes & ((1u << lane) - 1u));
+    if (on && at < cap) group[at] = k;
+    count += __popc(on_lanes);
+  }
+  return count;
+}
+
+// Every utterance's group, window and activity, and the loop flag; one block, a warp per utterance.
 __device__ void wind_groups(const BeamDeviceState& g) {
   const std::int32_t batch = g.args->batch;
   const std::int32_t K = g.beam;
+  const std::int32_t P = g.hyps.beam;
+  const auto lane = static_cast<std::int32_t>(threadIdx.x & 31);
   int any = 0;
-  for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
-    for (std::int32_t k = 0; k < g.hyps.beam; ++k) g.row_active[beam_slot(g.hyps, b, k)] = 0;
+  for (std::int64_t b = threadIdx.x / 32; b < g.max_batch; b += blockDim.x / 32) {  // warp-uniform
     std::int32_t* group = g.wind.group + b * K;
     std::int32_t frame = 0;
+    const std::int32_t found = b < batch ? warp_wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
     // The frame cap keeps a group within K slots; were it broken, the call fails as on the CPU.
-    const std::int32_t found = b < batch ? wind_group(g.hyps, b, g.lengths[b], K, frame, group) : 0;
-    if (found > K) atomicOr(g.wind.internal_error, 1);
     std::int32_t count = min(found, K);
     if (count > 0 && g.row_last[b] == 0 && wind_waits_for_frames(frame, g.wind.window, g.lengths[b])) count = 0;
-    for (std::int32_t m = 0; m < count; ++m) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
-    g.wind.group_size[b] = count;
-    g.wind.frame[b] = frame;
-    g.wind.width[b] = count > 0 ? min(g.wind.window, g.lengths[b] - frame) : 0;
-    g.running[b] = count > 0 ? 1 : 0;
+    for (std::int32_t k = lane; k < P; k += 32) g.row_active[beam_slot(g.hyps, b, k)] = 0;
+    __syncwarp();  // the lanes' group entries and cleared rows, before the members are marked
+    for (std::int32_t m = lane; m < count; m += 32) g.row_active[beam_slot(g.hyps, b, group[m])] = 1;
+    if (lane == 0) {
+      if (found > K) atomicOr(g.wind.internal_error, 1);
+      g.wind.group_size[b] = count;
+      g.wind.frame[b] = frame;
+      g.wind.width[b] = count > 0 ? min(g.wind.window, g.lengths[b] - frame) : 0;
+      g.running[b] = count > 0 ? 1 : 0;
+    }
     any |= count > 0 ? 1 : 0;
   }
   any = __syncthreads_or(any);
@@ -456,14 +562,18 @@ __device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
                      static_cast<std::int32_t>(g.token_columns), &g.fusion};
 }
 
-__global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDeviceState g) {
+__global__ void __launch_bounds__(kWindProposeThreads) wind_propose_kernel(BeamDeviceState g) {
   const std::int64_t members = g.max_batch * g.beam;
   for (std::int64_t m = blockIdx.x; m < members; m += gridDim.x) {
     const std::int64_t b = m / g.beam;
     const auto rank = static_cast<std::int32_t>(m - b * g.beam);
     if (!g.running[b] || rank >= g.wind.group_size[b]) continue;  // block-uniform
     const std::int32_t width = g.wind.width[b];
-    for (std::int32_t j = 0; j < width; ++j) row_log_softmax(g, m * g.wind.window + j);
+    // A warp per window row: the rows' normalisers in parallel rather than one block-wide reduction after another.
+    const auto warp = static_cast<std::int32_t>(threadIdx.x / 32);
+    const auto warps = static_cast<std::int32_t>(blockDim.x / 32);
+    for (std::int32_t j = warp; j < width; j += warps) warp_row_log_softmax(g, m * g.wind.window + j);
+    __syncthreads();
     // Each thread ranks its share of the window's columns, then the block merges the lists (wind_propose's result).
     const std::int64_t s = beam_slot(g.hyps, b, g.wind.group[m]);
     const WindowRow row = wind_member_row(wind_windows(g, b), g.hyps, s, rank, width, g.max_symbols);
@@ -481,12 +591,15 @@ __global__ void __launch_bounds__(kProposeThreads) wind_propose_kernel(BeamDevic
   }
 }
 
-// A block per utterance with a group, its threads over the pool's slots (wind_step_phases); the slots of the others
-// keep their states.
-__global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceState g) {
+// A block per utterance with a group, its threads over the pool's slots (wind_step_phases), on a shared-memory copy
+// of the pool's state when `cache_bytes` holds it; the slots of the others keep their states.
+__global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceState g, std::size_t cache_bytes) {
   __shared__ bool fits;
-  const auto each = [&g](const auto& f) {
-    for (std::int32_t k = threadIdx.x; k < g.hyps.beam; k += blockDim.x) f(k);
+  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
+  const std::int32_t P = g.hyps.beam;
+  const bool cached = beam_slot_cache_fits(P, cache_bytes);
+  const auto each = [P](const auto& f) {
+    for (std::int32_t k = threadIdx.x; k < P; k += blockDim.x) f(k);
   };
   const auto sync = [] { __syncthreads(); };
   const auto once = [](const auto& f) {
@@ -494,15 +607,21 @@ __global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceS
   };
   for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
     if (g.running[b]) {  // block-uniform
-      wind_step_phases(g.rule, g.hyps, b, g.wind.frame[b], g.wind.group + b * g.beam, g.wind.group_size[b],
-                       wind_windows(g, b), g.proposals + b * g.beam, g.beam, g.wind.candidates + b * g.hyps.beam,
-                       g.take_from, g.take_label, fits, each, sync, once);
+      const std::int64_t first = beam_slot(g.hyps, b, 0);
+      const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, first, P, cache) : g.hyps;
+      wind_step_phases(g.rule, h, b, g.wind.frame[b], g.wind.group + b * g.beam, g.wind.group_size[b],
+                       wind_windows(g, b), g.proposals + b * g.beam, g.beam, g.wind.candidates + b * P, g.take_from,
+                       g.take_label, fits, each, sync, once);
+      __syncthreads();
+      if (cached) beam_slot_cache_store(h, g.hyps, first, P);
       // The pool's size leaves room for every proposal; were it broken, the call fails as on the CPU (thread 0
       // wrote `fits` itself, in the `once` phase).
       if (threadIdx.x == 0 && !fits) atomicOr(g.wind.internal_error, 2);
+      // The next utterance's load reuses the cache.
+      __syncthreads();
       continue;
     }
-    for (std::int32_t k = threadIdx.x; k < g.hyps.beam; k += blockDim.x) {
+    for (std::int32_t k = threadIdx.x; k < P; k += blockDim.x) {
       const std::int64_t s = beam_slot(g.hyps, b, k);
       g.take_from[s] = s;
       g.take_label[s] = -1;
@@ -529,7 +648,8 @@ void launch_beam_joint_gemv(const BeamDeviceState& g, cudaStream_t stream) {
 
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
   const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
-  alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, 0, stream>>>(g);
+  const std::size_t cache_bytes = slot_cache_bytes(g.slots);
+  alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
 }
 
@@ -566,7 +686,8 @@ void launch_aes_propose(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
-  aes_expand_kernel<<<blocks_for(g.max_batch, kThreads), kThreads, 0, stream>>>(g);
+  const std::size_t cache_bytes = slot_cache_bytes(g.hyps.beam);
+  aes_expand_kernel<<<blocks_for(g.max_batch, 1), kAesExpandThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
 }
 
@@ -587,12 +708,13 @@ void launch_wind_begin(const BeamDeviceState& g, cudaStream_t stream) {
 
 void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
   const std::int64_t members = g.max_batch * g.beam;
-  wind_propose_kernel<<<static_cast<int>(members < 65535 ? members : 65535), kProposeThreads, 0, stream>>>(g);
+  wind_propose_kernel<<<static_cast<int>(members < 65535 ? members : 65535), kWindProposeThreads, 0, stream>>>(g);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_propose_kernel");
 }
 
 void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
-  wind_step_kernel<<<static_cast<int>(g.max_batch < 65535 ? g.max_batch : 65535), kWindStepThreads, 0, stream>>>(g);
+  const std::size_t cache_bytes = slot_cache_bytes(g.hyps.beam);
+  wind_step_kernel<<<blocks_for(g.max_batch, 1), kWindStepThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
 }
 
