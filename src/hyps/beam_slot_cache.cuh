@@ -30,8 +30,7 @@ __host__ __device__ constexpr bool beam_slot_cache_fits(std::int64_t slots, std:
  *  offset is integer arithmetic on the generic address, which CUDA's flat address space turns back exactly. */
 template <class T>
 __device__ __forceinline__ T* beam_slot_cache_shift(T* base, std::int64_t first) {
-  return reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(base) -
-                              static_cast<std::uintptr_t>(first) * sizeof(T));
+  return reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(base) - static_cast<std::uintptr_t>(first) * sizeof(T));
 }
 
 /** Copies the per-slot state of slots first … first + n - 1 of `h` into `cache` (kBeamSlotCacheBytesPerSlot · n

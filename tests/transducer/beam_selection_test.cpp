@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "asrdec/hyps/batched_beam_hyps.hpp"
-
 #include "hyps/beam_search_step.hpp"
 #include "support/test_support.hpp"
 #include "transducer/beam/aes_step.hpp"
@@ -57,8 +56,8 @@ void expect_rank_equals_insertion(const BeamHypsRef& h, std::int64_t b, const st
   for (std::int32_t c = K * width - 1; c >= 0; --c) beam_rank_proposal(h, b, proposals.data(), width, c, chosen.data());
   for (std::int32_t r = 0; r < K; ++r) {
     const std::int64_t expected = r < kept ? ids[r] : -1;
-    ASSERT_EQ(chosen[beam_slot(h, b, r)], expected) << "rank " << r << " of " << kept << " kept, beam " << K
-                                                    << ", width " << width;
+    ASSERT_EQ(chosen[beam_slot(h, b, r)], expected)
+        << "rank " << r << " of " << kept << " kept, beam " << K << ", width " << width;
   }
 }
 
@@ -110,7 +109,8 @@ TEST(BeamSelection, RankEqualsOneInsertionOverEveryProposal) {
 
 // --- The whole selection: phases in a shuffled order against the sequential definition ---
 
-constexpr std::int32_t kVocab = 3;  // labels 0..2 and blank 3: few labels, so equal hypotheses (recombination) are common
+constexpr std::int32_t kVocab =
+    3;  // labels 0..2 and blank 3: few labels, so equal hypotheses (recombination) are common
 constexpr std::int32_t kBlank = kVocab;
 
 // Scores as the ranking sees them: a NaN counts as -inf (beam_rank_proposal), so the definition does the same.
@@ -131,8 +131,8 @@ std::int32_t insertion_topk(const BeamHypsRef& h, std::int64_t b, const Proposal
 }
 
 // ALSD++'s selection by its definition, one slot after another; returns how many chosen slots recombination merged.
-std::int32_t definition_alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals, std::int64_t* from,
-                            std::int32_t* label) {
+std::int32_t definition_alsd_select(const BeamHypsRef& h, std::int64_t b, const AlsdProposals* proposals,
+                                    std::int64_t* from, std::int32_t* label) {
   const std::int32_t K = h.beam;
   float best[kMaxBeam * kMaxBeam];
   std::int32_t ids[kMaxBeam * kMaxBeam];
