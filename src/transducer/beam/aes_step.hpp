@@ -30,6 +30,25 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
   return hi + logf(1.0f + expf(lo - hi));
 }
 
+/** Entry j of aes_proposals_from_topk (below), given `offset` (beam_token_offset of the row's blank) and `best` (the
+ * highest of scores[0 … kept)): the entries are independent, so a CUDA block fills them a thread each. */
+ASRDEC_HD_INLINE void aes_proposal_from_topk(const BeamFusionRule& rule, const AlsdRow& row, float gamma, float offset,
+                                             float best, const float* scores, const std::int32_t* ids, std::int32_t j,
+                                             AesProposals& out) {
+  const bool early = rule.active && !rule.late;
+  const bool within = scores[j] > best - gamma;
+  const float score = early ? alsd_label_score(rule, row, ids[j], offset) : scores[j];
+  out.score[j] = within ? score : -__builtin_huge_valf();
+  out.label[j] = ids[j];
+}
+
+/** The highest of scores[0 … kept) (-inf for none). */
+ASRDEC_HD_INLINE float aes_best_of(const float* scores, std::int32_t kept) {
+  float best = -__builtin_huge_valf();
+  for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
+  return best;
+}
+
 /** The proposals of a hypothesis that is still expanding from its `count` best labels (`scores`/`ids`, `kept` of
  *  them in beam_before order, ranked as aes_propose ranks them), and the gamma rule: a proposal whose total (the
  *  hypothesis' score + its score) is not above the best total minus gamma is pruned (score -inf); the threshold is
@@ -44,15 +63,8 @@ ASRDEC_HD_INLINE void aes_proposals_from_topk(const BeamFusionRule& rule, const 
                                               const float* scores, const std::int32_t* ids, std::int32_t kept,
                                               AesProposals& out) {
   const float offset = beam_token_offset(rule, row.logp[row.blank]);
-  const bool early = rule.active && !rule.late;
-  float best = -__builtin_huge_valf();
-  for (std::int32_t j = 0; j < kept; ++j) best = scores[j] > best ? scores[j] : best;
-  for (std::int32_t j = 0; j < kept; ++j) {
-    const bool within = scores[j] > best - gamma;
-    const float score = early ? alsd_label_score(rule, row, ids[j], offset) : scores[j];
-    out.score[j] = within ? score : -__builtin_huge_valf();
-    out.label[j] = ids[j];
-  }
+  const float best = aes_best_of(scores, kept);
+  for (std::int32_t j = 0; j < kept; ++j) aes_proposal_from_topk(rule, row, gamma, offset, best, scores, ids, j, out);
   out.count = kept;
 }
 
@@ -94,15 +106,20 @@ ASRDEC_HD_INLINE bool aes_already_in_beam(const BeamHypsRef& h, std::int64_t b, 
   return false;
 }
 
+/** aes_drop_repeats (below) for proposal j alone (independent of the others: a CUDA block checks them a thread each).
+ */
+ASRDEC_HD_INLINE void aes_drop_repeat(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t blank,
+                                      std::int32_t j, AesProposals& p) {
+  if (p.label[j] != blank && p.score[j] != -__builtin_huge_valf() && aes_already_in_beam(h, b, k, p.label[j])) {
+    p.score[j] = -__builtin_huge_valf();
+  }
+}
+
 /** Drops (score -inf) the token proposals of slot k of utterance b that would recreate a hypothesis already in the
  *  beam. */
 ASRDEC_HD_INLINE void aes_drop_repeats(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t blank,
                                        AesProposals& p) {
-  for (std::int32_t j = 0; j < p.count; ++j) {
-    if (p.label[j] != blank && p.score[j] != -__builtin_huge_valf() && aes_already_in_beam(h, b, k, p.label[j])) {
-      p.score[j] = -__builtin_huge_valf();
-    }
-  }
+  for (std::int32_t j = 0; j < p.count; ++j) aes_drop_repeat(h, b, k, blank, j, p);
 }
 
 /** Prefix search, phase 1: the score slot k of utterance b takes. Only slots on frame `frame` take part (AES++: all

@@ -367,15 +367,30 @@ __global__ void __launch_bounds__(kPhaseThreads) aes_next_frame_kernel(BeamDevic
   aes_frame_masks(g, t);
 }
 
-// One block: prefix search of every utterance that has the frame (a thread each), then the inner loop's start.
-__global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDeviceState g) {
+// One block: prefix search of every utterance that has the frame (its two phases, a thread per slot, on a
+// shared-memory copy of the slots' state when `cache_bytes` holds it), then the inner loop's start.
+__global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDeviceState g, std::size_t cache_bytes) {
+  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
   const std::int32_t t = *g.aes.frame;
   const AesFrame frame = aes_frame(g);
+  const std::int32_t K = g.hyps.beam;
+  const bool cached = beam_slot_cache_fits(g.slots, cache_bytes);
+  const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, 0, g.slots, cache) : g.hyps;
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    const std::int64_t b = s / K;
+    if (g.running[b])
+      beam_stage_prefix_search(h, b, static_cast<std::int32_t>(s - b * K), t, AesTokenScore{g.rule, frame, h, b});
+  }
+  __syncthreads();
+  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
+    const std::int64_t b = s / K;
+    if (g.running[b]) beam_commit_prefix_search(h, b, static_cast<std::int32_t>(s - b * K));
+  }
+  __syncthreads();
+  if (cached) beam_slot_cache_store(h, g.hyps, 0, g.slots);
   int any = 0;
   for (std::int64_t b = threadIdx.x; b < g.max_batch; b += blockDim.x) {
-    if (!g.running[b]) continue;
-    aes_prefix_search(g.rule, g.hyps, b, t, frame);
-    any |= aes_any_expanding(g.hyps, b, g.aes.expanding) ? 1 : 0;
+    if (g.running[b]) any |= aes_any_expanding(g.hyps, b, g.aes.expanding) ? 1 : 0;
   }
   any = __syncthreads_or(any);
   if (threadIdx.x == 0) {
@@ -403,10 +418,13 @@ __global__ void __launch_bounds__(kProposeThreads) aes_propose_kernel(BeamDevice
     __shared__ float best[kMaxAesProposals];
     __shared__ std::int32_t best_ids[kMaxAesProposals];
     const std::int32_t kept = block_rank_row<kMaxAesProposals>(g.rule, row, offset, C, best, best_ids);
-    if (threadIdx.x == 0) {
-      aes_proposals_from_topk(g.rule, row, g.aes.gamma, best, best_ids, kept, p);
-      aes_drop_repeats(g.hyps, b, k, frame.blank, p);
+    // aes_proposals_from_topk and aes_drop_repeats, their independent entries a thread each.
+    const float top = aes_best_of(best, kept);
+    for (std::int32_t j = threadIdx.x; j < kept; j += blockDim.x) {
+      aes_proposal_from_topk(g.rule, row, g.aes.gamma, offset, top, best, best_ids, j, p);
+      aes_drop_repeat(g.hyps, b, k, frame.blank, j, p);
     }
+    if (threadIdx.x == 0) p.count = kept;
     __syncthreads();
   }
 }
@@ -676,7 +694,8 @@ void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream) {
-  aes_prefix_search_kernel<<<1, kPhaseThreads, 0, stream>>>(g);
+  const std::size_t cache_bytes = slot_cache_bytes(g.slots);
+  aes_prefix_search_kernel<<<1, kPhaseThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_prefix_search_kernel");
 }
 
