@@ -604,7 +604,12 @@ __global__ void __launch_bounds__(kWindProposeThreads) wind_propose_kernel(BeamD
     __shared__ std::int32_t best_ids[kMaxBeam];
     __shared__ BlockTopkShared topk;
     const std::int32_t kept = block_topk_merge(my_scores, my_ids, count, g.beam, best, best_ids, topk);
-    if (threadIdx.x == 0) wind_proposals_from_topk(g.rule, row, best, best_ids, kept, g.proposals[m]);
+    // wind_proposals_from_topk, its independent entries a thread each.
+    AlsdProposals& proposals = g.proposals[m];
+    for (std::int32_t i = threadIdx.x; i < kept; i += blockDim.x) {
+      wind_proposal_from_topk(g.rule, row, best, best_ids, i, proposals);
+    }
+    if (threadIdx.x == 0) proposals.count = kept;
     __syncthreads();
   }
 }

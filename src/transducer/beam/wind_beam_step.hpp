@@ -59,35 +59,37 @@ ASRDEC_HD_INLINE void wind_rank_share(const BeamFusionRule& rule, const WindowRo
   }
 }
 
+/** Entry i of wind_proposals_from_topk (below): the entries are independent, so a CUDA block fills them a thread
+ *  each. */
+ASRDEC_HD_INLINE void wind_proposal_from_topk(const BeamFusionRule& rule, const WindowRow& row, const float* scores,
+                                              const std::int32_t* ids, std::int32_t i, AlsdProposals& out) {
+  const std::int32_t j = ids[i] / row.tokens;
+  const std::int32_t v = ids[i] % row.tokens;
+  const std::int32_t jump = v == row.blank ? row.frames : j;
+  out.label[i] = v;
+  out.jump[i] = jump;
+  out.score[i] = scores[i];
+  out.logp[i] = row.logp[static_cast<std::int64_t>(j) * row.tokens + v];  // blank: on the window's last frame
+  if (!rule.active || rule.late) return;
+  // Early pruning: re-score the acoustic choice with fusion (blank sums recomputed up to its position).
+  const std::int32_t upto = v == row.blank ? row.frames : jump;
+  float fused = 0.0f;
+  for (std::int32_t f = 0; f < upto; ++f)
+    fused += beam_blank_score(rule, row.logp[static_cast<std::int64_t>(f) * row.tokens + row.blank]);
+  if (v != row.blank) {
+    const float* lp = row.logp + static_cast<std::int64_t>(upto) * row.tokens;
+    fused +=
+        beam_token_score(rule, lp[v], beam_token_offset(rule, lp[row.blank]), fusion_bonus(*row.fusion, row.slot, v));
+  }
+  out.score[i] = fused;
+}
+
 /** The proposals from the K best first outputs (`scores`/`ids`, `count` of them in beam_before order); early
  *  pruning re-scores them with fusion, keeping the acoustic order. */
 ASRDEC_HD_INLINE void wind_proposals_from_topk(const BeamFusionRule& rule, const WindowRow& row, const float* scores,
                                                const std::int32_t* ids, std::int32_t count, AlsdProposals& out) {
-  const bool early = rule.active && !rule.late;
-  for (std::int32_t i = 0; i < count; ++i) {
-    const std::int32_t j = ids[i] / row.tokens;
-    const std::int32_t v = ids[i] % row.tokens;
-    out.label[i] = v;
-    out.jump[i] = v == row.blank ? row.frames : j;
-    out.score[i] = scores[i];
-    out.logp[i] = row.logp[static_cast<std::int64_t>(j) * row.tokens + v];  // blank: on the window's last frame
-  }
+  for (std::int32_t i = 0; i < count; ++i) wind_proposal_from_topk(rule, row, scores, ids, i, out);
   out.count = count;
-  if (!early) return;
-  // Early pruning: re-score the acoustic K best with fusion (blank sums recomputed up to each position).
-  for (std::int32_t i = 0; i < count; ++i) {
-    const std::int32_t v = out.label[i];
-    const std::int32_t upto = v == row.blank ? row.frames : out.jump[i];
-    float fused = 0.0f;
-    for (std::int32_t j = 0; j < upto; ++j)
-      fused += beam_blank_score(rule, row.logp[static_cast<std::int64_t>(j) * row.tokens + row.blank]);
-    if (v != row.blank) {
-      const float* lp = row.logp + static_cast<std::int64_t>(upto) * row.tokens;
-      fused +=
-          beam_token_score(rule, lp[v], beam_token_offset(rule, lp[row.blank]), fusion_bonus(*row.fusion, row.slot, v));
-    }
-    out.score[i] = fused;
-  }
 }
 
 /** The K best first outputs of a hypothesis, by one thread (the CUDA kernel ranks with a block: block_topk_merge). */
