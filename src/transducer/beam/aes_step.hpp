@@ -30,8 +30,8 @@ ASRDEC_HD_INLINE float aes_log_add(float a, float b) {
   return hi + logf(1.0f + expf(lo - hi));
 }
 
-/** Entry j of aes_proposals_from_topk (below), given `offset` (beam_token_offset of the row's blank) and `best` (the
- * highest of scores[0 … kept)): the entries are independent, so a CUDA block fills them a thread each. */
+/** Entry j of aes_proposals_from_topk (below), given `offset` (beam_token_offset of the row's blank) and `best`
+ *  (the highest of scores[0 … kept)): the entries are independent, so a CUDA block fills them a thread each. */
 ASRDEC_HD_INLINE void aes_proposal_from_topk(const BeamFusionRule& rule, const AlsdRow& row, float gamma, float offset,
                                              float best, const float* scores, const std::int32_t* ids, std::int32_t j,
                                              AesProposals& out) {
@@ -106,8 +106,8 @@ ASRDEC_HD_INLINE bool aes_already_in_beam(const BeamHypsRef& h, std::int64_t b, 
   return false;
 }
 
-/** aes_drop_repeats (below) for proposal j alone (independent of the others: a CUDA block checks them a thread each).
- */
+/** aes_drop_repeats (below) for proposal j alone: the proposals are independent, so a CUDA block checks them a
+ *  thread each. */
 ASRDEC_HD_INLINE void aes_drop_repeat(const BeamHypsRef& h, std::int64_t b, std::int32_t k, std::int32_t blank,
                                       std::int32_t j, AesProposals& p) {
   if (p.label[j] != blank && p.score[j] != -__builtin_huge_valf() && aes_already_in_beam(h, b, k, p.label[j])) {
