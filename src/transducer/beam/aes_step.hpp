@@ -212,25 +212,17 @@ ASRDEC_HD_INLINE void aes_slot_proposals(const BeamFusionRule& rule, const BeamH
 }
 
 /** An expansion step's selection, after the ranking (beam_rank_proposal over ids k·C + j): new slot i of utterance b
- *  takes the candidate chosen for it (from[slot], -1 for none), stages its result entry, and sets from[slot] to its
- *  parent's slot and label[slot] to its label (-1 for a dead slot). */
+ *  takes the candidate chosen for it (from[slot], -1 for none; beam_choice), stages its result entry, and sets
+ * from[slot] to its parent's slot and label[slot] to its label (-1 for a dead slot). */
 ASRDEC_HD_INLINE void aes_stage_choice(const BeamHypsRef& h, std::int64_t b, std::int32_t i,
                                        std::int32_t per_hypothesis, const AesFrame& frame,
                                        const AesProposals* proposals, std::int64_t* from, std::int32_t* label) {
-  const std::int32_t C = per_hypothesis;
+  const BeamChoice x = beam_choice(h, b, i, proposals, per_hypothesis, from);
   const std::int64_t s = beam_slot(h, b, i);
-  const std::int64_t c = from[s];
-  std::int32_t parent = c >= 0 ? static_cast<std::int32_t>(c / C) : 0;
-  const std::int32_t j = c >= 0 ? static_cast<std::int32_t>(c - parent * C) : 0;
-  const AesProposals& p = proposals[beam_slot(h, b, parent)];
-  const float score =
-      c >= 0 ? beam_proposal_total(h.scores[beam_slot(h, b, parent)], p.score[j]) : -__builtin_huge_valf();
-  const bool live = score != -__builtin_huge_valf();
-  if (!live) parent = 0;
-  const std::int64_t ps = beam_slot(h, b, parent);
-  const std::int32_t chosen = live ? p.label[j] : -1;
+  const std::int64_t ps = beam_slot(h, b, x.parent);
+  const std::int32_t chosen = x.live ? proposals[ps].label[x.entry] : -1;
   const float logp = chosen >= 0 ? frame.logp[ps * frame.tokens + chosen] : 0.0f;
-  beam_stage_result(h, b, i, parent, chosen, score, 0, logp);
+  beam_stage_result(h, b, i, x.parent, chosen, x.score, 0, logp);
   from[s] = ps;
   label[s] = chosen;
 }

@@ -214,25 +214,42 @@ ASRDEC_HD_INLINE void beam_rank_proposal(const BeamHypsRef& h, std::int64_t b, c
   chosen[beam_slot(h, b, rank)] = c;
 }
 
+/** The candidate new slot i of utterance b takes after the ranking: chosen[slot] (-1 for none), an id k·W + j over
+ *  `width` W proposals a slot, as its parent slot k, its entry j and its total. No candidate, or one of total -inf,
+ *  is a dead choice: parent 0, total -inf. */
+struct BeamChoice {
+  std::int32_t parent;
+  std::int32_t entry;
+  float score;
+  bool live;
+};
+
+template <class Proposals>
+ASRDEC_HD_INLINE BeamChoice beam_choice(const BeamHypsRef& h, std::int64_t b, std::int32_t i,
+                                        const Proposals* proposals, std::int32_t width, const std::int64_t* chosen) {
+  const std::int64_t c = chosen[beam_slot(h, b, i)];
+  if (c < 0) return BeamChoice{0, 0, -__builtin_huge_valf(), false};
+  const auto parent = static_cast<std::int32_t>(c / width);
+  const auto entry = static_cast<std::int32_t>(c - static_cast<std::int64_t>(parent) * width);
+  const std::int64_t ps = beam_slot(h, b, parent);
+  const float score = beam_proposal_total(h.scores[ps], proposals[ps].score[entry]);
+  if (score == -__builtin_huge_valf()) return BeamChoice{0, entry, score, false};
+  return BeamChoice{parent, entry, score, true};
+}
+
 /** Selection, after the ranking: new slot i of utterance b takes the candidate chosen for it (`from`, which the
- *  first phase set to -1 and beam_rank_proposal to the candidate, if any): stages the result entry (beam_stage_result)
- * and sets from[slot] to its parent's slot and label[slot] to the candidate's label. No candidate, or one of score
- * -inf: a dead slot. */
+ *  first phase set to -1 and beam_rank_proposal to the candidate, if any; beam_choice): stages the result entry
+ *  (beam_stage_result) and sets from[slot] to its parent's slot and label[slot] to the candidate's label (-1 for a
+ *  dead slot). */
 ASRDEC_HD_INLINE void alsd_stage_choice(const BeamHypsRef& h, std::int64_t b, std::int32_t i,
                                         const AlsdProposals* proposals, std::int64_t* from, std::int32_t* label) {
-  const std::int32_t K = h.beam;
+  const BeamChoice x = beam_choice(h, b, i, proposals, h.beam, from);
+  const AlsdProposals& p = proposals[beam_slot(h, b, x.parent)];
   const std::int64_t s = beam_slot(h, b, i);
-  const std::int64_t c = from[s];
-  std::int32_t parent = c >= 0 ? static_cast<std::int32_t>(c / K) : 0;
-  const std::int32_t j = c >= 0 ? static_cast<std::int32_t>(c - parent * K) : 0;
-  const AlsdProposals& p = proposals[beam_slot(h, b, parent)];
-  const float score =
-      c >= 0 ? beam_proposal_total(h.scores[beam_slot(h, b, parent)], p.score[j]) : -__builtin_huge_valf();
-  const bool live = score != -__builtin_huge_valf();
-  if (!live) parent = 0;
-  label[s] = live ? p.label[j] : -1;
-  beam_stage_result(h, b, i, parent, label[s], score, live ? p.jump[j] : 0, live ? p.logp[j] : 0.0f);
-  from[s] = beam_slot(h, b, parent);
+  label[s] = x.live ? p.label[x.entry] : -1;
+  beam_stage_result(h, b, i, x.parent, label[s], x.score, x.live ? p.jump[x.entry] : 0,
+                    x.live ? p.logp[x.entry] : 0.0f);
+  from[s] = beam_slot(h, b, x.parent);
 }
 
 /** Utterance b keeps the K best of its slots' proposals (`proposals` indexed by slot) and adds them to `h`: the

@@ -182,6 +182,17 @@ std::size_t slot_cache_bytes(std::int64_t slots) {
              : 0;
 }
 
+// f(b, i) for every i < per_utterance of every running utterance b (its slots, or its candidates), the block's
+// threads striding over them.
+template <class F>
+__device__ void for_each_running(const BeamDeviceState& g, std::int64_t per_utterance, const F& f) {
+  const std::int64_t n = g.max_batch * per_utterance;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const std::int64_t b = i / per_utterance;
+    if (g.running[b]) f(b, static_cast<std::int32_t>(i - b * per_utterance));
+  }
+}
+
 // alsd_select_phases for every running utterance in the block that runs it, a thread per slot or candidate, on a
 // shared-memory copy of the slots' state when `cache_bytes` holds them all; the slots of the others keep their
 // states.
@@ -189,20 +200,8 @@ __device__ void alsd_select_all(const BeamDeviceState& g, unsigned char* cache, 
   const std::int32_t K = g.hyps.beam;
   const bool cached = beam_slot_cache_fits(g.slots, cache_bytes);
   const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, 0, g.slots, cache) : g.hyps;
-  const auto each_slot = [&g, K](const auto& f) {
-    for (std::int64_t i = threadIdx.x; i < g.slots; i += blockDim.x) {
-      const std::int64_t b = i / K;
-      if (g.running[b]) f(b, static_cast<std::int32_t>(i - b * K));
-    }
-  };
-  const auto each_candidate = [&g, K](const auto& f) {
-    const std::int64_t per_utterance = static_cast<std::int64_t>(K) * K;
-    const std::int64_t n = g.max_batch * per_utterance;
-    for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const std::int64_t b = i / per_utterance;
-      if (g.running[b]) f(b, static_cast<std::int32_t>(i - b * per_utterance));
-    }
-  };
+  const auto each_slot = [&g, K](const auto& f) { for_each_running(g, K, f); };
+  const auto each_candidate = [&g, K](const auto& f) { for_each_running(g, static_cast<std::int64_t>(K) * K, f); };
   alsd_select_phases(h, g.proposals, g.take_from, g.take_label, each_slot, each_candidate, [] { __syncthreads(); });
   for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
     if (g.running[s / K]) continue;
@@ -376,16 +375,11 @@ __global__ void __launch_bounds__(kPhaseThreads) aes_prefix_search_kernel(BeamDe
   const std::int32_t K = g.hyps.beam;
   const bool cached = beam_slot_cache_fits(g.slots, cache_bytes);
   const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, 0, g.slots, cache) : g.hyps;
-  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
-    const std::int64_t b = s / K;
-    if (g.running[b])
-      beam_stage_prefix_search(h, b, static_cast<std::int32_t>(s - b * K), t, AesTokenScore{g.rule, frame, h, b});
-  }
+  for_each_running(g, K, [&](std::int64_t b, std::int32_t k) {
+    beam_stage_prefix_search(h, b, k, t, AesTokenScore{g.rule, frame, h, b});
+  });
   __syncthreads();
-  for (std::int64_t s = threadIdx.x; s < g.slots; s += blockDim.x) {
-    const std::int64_t b = s / K;
-    if (g.running[b]) beam_commit_prefix_search(h, b, static_cast<std::int32_t>(s - b * K));
-  }
+  for_each_running(g, K, [&](std::int64_t b, std::int32_t k) { beam_commit_prefix_search(h, b, k); });
   __syncthreads();
   if (cached) beam_slot_cache_store(h, g.hyps, 0, g.slots);
   int any = 0;
