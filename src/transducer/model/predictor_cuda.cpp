@@ -43,22 +43,32 @@ class LstmCudaSession final : public PredictorSession {
   void initial_state(float* state, std::int64_t batch, StreamHandle stream) override;
   void step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
             StreamHandle stream) override;
+  /** For lstm_fused_step_of: the fused step's parameters over these arrays, its layers' copied to the device. */
+  bool fused_step_of(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                     std::int64_t batch, LstmFusedStep* step);
 
  private:
   const LstmCudaPredictor& p_;
   std::int64_t max_batch_;
-  std::optional<Gemm> gemm_;               // cuBLAS only if some step may take more rows than the fused kernels do
-  DeviceBuffer<std::byte> rounded_state_;  // [B, P] round(h) of the layer being stepped
-  DeviceBuffer<std::byte> next_input_;     // [B, P] round(h') of the layer just stepped
-  DeviceBuffer<float> recurrent_;          // [B, 4P]
-  DeviceBuffer<float> input_;              // [B, 4P]
-  DeviceBuffer<float> projected_;          // [B, J]
-  DeviceBuffer<float> h_next_;             // fused: [layers, B, P] h' until the projection commits it
-  DeviceBuffer<std::byte> layer_output_;   // fused: [B, P] a second round(h') buffer (layers alternate)
-  bool fused_ = false;                     // steps of few rows may run the fused kernels (fused_kernels_enabled)
+  std::optional<Gemm> gemm_;                    // cuBLAS only if some step may take more rows than the fused kernels do
+  DeviceBuffer<std::byte> rounded_state_;       // [B, P] round(h) of the layer being stepped
+  DeviceBuffer<std::byte> next_input_;          // [B, P] round(h') of the layer just stepped
+  DeviceBuffer<float> recurrent_;               // [B, 4P]
+  DeviceBuffer<float> input_;                   // [B, 4P]
+  DeviceBuffer<float> projected_;               // [B, J]
+  DeviceBuffer<float> h_next_;                  // fused: [layers, B, P] h' until the projection commits it
+  DeviceBuffer<std::byte> layer_output_;        // fused: [B, P] a second round(h') buffer (layers alternate)
+  bool fused_ = false;                          // steps of few rows may run the fused kernels (fused_kernels_enabled)
+  DeviceBuffer<LstmFusedLayer> device_layers_;  // fused_step_of's layers, on the device
 
   void fused_step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output, std::int64_t batch,
                   cudaStream_t stream);
+  // The fused kernels' parameters of one step: the layers' (layers alternate between next_input_ and layer_output_
+  // for their round(h'), since a layer reads the one below while writing its own), then the projection's.
+  std::vector<LstmFusedLayer> fused_layers(const std::int32_t* labels, const std::int32_t* mask, float* state,
+                                           std::int64_t batch);
+  FusedProjection fused_projection(const std::int32_t* mask, float* state, float* output, std::int64_t batch);
+  void allocate_fused_scratch();
 };
 
 class LstmCudaPredictor final : public TransducerPredictor {
@@ -128,12 +138,18 @@ LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_
   projected_ = DeviceBuffer<float>(rows * static_cast<std::size_t>(p_.w_.joint), p_.device_);
   fused_ = fused_kernels_enabled() && p_.fused(1);
   if (!fused_ || !p_.fused(max_batch_)) gemm_.emplace(p_.device_);
-  if (fused_) {  // steps of up to kJointGemvMaxRows rows may run fused
-    const auto fused_rows = static_cast<std::size_t>(std::min(max_batch_, kJointGemvMaxRows));
-    h_next_ = DeviceBuffer<float>(static_cast<std::size_t>(p_.w_.layers) * fused_rows * static_cast<std::size_t>(P),
-                                  p_.device_);
-    layer_output_ = DeviceBuffer<std::byte>(fused_rows * static_cast<std::size_t>(P) * element, p_.device_);
-  }
+  if (fused_) allocate_fused_scratch();
+}
+
+// Steps of up to kJointGemvMaxRows rows may run fused.
+void LstmCudaSession::allocate_fused_scratch() {
+  if (h_next_.size() > 0) return;
+  const std::int64_t P = p_.w_.hidden;
+  const auto fused_rows = static_cast<std::size_t>(std::min(max_batch_, kJointGemvMaxRows));
+  h_next_ = DeviceBuffer<float>(static_cast<std::size_t>(p_.w_.layers) * fused_rows * static_cast<std::size_t>(P),
+                                p_.device_);
+  layer_output_ =
+      DeviceBuffer<std::byte>(fused_rows * static_cast<std::size_t>(P) * dtype_size(p_.w_.dtype), p_.device_);
 }
 
 void LstmCudaSession::initial_state(float* state, std::int64_t batch, StreamHandle stream) {
@@ -181,12 +197,11 @@ void LstmCudaSession::step(const std::int32_t* labels, const std::int32_t* mask,
   launch_masked_bias(projected_.data(), p_.projection_bias_.data(), mask, output, batch, p_.w_.joint, stream);
 }
 
-// One kernel per layer, one for the projection (which also commits every layer's h'): layers alternate between
-// next_input_ and layer_output_ for their round(h'), since a layer reads the one below while writing its own.
-void LstmCudaSession::fused_step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
-                                 std::int64_t batch, cudaStream_t stream) {
+std::vector<LstmFusedLayer> LstmCudaSession::fused_layers(const std::int32_t* labels, const std::int32_t* mask,
+                                                          float* state, std::int64_t batch) {
   const std::int64_t P = p_.w_.hidden;
   void* outputs[2] = {next_input_.data(), layer_output_.data()};
+  std::vector<LstmFusedLayer> layers;
   for (std::int64_t l = 0; l < p_.w_.layers; ++l) {
     const auto i = static_cast<std::size_t>(l);
     LstmFusedLayer layer{};
@@ -205,8 +220,14 @@ void LstmCudaSession::fused_step(const std::int32_t* labels, const std::int32_t*
     layer.dtype = p_.w_.dtype;
     layer.batch = batch;
     layer.hidden = P;
-    launch_lstm_fused_layer(layer, stream);
+    layers.push_back(layer);
   }
+  return layers;
+}
+
+FusedProjection LstmCudaSession::fused_projection(const std::int32_t* mask, float* state, float* output,
+                                                  std::int64_t batch) {
+  void* outputs[2] = {next_input_.data(), layer_output_.data()};
   FusedProjection projection{};
   projection.mask = mask;
   projection.input = outputs[(p_.w_.layers - 1) % 2];
@@ -215,14 +236,37 @@ void LstmCudaSession::fused_step(const std::int32_t* labels, const std::int32_t*
   projection.output = output;
   projection.dtype = p_.w_.dtype;
   projection.batch = batch;
-  projection.width = P;
+  projection.width = p_.w_.hidden;
   projection.joint = p_.w_.joint;
   projection.h_next = h_next_.data();
   projection.state = state;
   projection.state_stride = p_.w_.state_size();
   projection.layers = p_.w_.layers;
-  projection.hidden = P;
-  launch_fused_projection(projection, stream);
+  projection.hidden = p_.w_.hidden;
+  return projection;
+}
+
+// One kernel per layer, one for the projection (which also commits every layer's h').
+void LstmCudaSession::fused_step(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                                 std::int64_t batch, cudaStream_t stream) {
+  for (const LstmFusedLayer& layer : fused_layers(labels, mask, state, batch)) launch_lstm_fused_layer(layer, stream);
+  launch_fused_projection(fused_projection(mask, state, output, batch), stream);
+}
+
+bool LstmCudaSession::fused_step_of(const std::int32_t* labels, const std::int32_t* mask, float* state, float* output,
+                                    std::int64_t batch, LstmFusedStep* step) {
+  if (batch > max_batch_ || !p_.fused(batch)) return false;
+  allocate_fused_scratch();
+  const std::vector<LstmFusedLayer> layers = fused_layers(labels, mask, state, batch);
+  Stream stream(p_.device_);
+  device_layers_ = upload(layers, p_.device_, stream.handle());
+  stream.synchronize();
+  step->layers = device_layers_.data();
+  step->layer_count = static_cast<std::int32_t>(layers.size());
+  step->projection = fused_projection(mask, state, output, batch);
+  step->shared_floats = std::max(lstm_fused_layer_shared_floats(batch, p_.w_.hidden, p_.w_.layers > 1),
+                                 batch * p_.w_.hidden);  // the projection's input rows
+  return true;
 }
 
 // ---- stateless --------------------------------------------------------------------------------------------
@@ -351,6 +395,12 @@ void StatelessCudaSession::step(const std::int32_t* labels, const std::int32_t* 
 }
 
 }  // namespace
+
+bool lstm_fused_step_of(PredictorSession& session, const std::int32_t* labels, const std::int32_t* mask, float* state,
+                        float* output, std::int64_t batch, LstmFusedStep* step) {
+  auto* lstm = dynamic_cast<LstmCudaSession*>(&session);
+  return lstm != nullptr && lstm->fused_step_of(labels, mask, state, output, batch, step);
+}
 
 std::shared_ptr<TransducerPredictor> make_lstm_predictor_cuda(LstmHostWeights weights, Device device) {
   return std::make_shared<LstmCudaPredictor>(weights, device);

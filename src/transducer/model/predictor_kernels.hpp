@@ -11,6 +11,10 @@
 
 #include "asrdec/core/dtype.hpp"
 
+namespace asrdec {
+class PredictorSession;
+}
+
 namespace asrdec::detail {
 
 /** x[b, k] = h[b * stride + k] rounded to `dtype` (the operand of the next GEMM), for b < batch, k < width. */
@@ -86,6 +90,10 @@ struct LstmFusedLayer {
   std::int64_t hidden;  ///< P
 };
 void launch_lstm_fused_layer(const LstmFusedLayer& params, cudaStream_t stream);
+/** Floats of shared memory lstm_fused_layer needs: every row's round(h), and for layers >= 1 the layer below's. */
+constexpr std::int64_t lstm_fused_layer_shared_floats(std::int64_t batch, std::int64_t hidden, bool has_below) {
+  return batch * hidden * (has_below ? 2 : 1);
+}
 
 /** The projection of a few rows in one kernel: output[b, j] = W[j] · input[b] + bias[j] for masked rows, and, for an
  *  LSTM, each layer's h' from `h_next` ([layers, B, hidden]) into the state of masked rows. */
@@ -106,6 +114,22 @@ struct FusedProjection {
   std::int64_t hidden;
 };
 void launch_fused_projection(const FusedProjection& params, cudaStream_t stream);
+
+/** A whole LSTM predictor step of a few rows by the fused kernels' bodies (lstm_fused.cuh), for a kernel that runs it
+ *  itself (greedy decoding's persistent kernel): its layers in order, then the projection, each one a grid-wide step
+ *  that the next must wait for. */
+struct LstmFusedStep {
+  const LstmFusedLayer* layers;  ///< [layer_count] in device memory (their fields are read by every block)
+  std::int32_t layer_count;
+  FusedProjection projection;
+  std::int64_t shared_floats;  ///< the most shared memory any of its steps needs, in floats
+};
+
+/** The fused step of an LSTM CUDA session for `batch` rows over these arrays (the arguments of
+ *  PredictorSession::step), or false if `session` is not one or the shape does not fit the fused kernels
+ *  (joint_gemv_fits). Builds the step's device-side parameters in the session (outside any capture). */
+bool lstm_fused_step_of(PredictorSession& session, const std::int32_t* labels, const std::int32_t* mask, float* state,
+                        float* output, std::int64_t batch, LstmFusedStep* step);
 
 /** Loads the kernels on the current device (outside any capture); returns the shared memory the fused kernels may
  *  use there, for joint_gemv_fits (the LSTM layer kernel needs batch · P floats, twice that for layers >= 1). */
