@@ -28,9 +28,10 @@ struct Case {
   std::int32_t window;
   GraphMode mode;
   bool cuda;
-  bool lm = false;      // shallow fusion of the order-6 token LM over V = 1024 (weight 0.3)
-  bool fused = false;   // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
-  bool no_cut = false;  // label looping without its straggler cut (ASRDEC_CUT_STRAGGLERS=0), its baseline
+  bool lm = false;          // shallow fusion of the order-6 token LM over V = 1024 (weight 0.3)
+  bool fused = false;       // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
+  bool no_cut = false;      // label looping without its straggler cut (ASRDEC_CUT_STRAGGLERS=0), its baseline
+  bool persistent = false;  // CUDA: label looping as one persistent kernel (ASRDEC_PERSISTENT_GREEDY=1)
 };
 
 void run(benchmark::State& state, Case c) {
@@ -38,6 +39,7 @@ void run(benchmark::State& state, Case c) {
   if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
   const ScopedEnv fused_kernels("ASRDEC_FUSED_KERNELS", "1", c.fused);
   const ScopedEnv no_cut("ASRDEC_CUT_STRAGGLERS", "0", c.no_cut);
+  const ScopedEnv persistent("ASRDEC_PERSISTENT_GREEDY", "1", c.persistent);
   if (skip_if(state, missing_models_reason(c.kind))) return;
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
@@ -144,6 +146,7 @@ std::string name_of(const Case& c) {
   if (c.lm) algo += "/lm";
   if (c.fused) algo += "/fused";
   if (c.no_cut) algo += "/no_cut";
+  if (c.persistent) algo += "/persistent";
   return "transducer_greedy/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo;
 }
 
@@ -166,6 +169,12 @@ void register_all() {
       // off by default until they measure faster).
       if (cuda)
         cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::conditional, cuda, false, true});
+      // With vs without the persistent kernel (the whole label loop in one launch, for up to 32 rows; off by
+      // default until it measures faster; larger batches fall back to the default program).
+      if (cuda) {
+        cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::conditional, cuda, false, false,
+                         false, true});
+      }
       // With vs without the straggler cut of label looping (the same results; fewer inner passes at large batches).
       cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1,
                        cuda ? GraphMode::conditional : GraphMode::eager, cuda, false, false, true});

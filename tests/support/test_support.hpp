@@ -65,6 +65,27 @@ class ScopedFusedKernels {
   ScopedEnvironmentVariable variable_;
 };
 
+/** A greedy CUDA test case's kernels, in turn by case number: the default path (cuBLAS and small kernels in CUDA
+ *  graphs), the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), and label looping as one persistent kernel
+ *  (ASRDEC_PERSISTENT_GREEDY=1, for the decoders it takes; the others keep the default path). CPU cases: the
+ *  default. */
+class ScopedGreedyKernels {
+ public:
+  ScopedGreedyKernels(bool cuda, int case_index)
+      : choice_(cuda ? case_index % 3 : 0),
+        fused_("ASRDEC_FUSED_KERNELS", choice_ == 1 ? "1" : nullptr),
+        persistent_("ASRDEC_PERSISTENT_GREEDY", choice_ == 2 ? "1" : nullptr) {}
+  /** For a test's trace. */
+  std::string describe() const {
+    return choice_ == 0 ? "default kernels" : choice_ == 1 ? "fused kernels on" : "persistent kernel on";
+  }
+
+ private:
+  int choice_;
+  ScopedEnvironmentVariable fused_;
+  ScopedEnvironmentVariable persistent_;
+};
+
 }  // namespace asrdec::testing
 
 /** Skips a CUDA case with the reason when no device can run it ("no CUDA device: ..."). */

@@ -102,8 +102,8 @@ TEST_P(TransducerGreedy, EveryAlgorithmEqualsThePerUtteranceOracle) {
   std::int64_t utterances = 0, labels = 0, capped = 0;
   for (int i = 0; i < cases; ++i) {
     const RandomCase c = random_case(rng);
-    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe() + ", " + fused_kernels.describe());
+    const testing::ScopedGreedyKernels kernels(GetParam().cuda, i);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + c.random.spec.describe() + ", " + kernels.describe());
     const testing::RandomTransducerSpec& spec = c.random.spec;
     const TransducerModel& cpu_model = c.cpu_model;
     const TransducerModel& model = c.model;
@@ -195,8 +195,8 @@ TEST_P(TransducerGreedy, CutStragglersKeepEveryResult) {
   for (int i = 0; i < (GetParam().cuda ? 6 : 12); ++i) {
     const testing::RandomTransducerSpec spec = random_spec(rng);
     const testing::RandomTransducer random = make_random_transducer(spec, rng);
-    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + spec.describe() + ", " + fused_kernels.describe());
+    const testing::ScopedGreedyKernels kernels(GetParam().cuda, i);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + spec.describe() + ", " + kernels.describe());
     const TransducerModel cpu_model = random.build(Device::cpu());
     const TransducerModel model = random.build(device_);
     testing::RandomEncoded e = random_encoded(rng, spec, 40, 60);
@@ -254,8 +254,8 @@ TEST_P(TransducerGreedy, ChunkedDecodingEqualsWholeUtterances) {
   for (int i = 0; i < cases; ++i) {
     const testing::RandomTransducerSpec spec = random_spec(rng);
     const testing::RandomTransducer random = make_random_transducer(spec, rng);
-    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + fused_kernels.describe());
+    const testing::ScopedGreedyKernels kernels(GetParam().cuda, i);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + kernels.describe());
     const TransducerModel model = random.build(device_);
     const testing::RandomEncoded e = random_encoded(rng, spec, 8, 30);
     const Placed whole_enc = place(e);

@@ -10,14 +10,17 @@
 #include <utility>
 
 #include "asrdec/core/error.hpp"
+#include "asrdec/core/log.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
 #include "core/cuda/lane_copies.hpp"
+#include "core/grid_barrier_status.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
+#include "transducer/greedy/persistent_greedy_shape.hpp"
 #include "transducer/model/bad_enc_value.hpp"
 #include "transducer/model/device_durations.hpp"
 #include "transducer/model/joint_gemv_shape.hpp"
@@ -37,9 +40,11 @@ class GreedyCuda final : public GreedyBackend {
         args_(1, device_),
         flags_(4, device_),
         bad_value_(1, device_),
-        loop_counts_(3, device_) {
+        loop_counts_(3, device_),
+        persistent_words_(3, device_) {
     DeviceGuard guard(device_);
     joint_gemv_shared_bytes_ = preload_greedy_kernels();
+    if (persistent_greedy_enabled()) persistent_shared_bytes_ = preload_persistent_greedy_kernels();
     preload_lane_copy_kernels();
     window_ = config_.algorithm == TransducerGreedyAlgorithm::wind ? config_.window : 1;
     int multiprocessors = 0;
@@ -93,7 +98,9 @@ class GreedyCuda final : public GreedyBackend {
     args.batch = static_cast<std::int32_t>(p.batch);
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(args_.data(), &args, sizeof args, cudaMemcpyHostToDevice, stream));
     fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
-    lifecycle_.run(executor(p.enc_proj.dtype()), stream);
+    GraphExecutor& program = executor(p.enc_proj.dtype());
+    last_call_persistent_ = persistent_executor_[static_cast<std::size_t>(p.enc_proj.dtype())];
+    lifecycle_.run(program, stream);
     // Streaming: the lanes' new states go to the channels in collect(), once the call is known to have succeeded.
     pending_scatter_ = plan != nullptr ? p.batch : 0;
     last_batch_ = p.batch;
@@ -165,6 +172,11 @@ class GreedyCuda final : public GreedyBackend {
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
     unsigned long long counts[3] = {0, 0, 0};
     ASRDEC_CUDA_CHECK(cudaMemcpyAsync(counts, loop_counts_.data(), sizeof counts, cudaMemcpyDeviceToHost, stream));
+    std::int32_t persistent_status[3] = {0, 0, 0};  // barrier arrivals, generation, status (PersistentGreedy)
+    if (last_call_persistent_) {  // only a call that launched the kernel: an earlier call's status stays put
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(persistent_status, persistent_words_.data(), sizeof persistent_status,
+                                        cudaMemcpyDeviceToHost, stream));
+    }
     std::vector<std::int32_t> overflow(static_cast<std::size_t>(std::max<std::int64_t>(last_batch_, 1)));
     if (last_batch_ > 0) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(overflow.data(), hyps_.overflow(), static_cast<std::size_t>(last_batch_) * 4,
@@ -179,6 +191,7 @@ class GreedyCuda final : public GreedyBackend {
       counts_ = with_joint_passes(counts_, config_.algorithm);
     }
     lifecycle_.check_loops();
+    check_persistent_status(persistent_status[2]);
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
@@ -267,7 +280,10 @@ class GreedyCuda final : public GreedyBackend {
     choice_step_logprob_ = DeviceBuffer<float>(joint_rows, device_);
     choice_confidence_ = DeviceBuffer<float>(joint_rows, device_);
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
-    joint_step_sums_ = DeviceBuffer<std::byte>(fused_joint_ ? joint_step_sums_bytes(B * window_, O) : 1, device_);
+    plan_persistent(B, J, O);
+    std::size_t sums_bytes = fused_joint_ ? joint_step_sums_bytes(B * window_, O) : 1;
+    if (persistent_) sums_bytes = std::max(sums_bytes, persistent_greedy_sums_bytes(persistent_max_blocks_, B));
+    joint_step_sums_ = DeviceBuffer<std::byte>(sums_bytes, device_);
     const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     lm_state_ = DeviceBuffer<std::int32_t>(rows, device_);
@@ -456,13 +472,87 @@ class GreedyCuda final : public GreedyBackend {
     return program;
   }
 
+  // Whether this decoder's label looping runs as the persistent kernel (persistent_greedy_shape.hpp): decided when
+  // the buffers are sized, since the predictor's fused step is built over them. Logs once why not, when asked for.
+  void plan_persistent(std::int64_t B, std::int64_t J, std::int64_t O) {
+    persistent_.reset();
+    if (!persistent_greedy_enabled()) return;
+    PersistentGreedyShape shape;
+    LstmFusedStep step{};
+    shape.label_looping = config_.algorithm == TransducerGreedyAlgorithm::label_looping;
+    shape.fusion = config_.lm != nullptr || config_.boost != nullptr;
+    shape.lstm_fused_step = shape.label_looping && lstm_fused_step_of(*session_, label_.data(), emit_mask_.data(),
+                                                                      work_state_.data(), work_dec_.data(), B, &step);
+    shape.same_dtype = step.projection.dtype == model_.joint().weight_dtype();
+    shape.rows = B;
+    shape.joint_hidden = J;
+    shape.predictor_shared_floats = step.shared_floats;
+    shape.device_shared_bytes = persistent_shared_bytes_;
+    const std::string refusal = persistent_greedy_refusal(shape);
+    if (!refusal.empty()) {
+      warn_once(concat("persistent-greedy:", refusal),
+                concat("ASRDEC_PERSISTENT_GREEDY=1: greedy decoding keeps its graph program (", refusal, ")"));
+      return;
+    }
+    PersistentGreedy p{};
+    p.predictor = step;
+    p.barrier = reinterpret_cast<unsigned int*>(persistent_words_.data());
+    p.status = persistent_words_.data() + 2;
+    p.loop_cap = loop_cap();
+    p.shared_bytes = static_cast<std::size_t>(persistent_greedy_shared_bytes(B, J, step.shared_floats));
+    persistent_max_blocks_ = persistent_greedy_blocks(O, step.projection.width, J, std::int64_t{1} << 30);
+    persistent_ = p;
+    // The generation word only grows; every launch clears the arrivals and the status itself.
+    Stream stream(device_);
+    fill_bytes_async(persistent_words_.data(), device_, 0, persistent_words_.bytes(), stream.handle());
+    stream.synchronize();
+  }
+
+  // The persistent kernel's launch for encoder values of `enc_dtype`: its grid, as many blocks as run at once (up to
+  // what its widest step uses); none if the device runs none.
+  std::optional<PersistentGreedy> persistent_launch(DType enc_dtype) {
+    if (!persistent_) return std::nullopt;
+    PersistentGreedy p = *persistent_;
+    const int resident = persistent_greedy_resident_blocks(enc_dtype, model_.joint().weight_dtype(), p.shared_bytes);
+    p.blocks = std::min(persistent_max_blocks_, resident);
+    if (p.blocks < 1) {
+      warn_once("persistent-greedy:resident",
+                "ASRDEC_PERSISTENT_GREEDY=1: greedy decoding keeps its graph program (the device runs no block of "
+                "the persistent kernel with its shared memory)");
+      return std::nullopt;
+    }
+    return p;
+  }
+
+  StreamProgram persistent_program(const GreedyDeviceState g, const PersistentGreedy p) {
+    StreamProgram program;
+    program.then([g, p](StreamHandle s) { launch_label_looping_persistent(g, p, s); });
+    return program;
+  }
+
+  // The persistent kernel's error word, read back with the call's other checks.
+  static void check_persistent_status(std::int32_t status) {
+    ASRDEC_EXPECTS(status != kGridBarrierTimedOut, Error,
+                   "the persistent greedy kernel stopped: a block waited more than ",
+                   kGridBarrierTimeoutNs / 1000000000,
+                   " s at a grid barrier (other work kept the device's places; unset ASRDEC_PERSISTENT_GREEDY)");
+    ASRDEC_EXPECTS(status != kGridBarrierLoopCap, Error,
+                   "internal error: a decode loop of the persistent greedy kernel reached its iteration cap and was "
+                   "stopped");
+    ASRDEC_EXPECTS(status == kGridBarrierOk, Error, "internal error: the persistent greedy kernel stopped with status ",
+                   status);
+  }
+
   GraphExecutor& executor(DType enc_dtype) {
     auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
     if (!slot) {
       const GreedyDeviceState g = device_state(enc_dtype);
+      std::optional<PersistentGreedy> persistent = persistent_launch(enc_dtype);
+      persistent_executor_[static_cast<std::size_t>(enc_dtype)] = persistent.has_value();
       slot.emplace(device_, lifecycle_.mode(),
-                   config_.algorithm == TransducerGreedyAlgorithm::frame_looping ? frame_looping_program(g)
-                                                                                 : label_looping_program(g));
+                   persistent                                                      ? persistent_program(g, *persistent)
+                   : config_.algorithm == TransducerGreedyAlgorithm::frame_looping ? frame_looping_program(g)
+                                                                                   : label_looping_program(g));
     }
     return *slot;
   }
@@ -476,13 +566,19 @@ class GreedyCuda final : public GreedyBackend {
   std::int32_t window_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
-  std::int64_t joint_gemv_shared_bytes_ = 0;  // what the fused joint kernel may use on this device
-  bool fused_joint_ = false;                  // the joint step in one kernel (joint_gemv_shape.hpp), else cuBLAS
+  std::int64_t joint_gemv_shared_bytes_ = 0;    // what the fused joint kernel may use on this device
+  bool fused_joint_ = false;                    // the joint step in one kernel (joint_gemv_shape.hpp), else cuBLAS
+  std::int64_t persistent_shared_bytes_ = 0;    // what the persistent kernels may use on this device (0: switch off)
+  std::optional<PersistentGreedy> persistent_;  // label looping as one kernel (plan_persistent), its grid left open
+  int persistent_max_blocks_ = 0;               // the most blocks its widest step uses
+  std::array<bool, 3> persistent_executor_{};   // by encoder dtype: whether executors_ holds the persistent kernel
+  bool last_call_persistent_ = false;           // whether the last decode launched it (its status is then read)
   DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;
   DeviceBuffer<unsigned long long> loop_counts_;  // [3] the last call's GreedyLoopCounts, counted on the device
   GreedyLoopCounts counts_;                       // their copy, taken with the call's error checks
+  DeviceBuffer<std::int32_t> persistent_words_;   // [3] the persistent kernel's barrier (arrivals, generation), status
   DeviceBuffer<std::int32_t> durations_;
   DeviceBuffer<std::int32_t> lengths_, time_jump_, last_label_, emit_mask_;
   DeviceBuffer<std::int32_t> blanks_, ones_;  // [max_batch] constants for the start symbol

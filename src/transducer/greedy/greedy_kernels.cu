@@ -2,6 +2,7 @@
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
 #include "core/float_type.hpp"
 #include "core/logsumexp.hpp"
@@ -9,6 +10,7 @@
 #include "transducer/greedy/greedy_kernels.hpp"
 #include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/joint_hidden.cuh"
+#include "transducer/model/lstm_fused.cuh"
 
 namespace asrdec::detail {
 namespace {
@@ -447,10 +449,11 @@ __device__ __noinline__ void joint_step_finish(GreedyPhase phase, const GreedyDe
   greedy_phase(phase, g);
 }
 
+// This block's part of a fused joint evaluation: the hidden layer of every row (into `hidden`, shared memory), the
+// block's columns of the logits, and each row's sums over them into blocks[blockIdx.x * rows + row].
 template <class TEnc, class TWeight>
-__global__ void __launch_bounds__(kJointGemvThreads)
-    joint_step_kernel(GreedyPhase phase, GreedyDeviceState g, JointGemvRows h, RowSums* blocks) {
-  extern __shared__ float hidden[];                             // [rows, J]
+__device__ void joint_step_block_sums(const GreedyDeviceState& g, const JointGemvRows& h, RowSums* blocks,
+                                      float* hidden) {
   __shared__ RowSums warp_sums[kStepWarps][kJointGemvMaxRows];  // [warp][row] over the warp's columns
   const bool entropy = needs_entropy_sums(g.confidence);
   const float alpha = g.confidence.alpha;
@@ -469,7 +472,72 @@ __global__ void __launch_bounds__(kJointGemvThreads)
     for (int w = 1; w < kStepWarps; ++w) all = row_sums_merge(all, warp_sums[w][r], entropy, alpha);
     blocks[blockIdx.x * g.rows + r] = all;
   }
+}
+
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads)
+    joint_step_kernel(GreedyPhase phase, GreedyDeviceState g, JointGemvRows h, RowSums* blocks) {
+  extern __shared__ float hidden[];  // [rows, J]
+  joint_step_block_sums<TEnc, TWeight>(g, h, blocks, hidden);
   if (last_block_done(g.blocks_done)) joint_step_finish(phase, g, blocks);
+}
+
+// ---- the persistent kernel (PersistentGreedy) ----
+
+// A loop flag written by block 0's phase before the barrier that precedes this read (no one writes it again before
+// the next barrier): volatile, so the read goes past this multiprocessor's L1.
+__device__ bool read_flag(const std::int32_t* flag) { return *static_cast<const volatile std::int32_t*>(flag) != 0; }
+
+// A loop of the kernel ran past its cap: every block counts the same iterations, so every block stops here, and
+// block 0 records it.
+__device__ void stop_at_loop_cap(const PersistentGreedy& p) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
+}
+
+// One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, a barrier, the
+// choices and the phase in block 0, a barrier. False when the kernel must stop.
+template <class TEnc, class TWeight>
+__device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState& g, const JointGemvRows& h,
+                                      RowSums* blocks, float* shared, const GridBarrier& barrier) {
+  joint_step_block_sums<TEnc, TWeight>(g, h, blocks, shared);
+  if (!grid_barrier_wait(barrier)) return false;
+  if (blockIdx.x == 0) joint_step_finish(phase, g, blocks);
+  return grid_barrier_wait(barrier);
+}
+
+// The label-looping program of GreedyCuda::label_looping_program without fusion, phase for phase:
+//   begin · while (any active) { joint · first · while (any advancing) { joint · inner } · predictor step · finish }
+//   · end of chunk
+// Block 0 runs the one-block phases (greedy_phase); every block takes its share of the joint's columns and of the
+// predictor's units and columns; a grid barrier stands wherever the graph program has a dependent node.
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads)
+    label_looping_persistent_kernel(GreedyDeviceState g, PersistentGreedy p, RowSums* blocks) {
+  extern __shared__ float shared[];  // persistent_greedy_shared_bytes: the joint's hidden rows or the predictor's
+  const GridBarrier barrier{p.barrier, p.barrier + 1, p.status};
+  const JointGemvRows h{g.dec, g.weight, g.logits, g.rows, g.hidden_size, g.outputs, g.activation};
+  if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_begin, g);
+  if (!grid_barrier_wait(barrier)) return;
+  for (std::int64_t outer = 0; read_flag(g.any_active); ++outer) {
+    if (outer >= p.loop_cap) return stop_at_loop_cap(p);
+    if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, h, blocks, shared, barrier)) return;
+    for (std::int64_t inner = 0; read_flag(g.any_advance); ++inner) {
+      if (inner >= p.loop_cap) return stop_at_loop_cap(p);
+      if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_inner, g, h, blocks, shared, barrier)) {
+        return;
+      }
+    }
+    for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
+      const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
+      lstm_fused_layer<TWeight>(layer, shared);
+      if (!grid_barrier_wait(barrier)) return;
+    }
+    fused_projection<TWeight>(p.predictor.projection, shared);
+    if (!grid_barrier_wait(barrier)) return;
+    if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_finish, g);
+    if (!grid_barrier_wait(barrier)) return;
+  }
+  if (blockIdx.x == 0) greedy_phase(GreedyPhase::end_of_chunk, g);
 }
 
 int blocks_for(std::int64_t n, int threads) {
@@ -500,6 +568,60 @@ void launch_joint_step(GreedyPhase phase, const GreedyDeviceState& g, cudaStream
     });
   });
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "joint_step_kernel");
+}
+
+void launch_label_looping_persistent(const GreedyDeviceState& g, const PersistentGreedy& p, cudaStream_t stream) {
+  ASRDEC_EXPECTS(g.rows >= 1 && g.rows <= kJointGemvMaxRows && p.blocks >= 1, Error,
+                 "internal error: the persistent greedy kernel launched for ", g.rows, " rows on ", p.blocks,
+                 " blocks");
+  // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
+  auto* sums = static_cast<RowSums*>(g.joint_step_sums);
+  with_float_type(g.enc_dtype, [&](auto enc) {
+    with_float_type(g.weight_dtype, [&](auto weight) {
+      // A cooperative launch: the driver starts every block at once or refuses the launch, where a plain one could
+      // leave blocks waiting at a barrier for places held by other work (the barrier's timeout still guards).
+      cudaLaunchAttribute cooperative{};
+      cooperative.id = cudaLaunchAttributeCooperative;
+      cooperative.val.cooperative = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned int>(p.blocks));
+      config.blockDim = dim3(kJointGemvThreads);
+      config.dynamicSmemBytes = p.shared_bytes;
+      config.stream = stream;
+      config.attrs = &cooperative;
+      config.numAttrs = 1;
+      ASRDEC_CUDA_CHECK(
+          cudaLaunchKernelEx(&config, label_looping_persistent_kernel<decltype(enc), decltype(weight)>, g, p, sums));
+    });
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "label_looping_persistent_kernel");
+}
+
+std::size_t persistent_greedy_sums_bytes(int blocks, std::int64_t rows) {
+  return static_cast<std::size_t>(blocks) * static_cast<std::size_t>(rows) * sizeof(RowSums);
+}
+
+int persistent_greedy_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes) {
+  int device = 0;
+  int multiprocessors = 0;
+  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
+  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  int per_multiprocessor = 0;
+  with_float_type(enc_dtype, [&](auto enc) {
+    with_float_type(weight_dtype, [&](auto weight) {
+      ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_multiprocessor, label_looping_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads,
+          shared_bytes));
+    });
+  });
+  return per_multiprocessor * multiprocessors;
+}
+
+std::int64_t preload_persistent_greedy_kernels() {
+  return opt_in_joint_gemv_shared_all(
+      [](auto enc, auto weight) { return label_looping_persistent_kernel<decltype(enc), decltype(weight)>; });
 }
 
 std::size_t joint_step_sums_bytes(std::int64_t rows, std::int64_t outputs) {

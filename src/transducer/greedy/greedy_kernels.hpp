@@ -15,6 +15,7 @@
 #include "asrdec/hyps/confidence.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/model/joint_enc_args.hpp"
+#include "transducer/model/predictor_kernels.hpp"
 
 namespace asrdec::detail {
 
@@ -95,6 +96,30 @@ void launch_joint_epilogue_then_phase(GreedyPhase phase, const GreedyDeviceState
 void launch_joint_step(GreedyPhase phase, const GreedyDeviceState& g, cudaStream_t stream);
 /** Bytes of joint_step_sums for `rows` joint rows of `outputs` columns. */
 std::size_t joint_step_sums_bytes(std::int64_t rows, std::int64_t outputs);
+
+/** The label-looping program of a chunk as one persistent kernel (docs/transducer-greedy.md, "Persistent kernel"):
+ *  every phase of the loop (begin, the joint passes, the fused LSTM step, finish, end of chunk) in one launch, its
+ *  blocks meeting at grid barriers between dependent phases. The joint and predictor steps are the fused kernels'
+ *  bodies and the phases greedy_phase, so the results are those of the fused path. For the decoders that
+ *  persistent_greedy_refusal (persistent_greedy_shape.hpp) accepts. */
+struct PersistentGreedy {
+  LstmFusedStep predictor;   ///< the predictor step over state.label, state.emit, the working state and dec
+  unsigned int* barrier;     ///< [2] the grid barrier's words (arrived, generation): zero before first use
+  int* status;               ///< kGridBarrierOk, or why the kernel stopped (core/grid_barrier_status.hpp)
+  std::int64_t loop_cap;     ///< iterations allowed to each run of a loop, as the graph program's loop_cap
+  int blocks;                ///< persistent_greedy_blocks
+  std::size_t shared_bytes;  ///< persistent_greedy_shared_bytes
+};
+/** Bytes of the per-block row sums of the persistent kernel (GreedyDeviceState::joint_step_sums) on `blocks` blocks. */
+std::size_t persistent_greedy_sums_bytes(int blocks, std::int64_t rows);
+/** Enqueues the chunk's decode (*status and the barrier's arrival count are cleared first, on `stream`). */
+void launch_label_looping_persistent(const GreedyDeviceState& g, const PersistentGreedy& p, cudaStream_t stream);
+/** Blocks of the persistent kernel the current device runs at once with `shared_bytes` of dynamic shared memory for
+ *  these element types (0 when it cannot run one). */
+int persistent_greedy_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes);
+/** The dynamic shared memory the persistent kernels may opt in to on the current device (as preload_greedy_kernels
+ *  for the fused joint step), for persistent_greedy_refusal. Loads them; outside any capture. */
+std::int64_t preload_persistent_greedy_kernels();
 
 /** Loads the kernels on the current device (outside any capture); returns the shared memory the fused joint kernel
  *  may use there, for joint_gemv_fits. */
