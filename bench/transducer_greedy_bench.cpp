@@ -172,8 +172,10 @@ void register_all() {
       // With vs without the persistent kernel (the whole label loop in one launch, for up to 32 rows; off by
       // default until it measures faster; larger batches fall back to the default program).
       if (cuda) {
-        cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::conditional, cuda, false, false,
-                         false, true});
+        for (bool lm : {false, true}) {
+          cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1, GraphMode::conditional, cuda, lm, false,
+                           false, true});
+        }
       }
       // With vs without the straggler cut of label looping (the same results; fewer inner passes at large batches).
       cases.push_back({kind, TransducerGreedyAlgorithm::label_looping, 1,

@@ -19,6 +19,21 @@ void launch_ngram_advance(const NgramLmRef& lm, const std::int32_t* states, std:
                           std::int32_t* next_states, int multiprocessors, cudaStream_t stream,
                           const std::int32_t* mask = nullptr);
 
+/** The smallest vocabulary slice a block of a query takes: below this the chain walk costs more than the scatter. */
+constexpr std::int32_t kNgramMinSlice = 256;
+
+/** The vocabulary slice of one block of a query of `batch` states: enough blocks to fill the GPU twice over (a small
+ *  batch splits the vocabulary, a large one does not), no slice under kNgramMinSlice. */
+constexpr std::int32_t ngram_advance_slice_size(std::int32_t vocab_size, std::int64_t batch, int multiprocessors) {
+  const std::int64_t rows = batch > 0 ? batch : 1;
+  const std::int64_t wanted_slices = (2 * static_cast<std::int64_t>(multiprocessors) + rows - 1) / rows;
+  const std::int64_t max_slices = (static_cast<std::int64_t>(vocab_size) + kNgramMinSlice - 1) / kNgramMinSlice;
+  std::int64_t slices = wanted_slices < max_slices ? wanted_slices : max_slices;
+  slices = slices > 1 ? slices : 1;
+  const auto slice = static_cast<std::int32_t>((vocab_size + slices - 1) / slices);
+  return slice > 1 ? slice : 1;
+}
+
 /** The full-vocabulary queries of a decoder's fused models — the LM and the boosting tree, either may be null — for
  *  `rows` rows from the states `fusion` names, into its scores and next states (only rows with mask[r] != 0 when a
  *  mask is given). Every fused decoder (greedy, beam and CTC beam) queries through this. */

@@ -98,9 +98,8 @@ TEST_P(LmFusion, TransducerAlgorithmsEqualTheFusedOracle) {
       config.boost_weight = reference.boost_weight = testing::random_weight(rng);
       described += ", " + keep->describe() + ", boost weight " + std::to_string(config.boost_weight);
     }
-    const testing::ScopedFusedKernels fused_kernels(GetParam().cuda && i % 2 == 1);
-    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + described + ", " +
-                 fused_kernels.describe());
+    const testing::ScopedGreedyKernels kernels(GetParam().cuda, i);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + described + ", " + kernels.describe());
     reference.max_symbols_per_frame = max_symbols;
     const auto want = transducer_greedy_reference(cpu_model, e.enc(), e.lens(), reference);
     for (std::size_t b = 0; b < want.size(); ++b) {

@@ -42,9 +42,6 @@ TEST(PersistentGreedyShape, EachUnsupportedFeatureIsNamed) {
   shape.label_looping = false;
   EXPECT_NE(persistent_greedy_refusal(shape).find("label looping"), std::string::npos);
   shape = bench_shape(4);
-  shape.fusion = true;
-  EXPECT_NE(persistent_greedy_refusal(shape).find("fusion"), std::string::npos);
-  shape = bench_shape(4);
   shape.lstm_fused_step = false;
   EXPECT_NE(persistent_greedy_refusal(shape).find("LSTM"), std::string::npos);
   shape = bench_shape(4);

@@ -480,7 +480,6 @@ class GreedyCuda final : public GreedyBackend {
     PersistentGreedyShape shape;
     LstmFusedStep step{};
     shape.label_looping = config_.algorithm == TransducerGreedyAlgorithm::label_looping;
-    shape.fusion = config_.lm != nullptr || config_.boost != nullptr;
     shape.lstm_fused_step = shape.label_looping && lstm_fused_step_of(*session_, label_.data(), emit_mask_.data(),
                                                                       work_state_.data(), work_dec_.data(), B, &step);
     shape.same_dtype = step.projection.dtype == model_.joint().weight_dtype();
@@ -499,6 +498,10 @@ class GreedyCuda final : public GreedyBackend {
     p.barrier = reinterpret_cast<unsigned int*>(persistent_words_.data());
     p.status = persistent_words_.data() + 2;
     p.loop_cap = loop_cap();
+    const auto vocab = static_cast<std::int32_t>(model_.vocab_size());
+    if (config_.lm != nullptr) p.lm = config_.lm->ref();
+    if (config_.boost != nullptr) p.boost = config_.boost->ref();
+    p.lm_slice = p.boost_slice = ngram_advance_slice_size(vocab, B, multiprocessors_);
     p.shared_bytes = static_cast<std::size_t>(persistent_greedy_shared_bytes(B, J, step.shared_floats));
     persistent_max_blocks_ = persistent_greedy_blocks(O, step.projection.width, J, std::int64_t{1} << 30);
     persistent_ = p;

@@ -7,6 +7,7 @@
 #include "core/float_type.hpp"
 #include "core/logsumexp.hpp"
 #include "hyps/confidence_step.hpp"
+#include "lm/ngram_advance.cuh"
 #include "transducer/greedy/greedy_kernels.hpp"
 #include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/joint_hidden.cuh"
@@ -494,6 +495,28 @@ __device__ void stop_at_loop_cap(const PersistentGreedy& p) {
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
 }
 
+// One fused model's full-vocabulary queries of the rows `mask` names (every row when null), as launch_fused_queries
+// makes them: (row, vocabulary slice) items spread over the blocks.
+__device__ void persistent_model_queries(const NgramLmRef& model, const FusionSource& source, std::int32_t slice,
+                                         std::int64_t rows, const std::int32_t* mask) {
+  if (source.scores == nullptr) return;  // no such model: the same in every block
+  const std::int64_t slices = (model.vocab_size + slice - 1) / slice;
+  for (std::int64_t item = blockIdx.x; item < slices * rows; item += gridDim.x) {
+    const std::int64_t b = item / slices;
+    if (mask != nullptr && mask[b] == 0) continue;  // the same in every thread of the block
+    ngram_advance_slice(model, source.state, b, const_cast<float*>(source.scores),
+                        const_cast<std::int32_t*>(source.next), static_cast<std::int32_t>(item - b * slices) * slice,
+                        slice);
+  }
+}
+
+// The LM's and the boosting tree's queries (query_fused of the graph program).
+__device__ void persistent_fused_queries(const GreedyDeviceState& g, const PersistentGreedy& p,
+                                         const std::int32_t* mask) {
+  persistent_model_queries(p.lm, g.fusion.lm, p.lm_slice, g.max_batch, mask);
+  persistent_model_queries(p.boost, g.fusion.boost, p.boost_slice, g.max_batch, mask);
+}
+
 // One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, a barrier, the
 // choices and the phase in block 0, a barrier. False when the kernel must stop.
 template <class TEnc, class TWeight>
@@ -505,11 +528,12 @@ __device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState
   return grid_barrier_wait(barrier);
 }
 
-// The label-looping program of GreedyCuda::label_looping_program without fusion, phase for phase:
-//   begin · while (any active) { joint · first · while (any advancing) { joint · inner } · predictor step · finish }
-//   · end of chunk
-// Block 0 runs the one-block phases (greedy_phase); every block takes its share of the joint's columns and of the
-// predictor's units and columns; a grid barrier stands wherever the graph program has a dependent node.
+// The label-looping program of GreedyCuda::label_looping_program, phase for phase:
+//   begin · queries · while (any active) { joint · first · while (any advancing) { joint · inner } · predictor step ·
+//   queries of the rows that emitted · finish } · end of chunk
+// Block 0 runs the one-block phases (greedy_phase); every block takes its share of the joint's columns, of the
+// predictor's units and columns and of the fused models' queries; a grid barrier stands wherever the graph program
+// has a dependent node, except between the projection and the queries, which touch different arrays.
 template <class TEnc, class TWeight>
 __global__ void __launch_bounds__(kJointGemvThreads)
     label_looping_persistent_kernel(GreedyDeviceState g, PersistentGreedy p, RowSums* blocks) {
@@ -518,6 +542,10 @@ __global__ void __launch_bounds__(kJointGemvThreads)
   const JointGemvRows h{g.dec, g.weight, g.logits, g.rows, g.hidden_size, g.outputs, g.activation};
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_begin, g);
   if (!grid_barrier_wait(barrier)) return;
+  if (g.fusion.active()) {
+    persistent_fused_queries(g, p, nullptr);
+    if (!grid_barrier_wait(barrier)) return;
+  }
   for (std::int64_t outer = 0; read_flag(g.any_active); ++outer) {
     if (outer >= p.loop_cap) return stop_at_loop_cap(p);
     if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, h, blocks, shared, barrier)) return;
@@ -533,6 +561,7 @@ __global__ void __launch_bounds__(kJointGemvThreads)
       if (!grid_barrier_wait(barrier)) return;
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
+    persistent_fused_queries(g, p, g.state.emit);
     if (!grid_barrier_wait(barrier)) return;
     if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_finish, g);
     if (!grid_barrier_wait(barrier)) return;

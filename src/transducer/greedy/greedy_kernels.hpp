@@ -13,6 +13,7 @@
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/detail/transducer_step.hpp"
 #include "asrdec/hyps/confidence.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/model/joint_enc_args.hpp"
 #include "transducer/model/predictor_kernels.hpp"
@@ -98,12 +99,17 @@ void launch_joint_step(GreedyPhase phase, const GreedyDeviceState& g, cudaStream
 std::size_t joint_step_sums_bytes(std::int64_t rows, std::int64_t outputs);
 
 /** The label-looping program of a chunk as one persistent kernel (docs/transducer-greedy.md, "Persistent kernel"):
- *  every phase of the loop (begin, the joint passes, the fused LSTM step, finish, end of chunk) in one launch, its
+ *  every phase of the loop (begin, the joint passes, the fused LSTM step, the fused models' queries, finish, end of
+ *  chunk) in one launch, its
  *  blocks meeting at grid barriers between dependent phases. The joint and predictor steps are the fused kernels'
  *  bodies and the phases greedy_phase, so the results are those of the fused path. For the decoders that
  *  persistent_greedy_refusal (persistent_greedy_shape.hpp) accepts. */
 struct PersistentGreedy {
   LstmFusedStep predictor;   ///< the predictor step over state.label, state.emit, the working state and dec
+  NgramLmRef lm;             ///< the LM's tables on the device, when g.fusion has an LM
+  NgramLmRef boost;          ///< the boosting tree's, when g.fusion has one
+  std::int32_t lm_slice;     ///< vocabulary slice of one query item (ngram_advance_slice_size)
+  std::int32_t boost_slice;  ///< likewise for the boosting tree
   unsigned int* barrier;     ///< [2] the grid barrier's words (arrived, generation): zero before first use
   int* status;               ///< kGridBarrierOk, or why the kernel stopped (core/grid_barrier_status.hpp)
   std::int64_t loop_cap;     ///< iterations allowed to each run of a loop, as the graph program's loop_cap
