@@ -22,30 +22,21 @@ __device__ __forceinline__ std::int32_t ngram_clamp_state(const NgramLmRef& lm, 
   return state < 0 ? 0 : (state >= lm.states ? lm.states - 1 : state);
 }
 
-// First arc of [begin, end) whose label is >= label.
-__device__ __forceinline__ std::int32_t ngram_lower_bound_label(const NgramLmRef& lm, std::int32_t begin,
-                                                                std::int32_t end, std::int32_t label) {
-  while (begin < end) {
-    const std::int32_t middle = begin + (end - begin) / 2;
-    if (lm.arc_label[middle] < label) {
-      begin = middle + 1;
-    } else {
-      end = middle;
-    }
-  }
-  return begin;
-}
-
 /** The full-vocabulary query of row b's state, for the tokens of [lo, lo + slice): scores[b, v] and
- *  next_states[b, v]. Every thread of the block calls it (it holds barriers). */
+ *  next_states[b, v]. Every thread of the block calls it (it holds barriers).
+ *
+ *  Latency is what counts (a decoder waits for the query between two steps): one thread walks the backoff chain (the
+ *  only dependent walk); then every level's three binary searches (the slice's first and last arc, the <unk> arc) run
+ *  at once, a thread each, where one thread searched them level after level; then the levels are scattered. */
 __device__ inline void ngram_advance_slice(const NgramLmRef& lm, const std::int32_t* states, std::int64_t b,
                                            float* scores, std::int32_t* next_states, std::int32_t lo,
                                            std::int32_t slice) {
   __shared__ std::int32_t chain[kNgramMaxChain];
   __shared__ float chain_backoff[kNgramMaxChain];
+  __shared__ std::int32_t range_first[kNgramMaxChain];
+  __shared__ std::int32_t range_last[kNgramMaxChain];
+  __shared__ std::int32_t unk_arc[kNgramMaxChain];
   __shared__ int chain_length;
-  __shared__ float unk_score;
-  __shared__ std::int32_t unk_next;
 
   const std::int32_t V = lm.vocab_size;
   const std::int32_t hi = min(V, lo + slice);
@@ -53,28 +44,7 @@ __device__ inline void ngram_advance_slice(const NgramLmRef& lm, const std::int3
   float* row_scores = scores + b * V;
   std::int32_t* row_next = next_states + b * V;
 
-  if (threadIdx.x == 0) {
-    // The backoff chain, longest context first, with the backoff sum that applies at each level.
-    int length = 0;
-    float backoff = 0.0f;
-    std::int32_t s = state;
-    for (;;) {
-      if (length == kNgramMaxChain) {
-        length = -1;
-        break;
-      }
-      chain[length] = s;
-      chain_backoff[length] = backoff;
-      ++length;
-      if (lm.backoff_to[s] < 0) break;  // a root lists every label
-      backoff += lm.backoff_weight[s];
-      s = lm.backoff_to[s];
-    }
-    chain_length = length;
-    const NgramStep unk = score_label(lm, state, V);
-    unk_score = unk.score + lm.missing_offset;
-    unk_next = unk.next;
-  }
+  if (threadIdx.x == 0) chain_length = backoff_chain(lm, state, chain, chain_backoff, kNgramMaxChain);
   __syncthreads();
   const int length = chain_length;
 
@@ -85,13 +55,27 @@ __device__ inline void ngram_advance_slice(const NgramLmRef& lm, const std::int3
       row_next[v] = step.next;
     }
   } else {
+    for (int t = static_cast<int>(threadIdx.x); t < 3 * length; t += static_cast<int>(blockDim.x)) {
+      const int level = t / 3;
+      const std::int32_t begin = lm.arc_begin[chain[level]];
+      const std::int32_t end = lm.arc_begin[chain[level] + 1];
+      switch (t - 3 * level) {
+        case 0:
+          range_first[level] = lower_bound_arc(lm, begin, end, lo);
+          break;
+        case 1:
+          range_last[level] = lower_bound_arc(lm, begin, end, hi);
+          break;
+        default:
+          unk_arc[level] = find_arc(lm, begin, end, V);
+      }
+    }
+    __syncthreads();
     // Shortest context (START) first; each longer context overwrites the labels it lists.
     for (int level = length - 1; level >= 0; --level) {
-      const std::int32_t s = chain[level];
       const float backoff = chain_backoff[level];
-      const std::int32_t first = ngram_lower_bound_label(lm, lm.arc_begin[s], lm.arc_begin[s + 1], lo);
-      const std::int32_t last = ngram_lower_bound_label(lm, first, lm.arc_begin[s + 1], hi);
-      for (std::int32_t a = first + static_cast<std::int32_t>(threadIdx.x); a < last; a += blockDim.x) {
+      for (std::int32_t a = range_first[level] + static_cast<std::int32_t>(threadIdx.x); a < range_last[level];
+           a += blockDim.x) {
         const std::int32_t label = lm.arc_label[a];
         row_scores[label] = lm.arc_weight[a] + backoff;
         row_next[label] = lm.arc_target[a];
@@ -99,10 +83,17 @@ __device__ inline void ngram_advance_slice(const NgramLmRef& lm, const std::int3
       __syncthreads();
     }
     // Tokens the model does not list score as <unk> in this context.
+    NgramStep unk{0.0f, 0};
+    bool have_unk = false;
     for (std::int32_t v = lo + static_cast<std::int32_t>(threadIdx.x); v < hi; v += blockDim.x) {
       if (lm.missing[v]) {
-        row_scores[v] = unk_score;
-        row_next[v] = unk_next;
+        if (!have_unk) {
+          unk = score_from_levels(lm, chain_backoff, unk_arc, chain, length);
+          unk.score += lm.missing_offset;
+          have_unk = true;
+        }
+        row_scores[v] = unk.score;
+        row_next[v] = unk.next;
       }
     }
   }
