@@ -76,6 +76,16 @@ TEST(PersistentGreedyShape, BlocksCoverTheWidestStepUpToWhatRunsAtOnce) {
   EXPECT_EQ(persistent_greedy_blocks(1025, 640, 640, 0), 0);        // a device that runs none: no launch
 }
 
+TEST(PersistentGreedyShape, ManyRowsShareTheHiddenLayerAcrossBlocks) {
+  // 256 threads a block, 16 values each: 4,096 hidden values. Bench models (J = 640): batch 1 to 6 compute the hidden
+  // layer in every block, 7 and up share it (batch 32: 80 values a thread, 16 µs of dependent loads a pass).
+  for (std::int64_t rows = 1; rows <= 32; ++rows) {
+    EXPECT_EQ(persistent_greedy_shares_hidden(rows, 640, 256), rows >= 7) << rows << " rows";
+  }
+  EXPECT_FALSE(persistent_greedy_shares_hidden(16, 256, 256));  // exactly 4,096
+  EXPECT_TRUE(persistent_greedy_shares_hidden(16, 257, 256));
+}
+
 TEST(PersistentGreedyShape, OffUnlessTheEnvironmentSaysOne) {
   {
     const testing::ScopedEnvironmentVariable unset("ASRDEC_PERSISTENT_GREEDY", nullptr);

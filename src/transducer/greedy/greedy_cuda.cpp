@@ -504,6 +504,10 @@ class GreedyCuda final : public GreedyBackend {
     p.lm_slice = p.boost_slice = ngram_advance_slice_size(vocab, B, multiprocessors_);
     p.shared_bytes = static_cast<std::size_t>(persistent_greedy_shared_bytes(B, J, step.shared_floats));
     persistent_max_blocks_ = persistent_greedy_blocks(O, step.projection.width, J, std::int64_t{1} << 30);
+    persistent_hidden_ = persistent_greedy_shares_hidden(B, J, kJointGemvThreads)
+                             ? DeviceBuffer<float>(static_cast<std::size_t>(B * J), device_)
+                             : DeviceBuffer<float>();
+    p.hidden_rows = persistent_hidden_.size() > 0 ? persistent_hidden_.data() : nullptr;
     persistent_ = p;
     // The generation word only grows; every launch clears the arrivals and the status itself.
     Stream stream(device_);
@@ -574,8 +578,9 @@ class GreedyCuda final : public GreedyBackend {
   std::int64_t persistent_shared_bytes_ = 0;    // what the persistent kernels may use on this device (0: switch off)
   std::optional<PersistentGreedy> persistent_;  // label looping as one kernel (plan_persistent), its grid left open
   int persistent_max_blocks_ = 0;               // the most blocks its widest step uses
-  std::array<bool, 3> persistent_executor_{};   // by encoder dtype: whether executors_ holds the persistent kernel
-  bool last_call_persistent_ = false;           // whether the last decode launched it (its status is then read)
+  DeviceBuffer<float> persistent_hidden_;      // [max_batch, J] its shared hidden layer (PersistentGreedy::hidden_rows)
+  std::array<bool, 3> persistent_executor_{};  // by encoder dtype: whether executors_ holds the persistent kernel
+  bool last_call_persistent_ = false;          // whether the last decode launched it (its status is then read)
   DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;

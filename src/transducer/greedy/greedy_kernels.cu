@@ -450,18 +450,17 @@ __device__ __noinline__ void joint_step_finish(GreedyPhase phase, const GreedyDe
   greedy_phase(phase, g);
 }
 
-// This block's part of a fused joint evaluation: the hidden layer of every row (into `hidden`, shared memory), the
-// block's columns of the logits, and each row's sums over them into blocks[blockIdx.x * rows + row].
-template <class TEnc, class TWeight>
-__device__ void joint_step_block_sums(const GreedyDeviceState& g, const JointGemvRows& h, RowSums* blocks,
-                                      float* hidden) {
+// This block's columns of a fused joint evaluation, from every row's hidden layer in `hidden` (shared memory): the
+// logits, and each row's sums over the block's columns into blocks[blockIdx.x * rows + row].
+template <class TWeight>
+__device__ void joint_step_column_sums(const GreedyDeviceState& g, const JointGemvRows& h, RowSums* blocks,
+                                       const float* hidden) {
   __shared__ RowSums warp_sums[kStepWarps][kJointGemvMaxRows];  // [warp][row] over the warp's columns
   const bool entropy = needs_entropy_sums(g.confidence);
   const float alpha = g.confidence.alpha;
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x & 31);
   RowSums mine = row_sums_identity();  // lane r: row r over this warp's columns (joint_gemv_columns' visit order)
-  joint_gemv_hidden<TEnc, TWeight>(h, GreedyJointRows{g}, hidden);
   joint_gemv_columns<TWeight>(h, hidden, [&](std::int64_t o, std::int64_t row, float logit) {
     g.logits[row * g.outputs + o] = logit;  // read back by write_choice for a fused label's score
     row_sums_add(mine, g, row, o, logit, entropy, alpha);
@@ -473,6 +472,15 @@ __device__ void joint_step_block_sums(const GreedyDeviceState& g, const JointGem
     for (int w = 1; w < kStepWarps; ++w) all = row_sums_merge(all, warp_sums[w][r], entropy, alpha);
     blocks[blockIdx.x * g.rows + r] = all;
   }
+}
+
+// This block's part of a fused joint evaluation: the hidden layer of every row (into `hidden`, shared memory), then
+// joint_step_column_sums.
+template <class TEnc, class TWeight>
+__device__ void joint_step_block_sums(const GreedyDeviceState& g, const JointGemvRows& h, RowSums* blocks,
+                                      float* hidden) {
+  joint_gemv_hidden<TEnc, TWeight>(h, GreedyJointRows{g}, hidden);
+  joint_step_column_sums<TWeight>(g, h, blocks, hidden);
 }
 
 template <class TEnc, class TWeight>
@@ -518,11 +526,21 @@ __device__ void persistent_fused_queries(const GreedyDeviceState& g, const Persi
 }
 
 // One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, a barrier, the
-// choices and the phase in block 0, a barrier. False when the kernel must stop.
+// choices and the phase in block 0, a barrier. Many rows (p.hidden_rows set): the hidden layer computed once across
+// the grid and loaded by every block after a barrier, instead of by every block in full. False when the kernel must
+// stop.
 template <class TEnc, class TWeight>
-__device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState& g, const JointGemvRows& h,
-                                      RowSums* blocks, float* shared, const GridBarrier& barrier) {
-  joint_step_block_sums<TEnc, TWeight>(g, h, blocks, shared);
+__device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState& g, const PersistentGreedy& p,
+                                      const JointGemvRows& h, RowSums* blocks, float* shared,
+                                      const GridBarrier& barrier) {
+  if (p.hidden_rows != nullptr) {  // the same in every block
+    joint_gemv_hidden_share<TEnc, TWeight>(h, GreedyJointRows{g}, p.hidden_rows);
+    if (!grid_barrier_wait(barrier)) return false;
+    load_rows_to_shared(p.hidden_rows, shared, static_cast<std::uint32_t>(g.rows * g.hidden_size));
+    joint_step_column_sums<TWeight>(g, h, blocks, shared);
+  } else {
+    joint_step_block_sums<TEnc, TWeight>(g, h, blocks, shared);
+  }
   if (!grid_barrier_wait(barrier)) return false;
   if (blockIdx.x == 0) joint_step_finish(phase, g, blocks);
   return grid_barrier_wait(barrier);
@@ -548,10 +566,11 @@ __global__ void __launch_bounds__(kJointGemvThreads)
   }
   for (std::int64_t outer = 0; read_flag(g.any_active); ++outer) {
     if (outer >= p.loop_cap) return stop_at_loop_cap(p);
-    if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, h, blocks, shared, barrier)) return;
+    if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, p, h, blocks, shared, barrier))
+      return;
     for (std::int64_t inner = 0; read_flag(g.any_advance); ++inner) {
       if (inner >= p.loop_cap) return stop_at_loop_cap(p);
-      if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_inner, g, h, blocks, shared, barrier)) {
+      if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_inner, g, p, h, blocks, shared, barrier)) {
         return;
       }
     }

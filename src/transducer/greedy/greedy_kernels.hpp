@@ -113,6 +113,8 @@ struct PersistentGreedy {
   unsigned int* barrier;     ///< [2] the grid barrier's words (arrived, generation): zero before first use
   int* status;               ///< kGridBarrierOk, or why the kernel stopped (core/grid_barrier_status.hpp)
   std::int64_t loop_cap;     ///< iterations allowed to each run of a loop, as the graph program's loop_cap
+  float* hidden_rows;        ///< [rows, J] the joint's hidden layer, computed across the grid (null: each block
+                             ///< computes it whole; persistent_greedy_shares_hidden)
   int blocks;                ///< persistent_greedy_blocks
   std::size_t shared_bytes;  ///< persistent_greedy_shared_bytes
 };

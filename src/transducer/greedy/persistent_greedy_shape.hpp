@@ -54,6 +54,19 @@ inline std::string persistent_greedy_refusal(const PersistentGreedyShape& shape)
   return {};
 }
 
+/** Hidden values per thread above which the persistent kernel computes the joint's hidden layer once across the
+ *  grid (and every block loads it after a barrier) rather than in every block: each value costs a block two
+ *  dependent loads and the activation, a load of the finished value one independent load, and a barrier about a
+ *  microsecond. A first choice from that arithmetic (the bench models: batch 1 computes in every block, batch 32
+ *  shares), to be tuned with the benchmark's /persistent cases on a GPU. */
+constexpr std::int64_t kPersistentHiddenPerThread = 16;
+
+/** Whether the persistent kernel shares the hidden layer of `rows` joint rows of size `joint_hidden` across its blocks
+ *  (threads: a block's). */
+constexpr bool persistent_greedy_shares_hidden(std::int64_t rows, std::int64_t joint_hidden, std::int64_t threads) {
+  return rows * joint_hidden > kPersistentHiddenPerThread * threads;
+}
+
 /** Blocks of the persistent kernel: enough for a warp per output column of the widest step (joint outputs, LSTM
  *  units, projection columns), at most what the device runs at once (`resident`: blocks per multiprocessor times
  *  multiprocessors; a barrier waits for every block, so each must be running). 0 when the device runs none. */

@@ -69,6 +69,40 @@ __device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, floa
   __syncthreads();
 }
 
+/** The first half for a kernel whose blocks can wait for each other (a persistent kernel, grid barriers): every
+ *  row's hidden layer computed once across the grid, each block its share of the rows × J values, into `out` (float32
+ *  in global memory, [rows, J], the values joint_gemv_hidden would put in shared memory); the caller lets every block
+ *  finish, then loads it whole (load_rows_to_shared). Where rows × J is large, every block computing all of it costs
+ *  more than the barrier. */
+template <class TEnc, class TWeight, class Rows>
+__device__ void joint_gemv_hidden_share(const JointGemvRows& h, const Rows& rows, float* out) {
+  __shared__ JointGather at[kJointGemvMaxRows];
+  __shared__ bool used[kJointGemvMaxRows];
+  const JointEncArgs args = rows.args();
+  if (threadIdx.x < h.rows) {
+    JointGather mine{};
+    used[threadIdx.x] = rows.gather(threadIdx.x, args, mine);
+    at[threadIdx.x] = mine;
+  }
+  __syncthreads();
+  const auto J = static_cast<std::uint32_t>(h.hidden_size);
+  const auto n = static_cast<std::uint32_t>(h.rows) * J;
+#pragma unroll 4
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const std::uint32_t r = i / J;
+    const std::uint32_t j = i - r * J;
+    // Each value is computed by one block: each records its own non-finite encoder values.
+    out[i] = used[r] ? to_float(joint_hidden_value<TEnc, TWeight>(args, at[r], h.dec, J, j, h.activation, true)) : 0.0f;
+  }
+}
+
+/** `n` floats from global memory into this block's shared memory, then a barrier. */
+__device__ inline void load_rows_to_shared(const float* from, float* to, std::uint32_t n) {
+#pragma unroll 4
+  for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
+  __syncthreads();
+}
+
 /** Second half: the output columns of this block, a warp per column. The lanes stride over k, each loading its
  *  weights kJointGemvUnroll at a time and multiplying each into every row's sum (fmaf, in registers; the weights are
  *  read once per column); a fixed shuffle tree then sums the lanes, so results repeat bit for bit. Lane r calls
