@@ -103,4 +103,90 @@ ASRDEC_HD_INLINE NgramStep score_token(const NgramLmRef& lm, std::int32_t state,
   return score_label(lm, state, token);
 }
 
+/** Contexts deeper than this are queried token by token instead (no realistic LM comes close). */
+constexpr int kNgramMaxChain = 32;
+
+/** What the threads of one slice query share (the CUDA query kernel's shared memory). */
+struct NgramSliceQuery {
+  std::int32_t chain[kNgramMaxChain];    ///< the backoff chain, longest context first
+  float backoff[kNgramMaxChain];         ///< the backoff sum at each level
+  std::int32_t first[kNgramMaxChain];    ///< each level's first arc in the slice
+  std::int32_t last[kNgramMaxChain];     ///< and its end
+  std::int32_t unk_arc[kNgramMaxChain];  ///< each level's <unk> arc, or -1
+  int length;                            ///< of the chain; -1 when longer than kNgramMaxChain
+};
+
+/** The full-vocabulary query of `state` for the tokens of [lo, lo + slice) (clipped to V) into a row's `scores` and
+ *  `next`, as `threads` threads run it: each_thread(f) calls f(t) for every thread t (a CUDA block: its own; a CPU
+ *  test: all of them, in any order), barrier() separates the steps (a block: __syncthreads). Written for latency (a
+ *  decoder waits for the query between two steps): one thread walks the backoff chain, the only walk whose loads
+ *  depend on each other; then every level's three binary searches (the slice's bounds, the <unk> arc) run at once, a
+ *  thread each; then the levels' arcs are scattered from the shortest context up, so the longest wins; then the
+ *  tokens the model does not list take <unk>. Every value has the bits of score_token (and of the CPU's row). */
+template <class EachThread, class Barrier>
+ASRDEC_HD_INLINE void ngram_slice_query(const NgramLmRef& lm, std::int32_t state, std::int32_t lo, std::int32_t slice,
+                                        float* scores, std::int32_t* next, NgramSliceQuery& q, int threads,
+                                        const EachThread& each_thread, const Barrier& barrier) {
+  const std::int32_t V = lm.vocab_size;
+  const std::int32_t hi = lo + slice < V ? lo + slice : V;
+  each_thread([&](int t) {
+    if (t == 0) q.length = backoff_chain(lm, state, q.chain, q.backoff, kNgramMaxChain);
+  });
+  barrier();
+  const int length = q.length;
+  if (length < 0) {
+    each_thread([&](int t) {
+      for (std::int32_t v = lo + t; v < hi; v += threads) {
+        const NgramStep step = score_token(lm, state, v);
+        scores[v] = step.score;
+        next[v] = step.next;
+      }
+    });
+  } else {
+    each_thread([&](int t) {
+      for (int i = t; i < 3 * length; i += threads) {
+        const int level = i / 3;
+        const std::int32_t begin = lm.arc_begin[q.chain[level]];
+        const std::int32_t end = lm.arc_begin[q.chain[level] + 1];
+        switch (i - 3 * level) {
+          case 0:
+            q.first[level] = lower_bound_arc(lm, begin, end, lo);
+            break;
+          case 1:
+            q.last[level] = lower_bound_arc(lm, begin, end, hi);
+            break;
+          default:
+            q.unk_arc[level] = find_arc(lm, begin, end, V);
+        }
+      }
+    });
+    barrier();
+    for (int level = length - 1; level >= 0; --level) {
+      each_thread([&](int t) {
+        for (std::int32_t a = q.first[level] + t; a < q.last[level]; a += threads) {
+          const std::int32_t label = lm.arc_label[a];
+          scores[label] = lm.arc_weight[a] + q.backoff[level];
+          next[label] = lm.arc_target[a];
+        }
+      });
+      barrier();
+    }
+    each_thread([&](int t) {
+      NgramStep unk{0.0f, 0};
+      bool have_unk = false;
+      for (std::int32_t v = lo + t; v < hi; v += threads) {
+        if (!lm.missing[v]) continue;
+        if (!have_unk) {
+          unk = score_from_levels(lm, q.backoff, q.unk_arc, q.chain, length);
+          unk.score += lm.missing_offset;
+          have_unk = true;
+        }
+        scores[v] = unk.score;
+        next[v] = unk.next;
+      }
+    });
+  }
+  barrier();  // the shared state may be rewritten by the next query
+}
+
 }  // namespace asrdec::detail

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,51 +22,35 @@ namespace {
 
 using detail::NgramStep;
 
-constexpr int kChainCapacity = 32;  // the kernel's kNgramMaxChain
+constexpr int kChainCapacity = detail::kNgramMaxChain;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// The kernel's row of `state` for the tokens of [lo, lo + slice), its steps in its order (levels' searches first,
-// then the scatters from the shortest context, then <unk>); false if the chain is longer than the kernel takes.
-bool kernel_slice(const NgramLmRef& lm, std::int32_t state, std::int32_t lo, std::int32_t slice, float* scores,
-                  std::int32_t* next) {
-  std::int32_t chain[kChainCapacity];
-  float backoff[kChainCapacity];
-  std::int32_t first[kChainCapacity], last[kChainCapacity], unk_arc[kChainCapacity];
-  const int length = detail::backoff_chain(lm, state, chain, backoff, kChainCapacity);
-  if (length < 0) return false;
-  const std::int32_t hi = std::min(lm.vocab_size, lo + slice);
-  for (int level = length - 1; level >= 0; --level) {  // any order: the searches are independent
-    const std::int32_t begin = lm.arc_begin[chain[level]];
-    const std::int32_t end = lm.arc_begin[chain[level] + 1];
-    first[level] = detail::lower_bound_arc(lm, begin, end, lo);
-    last[level] = detail::lower_bound_arc(lm, begin, end, hi);
-    unk_arc[level] = detail::find_arc(lm, begin, end, lm.vocab_size);
-  }
-  for (int level = length - 1; level >= 0; --level) {
-    for (std::int32_t a = first[level]; a < last[level]; ++a) {
-      scores[lm.arc_label[a]] = lm.arc_weight[a] + backoff[level];
-      next[lm.arc_label[a]] = lm.arc_target[a];
-    }
-  }
-  NgramStep unk = detail::score_from_levels(lm, backoff, unk_arc, chain, length);
-  unk.score += lm.missing_offset;
-  for (std::int32_t v = lo; v < hi; ++v) {
-    if (lm.missing[v]) {
-      scores[v] = unk.score;
-      next[v] = unk.next;
-    }
-  }
-  return true;
+// The kernel's row of `state` for the tokens of [lo, lo + slice): ngram_slice_query, the kernel's own steps, with
+// `threads` simulated threads run one after another in a new random order at every step (a step whose threads
+// depended on each other would show it).
+void kernel_slice(const NgramLmRef& lm, std::int32_t state, std::int32_t lo, std::int32_t slice, int threads,
+                  std::mt19937_64& rng, float* scores, std::int32_t* next) {
+  detail::NgramSliceQuery query{};
+  std::vector<int> order(static_cast<std::size_t>(threads));
+  std::iota(order.begin(), order.end(), 0);
+  const auto each_thread = [&](const auto& f) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int t : order) f(t);
+  };
+  detail::ngram_slice_query(lm, state, lo, slice, scores, next, query, threads, each_thread, [] {});
 }
 
 // Every state of `lm`: <unk> and every label from the levels equal score_label, and the kernel's row in random
 // slices equals advance_row. Returns the rows compared.
-std::int64_t check_every_state(const NgramLm& lm, std::mt19937_64& rng) {
-  const NgramLmRef ref = lm.ref();
+std::int64_t check_every_state(const NgramLmRef& ref, std::mt19937_64& rng) {
   const std::int32_t V = ref.vocab_size;
-  std::vector<float> want_scores(static_cast<std::size_t>(V)), got_scores(static_cast<std::size_t>(V));
-  std::vector<std::int32_t> want_next(static_cast<std::size_t>(V)), got_next(static_cast<std::size_t>(V));
+  // The kernel's row has guard cells after its V tokens: a write past the row (the next row's tokens on the device)
+  // must show as a failure, not as memory corruption.
+  constexpr std::size_t kGuard = 8;
+  constexpr std::int32_t kGuardValue = -77;
+  std::vector<float> want_scores(static_cast<std::size_t>(V)), got_scores(static_cast<std::size_t>(V) + kGuard);
+  std::vector<std::int32_t> want_next(static_cast<std::size_t>(V)), got_next(static_cast<std::size_t>(V) + kGuard);
   std::int64_t rows = 0;
   for (std::int32_t state = 0; state < ref.states; ++state) {
     SCOPED_TRACE("state " + std::to_string(state));
@@ -73,10 +58,11 @@ std::int64_t check_every_state(const NgramLm& lm, std::mt19937_64& rng) {
     float backoff[kChainCapacity];
     std::int32_t arcs[kChainCapacity];
     const int length = detail::backoff_chain(ref, state, chain, backoff, kChainCapacity);
-    if (length < 0) continue;
-    EXPECT_EQ(chain[0], state);
-    EXPECT_LT(ref.backoff_to[chain[length - 1]], 0) << "the chain ends at a root";
-    for (std::int32_t label = 0; label <= V; ++label) {
+    if (length > 0) {
+      EXPECT_EQ(chain[0], state);
+      EXPECT_LT(ref.backoff_to[chain[length - 1]], 0) << "the chain ends at a root";
+    }
+    for (std::int32_t label = 0; label <= V && length > 0; ++label) {
       for (int level = 0; level < length; ++level) {
         arcs[level] = detail::find_arc(ref, ref.arc_begin[chain[level]], ref.arc_begin[chain[level] + 1], label);
       }
@@ -89,16 +75,23 @@ std::int64_t check_every_state(const NgramLm& lm, std::mt19937_64& rng) {
       }
     }
     detail::advance_row(ref, state, want_scores.data(), want_next.data());
-    std::fill(got_next.begin(), got_next.end(), -7);
+    std::fill(got_next.begin(), got_next.end(), kGuardValue);
     const std::int32_t slice = std::uniform_int_distribution<std::int32_t>(1, V)(rng);
+    const int threads = std::uniform_int_distribution<int>(1, 300)(rng);
     for (std::int32_t lo = 0; lo < V; lo += slice) {
-      EXPECT_TRUE(kernel_slice(ref, state, lo, slice, got_scores.data(), got_next.data()));
+      kernel_slice(ref, state, lo, slice, threads, rng, got_scores.data(), got_next.data());
+    }
+    for (std::size_t i = static_cast<std::size_t>(V); i < got_next.size(); ++i) {
+      if (got_next[i] != kGuardValue) {
+        ADD_FAILURE() << "the query wrote past its row of " << V << " tokens (slices of " << slice << ")";
+        return rows;
+      }
     }
     for (std::int32_t v = 0; v < V; ++v) {
       const auto i = static_cast<std::size_t>(v);
       if (!same_bits(got_scores[i], want_scores[i]) || got_next[i] != want_next[i]) {
-        ADD_FAILURE() << "token " << v << " (slices of " << slice << "): " << got_scores[i] << " -> " << got_next[i]
-                      << ", advance_row says " << want_scores[i] << " -> " << want_next[i];
+        ADD_FAILURE() << "token " << v << " (slices of " << slice << ", " << threads << " threads): " << got_scores[i]
+                      << " -> " << got_next[i] << ", advance_row says " << want_scores[i] << " -> " << want_next[i];
         return rows;
       }
     }
@@ -117,7 +110,7 @@ TEST(NgramQuerySteps, LevelsSearchedApartGiveTheDefinitionsBitsOnRandomLms) {
     std::shared_ptr<const NgramLm> cpu;
     const std::shared_ptr<const NgramLm> lm = testing::random_lm(rng, vocab, Device::cpu(), cpu);
     SCOPED_TRACE("lm " + std::to_string(i) + ": " + lm->describe());
-    rows += check_every_state(*lm, rng);
+    rows += check_every_state(lm->ref(), rng);
     if (::testing::Test::HasFailure()) return;
   }
   EXPECT_GT(rows, 400);
@@ -133,8 +126,41 @@ TEST(NgramQuerySteps, LevelsSearchedApartGiveTheDefinitionsBitsOnTheFixtures) {
     NgramLmOptions options;
     options.vocab_size = std::string(file) == "tokens_1gram.arpa" ? 5 : 8;
     const NgramLm lm = NgramLm::load(testing::source_path(std::string("tests/data/arpa/") + file), options);
-    EXPECT_GT(check_every_state(lm, rng), 0);
+    EXPECT_GT(check_every_state(lm.ref(), rng), 0);
   }
+}
+
+TEST(NgramQuerySteps, BoostingTreesAndChainsBeyondTheKernelsDepthGiveTheDefinitionsBits) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  std::int64_t rows = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::int64_t vocab = std::uniform_int_distribution<std::int64_t>(2, 40)(rng);
+    std::vector<Hypothesis> plain(3);
+    for (Hypothesis& h : plain) {
+      for (int n = static_cast<int>(rng() % 12); n > 0; --n) {
+        h.tokens.push_back(static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab)));
+      }
+    }
+    std::shared_ptr<const BoostingTree> cpu;
+    const std::shared_ptr<const BoostingTree> tree = testing::random_boost(rng, vocab, plain, Device::cpu(), cpu);
+    SCOPED_TRACE("tree " + std::to_string(i) + " over " + std::to_string(vocab) + " tokens");
+    rows += check_every_state(tree->ref(), rng);
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(rows, 100);
+  // A phrase of 40 equal tokens: its deep states back off one token at a time, chains of up to 41 states, which the
+  // kernel queries token by token.
+  const BoostingTree deep = BoostingTree::build({PhraseList{std::vector<std::int32_t>(40, 2)}}, 5);
+  std::int32_t chain[64];
+  float backoff[64];
+  int longest = 0;
+  for (std::int32_t state = 0; state < deep.ref().states; ++state) {
+    longest = std::max(longest, detail::backoff_chain(deep.ref(), state, chain, backoff, 64));
+  }
+  EXPECT_GT(longest, kChainCapacity) << "no chain deeper than the kernel's: the per-token path goes untested";
+  EXPECT_GT(check_every_state(deep.ref(), rng), 0);
 }
 
 // A mutation the comparison must catch: <unk> from the shortest context that lists it instead of the longest.
