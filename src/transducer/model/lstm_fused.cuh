@@ -80,7 +80,8 @@ __device__ void lstm_fused_layer(const LstmFusedLayer& p, float* x) {
   float* xh = x;
   float* xb = x + p.batch * P;
   const auto fill = static_cast<std::uint32_t>(p.batch * P);  // fits in shared memory
-  for (std::uint32_t i = threadIdx.x; i < fill; i += blockDim.x) {
+#pragma unroll 4
+  for (std::uint32_t i = threadIdx.x; i < fill; i += blockDim.x) {  // several rows' loads in flight at once
     const std::uint32_t b = i / static_cast<std::uint32_t>(P);
     const std::uint32_t k = i - b * static_cast<std::uint32_t>(P);
     xh[i] = to_float(from_float<TWeight>(p.state[b * p.state_stride + p.h_offset + k]));
@@ -161,7 +162,9 @@ __device__ void lstm_fused_layer(const LstmFusedLayer& p, float* x) {
 // then the columns by joint_gemv_columns, bias added for masked rows as masked_bias_kernel does.
 template <class TWeight>
 __device__ void fused_projection(const FusedProjection& p, float* x) {
-  for (std::int64_t i = threadIdx.x; i < p.batch * p.width; i += blockDim.x) {
+  const auto fill = static_cast<std::uint32_t>(p.batch * p.width);  // fits in shared memory
+#pragma unroll 4
+  for (std::uint32_t i = threadIdx.x; i < fill; i += blockDim.x) {
     x[i] = to_float(static_cast<const TWeight*>(p.input)[i]);
   }
   if (p.h_next != nullptr) {
