@@ -476,6 +476,7 @@ class GreedyCuda final : public GreedyBackend {
   // the buffers are sized, since the predictor's fused step is built over them. Logs once why not, when asked for.
   void plan_persistent(std::int64_t B, std::int64_t J, std::int64_t O) {
     persistent_.reset();
+    persistent_hidden_ = DeviceBuffer<float>();
     if (!persistent_greedy_enabled()) return;
     PersistentGreedyShape shape;
     LstmFusedStep step{};
