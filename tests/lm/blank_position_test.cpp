@@ -258,7 +258,14 @@ TEST_P(BlankPosition, TransducersWithTheBlankAnywhereEqualTheBlankLast) {
       const std::vector<Hypothesis> want = TransducerBeamDecoder(model, config, limits).decode(enc, e.lens());
       const std::vector<Hypothesis> got =
           relabelled(TransducerBeamDecoder(moved_model, config, limits).decode(enc, e.lens()), blank);
-      testing::expect_same_hypotheses(got, want, agreement, std::string("beam ") + to_string(algorithm));
+      // The moved copy's log-softmax sums in another order: a beam's pruning can fall on either side of a near tie
+      // (seen: WIND beam with an LM, seed 1162443835274655047, case 53, a better path kept by the copy). Such a
+      // result must then equal the search on the model perturbed at rounding level.
+      const testing::PerturbedGreedyOracle perturbed = testing::perturbed_greedy_oracle(
+          random,
+          [&](const TransducerModel& m) { return TransducerBeamDecoder(m, config, limits).decode(enc, e.lens()); });
+      testing::expect_same_hypotheses(got, want, agreement, std::string("beam ") + to_string(algorithm), false,
+                                      perturbed);
       if (::testing::Test::HasFailure()) return;
     }
   }
