@@ -40,7 +40,7 @@ TEST(PersistentGreedyShape, TheBenchModelRunsAsOneKernelUpTo32Rows) {
 TEST(PersistentGreedyShape, EachUnsupportedFeatureIsNamed) {
   PersistentGreedyShape shape = bench_shape(4);
   shape.label_looping = false;
-  EXPECT_NE(persistent_greedy_refusal(shape).find("label looping"), std::string::npos);
+  EXPECT_NE(persistent_greedy_refusal(shape).find("frame looping"), std::string::npos);
   shape = bench_shape(4);
   shape.lstm_fused_step = false;
   EXPECT_NE(persistent_greedy_refusal(shape).find("LSTM"), std::string::npos);

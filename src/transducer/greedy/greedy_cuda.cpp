@@ -282,7 +282,9 @@ class GreedyCuda final : public GreedyBackend {
     row_bad_ = DeviceBuffer<unsigned long long>(joint_rows, device_);
     plan_persistent(B, J, O);
     std::size_t sums_bytes = fused_joint_ ? joint_step_sums_bytes(B * window_, O) : 1;
-    if (persistent_) sums_bytes = std::max(sums_bytes, persistent_greedy_sums_bytes(persistent_max_blocks_, B));
+    if (persistent_) {
+      sums_bytes = std::max(sums_bytes, persistent_greedy_sums_bytes(persistent_max_blocks_, B * window_));
+    }
     joint_step_sums_ = DeviceBuffer<std::byte>(sums_bytes, device_);
     const auto lm_cells = config_.lm != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
     const auto boost_cells = config_.boost != nullptr ? rows * static_cast<std::size_t>(model_.vocab_size()) : 1;
@@ -480,11 +482,12 @@ class GreedyCuda final : public GreedyBackend {
     if (!persistent_greedy_enabled()) return;
     PersistentGreedyShape shape;
     LstmFusedStep step{};
-    shape.label_looping = config_.algorithm == TransducerGreedyAlgorithm::label_looping;
+    shape.label_looping = config_.algorithm != TransducerGreedyAlgorithm::frame_looping;  // WIND is label looping too
+    const std::int64_t rows = B * window_;                                                // joint rows
     shape.lstm_fused_step = shape.label_looping && lstm_fused_step_of(*session_, label_.data(), emit_mask_.data(),
                                                                       work_state_.data(), work_dec_.data(), B, &step);
     shape.same_dtype = step.projection.dtype == model_.joint().weight_dtype();
-    shape.rows = B;
+    shape.rows = rows;
     shape.joint_hidden = J;
     shape.predictor_shared_floats = step.shared_floats;
     shape.device_shared_bytes = persistent_shared_bytes_;
@@ -503,10 +506,10 @@ class GreedyCuda final : public GreedyBackend {
     if (config_.lm != nullptr) p.lm = config_.lm->ref();
     if (config_.boost != nullptr) p.boost = config_.boost->ref();
     p.lm_slice = p.boost_slice = ngram_advance_slice_size(vocab, B, multiprocessors_);
-    p.shared_bytes = static_cast<std::size_t>(persistent_greedy_shared_bytes(B, J, step.shared_floats));
+    p.shared_bytes = static_cast<std::size_t>(persistent_greedy_shared_bytes(rows, J, step.shared_floats));
     persistent_max_blocks_ = persistent_greedy_blocks(O, step.projection.width, J, std::int64_t{1} << 30);
-    persistent_hidden_ = persistent_greedy_shares_hidden(B, J, kJointGemvThreads)
-                             ? DeviceBuffer<float>(static_cast<std::size_t>(B * J), device_)
+    persistent_hidden_ = persistent_greedy_shares_hidden(rows, J, kJointGemvThreads)
+                             ? DeviceBuffer<float>(static_cast<std::size_t>(rows * J), device_)
                              : DeviceBuffer<float>();
     p.hidden_rows = persistent_hidden_.size() > 0 ? persistent_hidden_.data() : nullptr;
     persistent_ = p;
@@ -579,9 +582,9 @@ class GreedyCuda final : public GreedyBackend {
   std::int64_t persistent_shared_bytes_ = 0;    // what the persistent kernels may use on this device (0: switch off)
   std::optional<PersistentGreedy> persistent_;  // label looping as one kernel (plan_persistent), its grid left open
   int persistent_max_blocks_ = 0;               // the most blocks its widest step uses
-  DeviceBuffer<float> persistent_hidden_;      // [max_batch, J] its shared hidden layer (PersistentGreedy::hidden_rows)
-  std::array<bool, 3> persistent_executor_{};  // by encoder dtype: whether executors_ holds the persistent kernel
-  bool last_call_persistent_ = false;          // whether the last decode launched it (its status is then read)
+  DeviceBuffer<float> persistent_hidden_;       // [joint rows, J] its shared hidden layer (hidden_rows)
+  std::array<bool, 3> persistent_executor_{};   // by encoder dtype: whether executors_ holds the persistent kernel
+  bool last_call_persistent_ = false;           // whether the last decode launched it (its status is then read)
   DeviceBuffer<JointEncArgs> args_;
   DeviceBuffer<std::int32_t> flags_;
   DeviceBuffer<unsigned long long> bad_value_;

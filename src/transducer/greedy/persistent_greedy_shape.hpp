@@ -22,10 +22,10 @@ inline bool persistent_greedy_enabled() { return environment_switch("ASRDEC_PERS
 
 /** What decides whether one decoder's program can be the persistent kernel. */
 struct PersistentGreedyShape {
-  bool label_looping = false;    ///< the algorithm is label looping (frame looping and WIND keep the graph program)
+  bool label_looping = false;    ///< label looping or WIND (its windowed form); frame looping keeps the graph program
   bool lstm_fused_step = false;  ///< the predictor is the built-in LSTM on CUDA and its fused step fits these rows
   bool same_dtype = false;       ///< the predictor's weights have the joint's dtype (the kernel is built for one)
-  std::int64_t rows = 0;         ///< joint rows (max_batch)
+  std::int64_t rows = 0;         ///< joint rows (max_batch, times the window for WIND)
   std::int64_t joint_hidden = 0;
   std::int64_t predictor_shared_floats = 0;  ///< LstmFusedStep::shared_floats
   std::int64_t device_shared_bytes = 0;      ///< what the kernel may opt in to on the device
@@ -41,7 +41,7 @@ constexpr std::int64_t persistent_greedy_shared_bytes(std::int64_t rows, std::in
 
 /** Why `shape` cannot run the persistent kernel, or an empty string when it can. */
 inline std::string persistent_greedy_refusal(const PersistentGreedyShape& shape) {
-  if (!shape.label_looping) return "only label looping runs as one kernel";
+  if (!shape.label_looping) return "frame looping keeps its graph program";
   if (!shape.lstm_fused_step) return "the predictor is not the built-in LSTM, or its fused step does not fit the rows";
   if (!shape.same_dtype) return "the predictor's weights and the joint's differ in dtype";
   if (!joint_gemv_fits(shape.rows, shape.joint_hidden, shape.device_shared_bytes)) {
