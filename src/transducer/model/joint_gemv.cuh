@@ -41,12 +41,13 @@ struct JointGemvRows {
 constexpr int kJointGemvRowTile = 8;  // rows whose products a warp skips together when there are fewer
 constexpr int kJointGemvUnroll = 4;   // weight loads a lane issues before it waits for the first
 
-/** The block's part of a fused joint, first half: every row's hidden layer into `hidden` ([rows, J] in shared
- *  memory), rounded to the weight dtype as the hidden kernel stores it; ends with a barrier. Latency is what
- *  counts here: each row's gather (dependent loads of the decoder's state) runs once, in its own thread, and the
- *  element loop then issues independent loads. */
+/** Every row's gather (dependent loads of the decoder's state), once, a thread each, into the block's shared memory;
+ *  then the hidden values i = first, first + stride, ... < rows × J into out[i], rounded to the weight dtype and back
+ *  to float (0 for a row nothing reads); non-finite encoder values recorded when `record` (joint_hidden_value). The
+ *  element loop issues independent loads. */
 template <class TEnc, class TWeight, class Rows>
-__device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, float* hidden) {
+__device__ void joint_gemv_hidden_values(const JointGemvRows& h, const Rows& rows, float* out, std::uint32_t first,
+                                         std::uint32_t stride, bool record) {
   __shared__ JointGather at[kJointGemvMaxRows];
   __shared__ bool used[kJointGemvMaxRows];
   const JointEncArgs args = rows.args();
@@ -59,13 +60,20 @@ __device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, floa
   const auto J = static_cast<std::uint32_t>(h.hidden_size);
   const auto n = static_cast<std::uint32_t>(h.rows) * J;  // rows <= 32 and rows * J floats fit in shared memory
 #pragma unroll 4
-  for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (std::uint32_t i = first; i < n; i += stride) {
     const std::uint32_t r = i / J;
     const std::uint32_t j = i - r * J;
-    hidden[i] =
-        used[r] ? to_float(joint_hidden_value<TEnc, TWeight>(args, at[r], h.dec, J, j, h.activation, blockIdx.x == 0))
-                : 0.0f;
+    out[i] =
+        used[r] ? to_float(joint_hidden_value<TEnc, TWeight>(args, at[r], h.dec, J, j, h.activation, record)) : 0.0f;
   }
+}
+
+/** The block's part of a fused joint, first half: every row's hidden layer into `hidden` ([rows, J] in shared
+ *  memory); ends with a barrier. Latency is what counts here: each row's gather runs once, in its own thread. Only
+ *  block 0 records non-finite encoder values (every block computes the same values). */
+template <class TEnc, class TWeight, class Rows>
+__device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, float* hidden) {
+  joint_gemv_hidden_values<TEnc, TWeight>(h, rows, hidden, threadIdx.x, blockDim.x, blockIdx.x == 0);
   __syncthreads();
 }
 
@@ -73,27 +81,11 @@ __device__ void joint_gemv_hidden(const JointGemvRows& h, const Rows& rows, floa
  *  row's hidden layer computed once across the grid, each block its share of the rows × J values, into `out` (float32
  *  in global memory, [rows, J], the values joint_gemv_hidden would put in shared memory); the caller lets every block
  *  finish, then loads it whole (load_rows_to_shared). Where rows × J is large, every block computing all of it costs
- *  more than the barrier. */
+ *  more than the barrier. Each value is computed by one block, which records its own non-finite encoder values. */
 template <class TEnc, class TWeight, class Rows>
 __device__ void joint_gemv_hidden_share(const JointGemvRows& h, const Rows& rows, float* out) {
-  __shared__ JointGather at[kJointGemvMaxRows];
-  __shared__ bool used[kJointGemvMaxRows];
-  const JointEncArgs args = rows.args();
-  if (threadIdx.x < h.rows) {
-    JointGather mine{};
-    used[threadIdx.x] = rows.gather(threadIdx.x, args, mine);
-    at[threadIdx.x] = mine;
-  }
-  __syncthreads();
-  const auto J = static_cast<std::uint32_t>(h.hidden_size);
-  const auto n = static_cast<std::uint32_t>(h.rows) * J;
-#pragma unroll 4
-  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    const std::uint32_t r = i / J;
-    const std::uint32_t j = i - r * J;
-    // Each value is computed by one block: each records its own non-finite encoder values.
-    out[i] = used[r] ? to_float(joint_hidden_value<TEnc, TWeight>(args, at[r], h.dec, J, j, h.activation, true)) : 0.0f;
-  }
+  joint_gemv_hidden_values<TEnc, TWeight>(h, rows, out, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x,
+                                          true);
 }
 
 /** `n` floats from global memory into this block's shared memory, then a barrier. */
