@@ -24,10 +24,10 @@ struct DeviceFrames {
   std::int64_t stride_v;
   std::int32_t columns;
 
+  // No barrier: the step reads the values after its first (wfst_lane_decode.hpp), so the loads overlap its start.
   __device__ const float* frame(Exec& exec, std::int32_t t, float* scratch) const {
     const T* values = row + t * stride_t;
     exec.for_each(columns, [&](std::int64_t v) { scratch[v] = to_float(values[v * stride_v]); });
-    exec.barrier();
     return scratch;
   }
 };

@@ -52,7 +52,7 @@ class ThreadedBlock {
     }
   }
 
-  std::int64_t total = 0;  // an exclusive scan's total, for every thread
+  std::int64_t total[2] = {0, 0};  // an exclusive scan's total, for every thread, by the scan's parity
 
  private:
   int threads_;
@@ -114,24 +114,29 @@ class ThreadedLaneExec {
     }
     return old;
   }
-  // As a block scan: every thread calls it, one computes, all return the total.
-  template <class T>
-  T exclusive_scan(T* values, std::int64_t n, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-    barrier(file, line);
+  // As a block scan: every thread calls it, one computes, all return the total after the barrier that ends it.
+  template <class T, class ValueOf>
+  T exclusive_scan_of(T* sums, std::int64_t n, ValueOf&& value_of, const char* file = __builtin_FILE(),
+                      int line = __builtin_LINE()) {
     if (id_ == 0) {
       T sum = 0;
-      for (std::int64_t i = 0; i < n; ++i) sum += std::exchange(values[i], sum);
-      block_.total = static_cast<std::int64_t>(sum);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const T value = static_cast<T>(value_of(i));
+        sums[i] = sum;
+        sum += value;
+      }
+      block_.total[parity_] = static_cast<std::int64_t>(sum);
     }
     barrier(file, line);
-    const auto total = static_cast<T>(block_.total);
-    barrier(file, line);  // every thread has its total before the next scan
+    const auto total = static_cast<T>(block_.total[parity_]);
+    parity_ ^= 1;  // as the CUDA block's: the next scan's total goes to the other cell
     return total;
   }
 
  private:
   ThreadedBlock& block_;
   int id_;
+  int parity_ = 0;
   std::mt19937_64 rng_;
 };
 

@@ -83,10 +83,12 @@ class HostLaneExec {
     if (v > old) *p = v;
     return old;
   }
-  template <class T>
-  T exclusive_scan(T* values, std::int64_t n) {
+  template <class T, class ValueOf>
+  T exclusive_scan_of(T* sums, std::int64_t n, ValueOf&& value_of) {
+    std::vector<T> values(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+    for_each(n, [&](std::int64_t i) { values[static_cast<std::size_t>(i)] = static_cast<T>(value_of(i)); });
     T sum = 0;
-    for (std::int64_t i = 0; i < n; ++i) sum += std::exchange(values[i], sum);
+    for (std::int64_t i = 0; i < n; ++i) sums[i] = std::exchange(sum, sum + values[static_cast<std::size_t>(i)]);
     return sum;
   }
 
@@ -401,12 +403,17 @@ std::vector<std::int32_t> arc_sources(const WfstGraphArrays& a) {
 }
 
 // With `threads` > 0 the lane is a block of that many OS threads instead of `exec`.
+// Copies each frame into the lane's scratch as the CUDA frames do, spread over the threads and without a barrier: a
+// phase that read the frame before the step's first barrier would read the last frame's values.
 struct HostFrames {
   const float* values;
   std::int32_t columns;
+  std::int32_t read;  ///< the columns the graph reads (the lane layout's, the scratch's size)
   template <class Exec>
-  const float* frame(Exec&, std::int32_t t, float*) const {
-    return values + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
+  const float* frame(Exec& exec, std::int32_t t, float* scratch) const {
+    const float* row = values + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
+    exec.for_each(read, [&](std::int64_t v) { scratch[v] = row[v]; });
+    return scratch;
   }
 };
 
@@ -478,7 +485,7 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const detail::WfstLaneConfig c{config.beam,       config.acoustic_scale,       config.max_active,
                                  config.min_active, config.max_tokens_per_frame, degree_for(what)};
   const std::vector<float> boost_row = searcher.boost_row(boosts);
-  HostFrames input{frames.data(), columns};
+  HostFrames input{frames.data(), columns, layout.columns};
   detail::WfstRowOutcome outcome{};
   const float* final_weight = config.use_final_probs ? a.final_weight.data() : nullptr;
   const float* boost = boost_row.empty() ? nullptr : boost_row.data();
@@ -639,12 +646,11 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
   EXPECT_LE(l.bytes, 4 << 20);
   EXPECT_EQ(l.bytes % 256, 0);
   const std::vector<std::int64_t> offsets = {
-      l.table_state, l.table_token, l.table_key,      l.table_round,    l.table_slot_of,
-      l.cost,        l.arc,         l.prev,           l.local,          l.active,
-      l.snapshot0,   l.snapshot1,   l.frontier0,      l.frontier1,      l.scan,
-      l.way_arc,     l.way_cost,    l.kept,           l.index,          l.next_state,
-      l.next_cost,   l.next_index,  l.by_state_state, l.by_state_token, l.by_state_slot_of,
-      l.entries,     l.scratch,     l.carry,          l.frame_logp};
+      l.table_state, l.table_token, l.table_key,  l.table_round,    l.table_slot_of,  l.cost,
+      l.arc,         l.prev,        l.local,      l.active,         l.snapshot0,      l.snapshot1,
+      l.frontier0,   l.frontier1,   l.scan,       l.way_arc,        l.way_cost,       l.kept,
+      l.next_state,  l.next_cost,   l.next_index, l.by_state_state, l.by_state_token, l.by_state_slot_of,
+      l.entries,     l.scratch,     l.carry,      l.frame_logp};
   EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
   EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
   EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);
@@ -753,7 +759,7 @@ struct LaneAndChannel {
   // `take` frames from `frames` on as the stream's next chunk, on `threads` OS threads (0: `exec`); the outcome.
   detail::WfstRowOutcome chunk(int threads, HostLaneExec& exec, const std::string& what, bool fresh, bool last,
                                const float* frames, std::int32_t columns, std::int32_t take) {
-    HostFrames input{frames, columns};
+    HostFrames input{frames, columns, layout.columns};
     const detail::WfstLaneChannel channel{active.data(), &counters};
     detail::WfstRowOutcome outcome{};
     run_block(threads, exec, what, [&](auto& e) {

@@ -36,8 +36,9 @@ struct WfstLaneShared {
 };
 
 /** Decodes `length` frames; `frames.frame(exec, t, scratch)` returns frame t's log-probabilities (every thread of the
- *  lane calls it, and it may fill `scratch`, then it ends with a barrier). `final_weight`: null without
- *  use_final_probs; `boost`: the row of boosts by word, or null. Leaves the lane empty (its tables cleared). */
+ *  lane calls it, and it may fill `scratch` without a barrier: WfstLaneStep::advance reads them after its first).
+ * `final_weight`: null without use_final_probs; `boost`: the row of boosts by word, or null. Leaves the lane empty (its
+ * tables cleared). */
 template <class Exec, class Frames>
 ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLaneConfig& c, const float* final_weight,
                                 const float* boost, WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,

@@ -68,8 +68,7 @@ struct WfstHistoryScalars {
 
 /** Per-token scratch of wfst_lane_store. */
 struct WfstStoreArrays {
-  std::int32_t* kept;   ///< [capacity] 1: stored
-  std::int32_t* index;  ///< [capacity] arena index of a stored token
+  std::int32_t* kept;  ///< [capacity] 1: stored (written when not every token is)
 };
 
 template <class Exec>
@@ -93,13 +92,20 @@ class WfstLaneHistoryOps {
   }
 
   /** Stores the frame's `n` tokens (WfstLaneStep's numbering) as consumed `frame` frames: the kept ones into the
-   *  arena, the active ones into `next`; `all`: every token. Sets kWfstLaneHistoryFull when they do not fit. */
+   *  arena, the active ones into `next`; `all`: every token. Sets kWfstLaneHistoryFull when they do not fit (the
+   *  lane then stays at the last frame stored: `next`, the arena and the frame's table as they were). Once stored,
+   *  the tokens leave the frame's table, which is then empty (the next frame's step has nothing to clear).
+   *  Two barriers a frame when `all` (every token kept: the frames that matter for speed), four otherwise. */
   ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all) {
+    // Read before this call's first barrier: the last phase changes them, while other threads may not have read them
+    // yet, and they are read nowhere else in between.
     const std::int32_t before = s_.active_count;
+    std::int32_t base = s_.used;
+    // The last frame's `next` leaves by_state; the numbering's barrier orders this before the new tokens' puts.
     exec_.for_each(before, [&](std::int64_t i) { next_.by_state.state[next_.by_state.slot_of[i]] = -1; });
-    exec_.for_each(n, [&](std::int64_t i) { st_.kept[i] = all || k_.active[i] != 0 ? 1 : 0; });
-    exec_.barrier();
-    if (!all) {  // the ε-ancestors of active tokens
+    if (!all) {  // the active tokens and their ε-ancestors
+      exec_.for_each(n, [&](std::int64_t i) { st_.kept[i] = k_.active[i] != 0 ? 1 : 0; });
+      exec_.barrier();
       exec_.for_each(n, [&](std::int64_t i) {
         if (k_.active[i] == 0) return;
         for (std::int64_t j = i; k_.local[j] != 0;) {
@@ -110,42 +116,40 @@ class WfstLaneHistoryOps {
       });
       exec_.barrier();
     }
+    const auto kept = [&](std::int64_t i) { return all || st_.kept[i] != 0; };
     // One scan numbers both: stored tokens in the low half, active ones in the high half.
-    exec_.for_each(n, [&](std::int64_t i) {
-      k_.scan[i] = st_.kept[i] != 0 ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : 0;
+    const std::int64_t total = exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
+      return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
     });
-    exec_.barrier();
-    const std::int64_t total = exec_.exclusive_scan(k_.scan, static_cast<std::int64_t>(n));
-    exec_.barrier();
     const auto stored = static_cast<std::int32_t>(total & 0xffffffff);
     const auto actives = static_cast<std::int32_t>(total >> 32);
-    if (s_.used + stored > h_.capacity) collect(n);
-    if (s_.used + stored > h_.capacity) {  // the lane stays at the last frame stored (`next` and the arena intact)
+    if (base + stored > h_.capacity) base = collect(n, all);
+    if (base + stored > h_.capacity) {
       exec_.single([&] { s_.status |= kWfstLaneHistoryFull; });
       exec_.barrier();
       return;
     }
-    const std::int32_t base = s_.used;
     exec_.for_each(n, [&](std::int64_t i) {
-      if (st_.kept[i] == 0) return;
+      const std::int32_t slot = t_.slot_of[i];
+      const std::int32_t state = t_.state[slot];
+      wfst_table_empty_slot(t_, slot);  // this thread's token's alone
+      if (!kept(i)) return;
       const std::int32_t e = base + static_cast<std::int32_t>(k_.scan[i] & 0xffffffff);
       const std::int32_t prev = k_.local[i] != 0 ? base + static_cast<std::int32_t>(k_.scan[k_.prev[i]] & 0xffffffff)
                                                  : static_cast<std::int32_t>(k_.prev[i]);
       h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame, k_.cost[i]};
-      st_.index[i] = e;
       if (k_.active[i] == 0) return;
       const auto a = static_cast<std::int32_t>(k_.scan[i] >> 32);
-      const std::int32_t state = t_.state[t_.slot_of[i]];
       next_.state[a] = state;
       next_.cost[a] = k_.cost[i];
       next_.index[a] = e;
       wfst_table_put(next_.by_state, exec_, state, a);
     });
-    exec_.barrier();
-    exec_.single([&] {
+    exec_.single([&] {  // no thread reads these in the phase above (`before` and `base` were read earlier)
       s_.used = base + stored;
       s_.last_frame_begin = base;
       s_.active_count = actives;
+      *t_.count = 0;
     });
     exec_.barrier();
   }
@@ -258,8 +262,9 @@ class WfstLaneHistoryOps {
   // predecessors of the frame being stored are among those tokens): marks from each of them along the back-pointers,
   // numbers the marked entries by a scan, moves them down in order, a chunk at a time (a move never lands on an entry
   // not yet read), and renames the predecessors of the frame being stored and the active tokens. The last frame stays
-  // whole and in one piece, so the lane is a consistent channel whatever happens to the frame being stored.
-  ASRDEC_HD void collect(std::int32_t n) {
+  // whole and in one piece, so the lane is a consistent channel whatever happens to the frame being stored. The
+  // frame's stored tokens are all of them with `all`, else those marked in kept. Returns the entries left (`used`).
+  ASRDEC_HD std::int32_t collect(std::int32_t n, bool all) {
     const std::int32_t used = s_.used;
     const std::int32_t last = s_.last_frame_begin;
     exec_.for_each(used, [&](std::int64_t e) { h_.scratch[e] = 0; });
@@ -270,8 +275,8 @@ class WfstLaneHistoryOps {
       }
     });
     exec_.barrier();
-    const std::int32_t live = exec_.exclusive_scan(h_.scratch, static_cast<std::int64_t>(used));
-    exec_.barrier();
+    const std::int32_t live = exec_.exclusive_scan_of(h_.scratch, static_cast<std::int64_t>(used),
+                                                      [&](std::int64_t e) { return h_.scratch[e]; });
     const auto marked = [&](std::int32_t e) { return (e + 1 < used ? h_.scratch[e + 1] : live) != h_.scratch[e]; };
     for (std::int32_t chunk = 0; chunk < used; chunk += h_.width) {
       const std::int32_t m = used - chunk < h_.width ? used - chunk : h_.width;
@@ -292,7 +297,7 @@ class WfstLaneHistoryOps {
       exec_.barrier();
     }
     exec_.for_each(n, [&](std::int64_t i) {
-      if (st_.kept[i] != 0 && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
+      if ((all || st_.kept[i] != 0) && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
     });
     exec_.for_each(s_.active_count, [&](std::int64_t a) { next_.index[a] = h_.scratch[next_.index[a]]; });
     // What was dropped reads as nothing (an index not renamed would end a path, not follow a stale one).
@@ -304,6 +309,7 @@ class WfstLaneHistoryOps {
       s_.collections += 1;
     });
     exec_.barrier();
+    return live;
   }
 
   const WfstLaneGraph& g_;

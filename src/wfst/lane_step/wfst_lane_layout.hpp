@@ -30,7 +30,7 @@ struct WfstLaneLayout {
   std::int64_t cost = 0, arc = 0, prev = 0, local = 0, active = 0, snapshot0 = 0, snapshot1 = 0, frontier0 = 0,
                frontier1 = 0, scan = 0;
   std::int64_t way_arc = 0, way_cost = 0;  ///< 2 · capacity kept emitting ways
-  std::int64_t kept = 0, index = 0;
+  std::int64_t kept = 0;
   std::int64_t next_state = 0, next_cost = 0, next_index = 0, by_state_state = 0, by_state_token = 0,
                by_state_slot_of = 0;
   std::int64_t entries = 0, scratch = 0, carry = 0, frame_logp = 0;
@@ -74,7 +74,6 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   take(l.way_arc, 2 * c * 4);
   take(l.way_cost, 2 * c * 4);
   take(l.kept, c * 4);
-  take(l.index, c * 4);
   take(l.next_state, c * 4);
   take(l.next_cost, c * 4);
   take(l.next_index, c * 8);
@@ -125,7 +124,7 @@ ASRDEC_HD_INLINE WfstLaneViews wfst_lane_views(const WfstLaneLayout& l, unsigned
                             static_cast<std::int32_t*>(at(l.way_arc)),
                             static_cast<float*>(at(l.way_cost)),
                             2 * l.capacity};
-  v.store = WfstStoreArrays{static_cast<std::int32_t*>(at(l.kept)), static_cast<std::int32_t*>(at(l.index))};
+  v.store = WfstStoreArrays{static_cast<std::int32_t*>(at(l.kept))};
   v.history = WfstLaneHistory{static_cast<WfstArenaEntry*>(at(l.entries)), static_cast<std::int32_t*>(at(l.scratch)),
                               static_cast<WfstArenaEntry*>(at(l.carry)), l.history, l.width};
   v.next = WfstLaneNext{

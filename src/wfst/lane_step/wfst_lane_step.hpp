@@ -16,7 +16,9 @@
 // for_each of apply(i, load(i)), where load only reads, so several loads may be in flight at once), barrier(),
 // single(f) (one thread),
 // load(p), atomic_cas/atomic_add/atomic_exch on int32, atomic_add on int64, atomic_min on uint64 and uint32,
-// atomic_max on uint32, and exclusive_scan(values, n) (in place over int64, returning the total).
+// atomic_max on uint32, and exclusive_scan_of(sums, n, value_of) (the exclusive prefix sums of value_of(i) for i < n
+// into sums, int32 or int64; value_of reads only, before any sum is written, so sums may be its own array; returns the
+// total, and ends with a barrier, after which the sums and the total are every thread's).
 
 #include <algorithm>
 #include <cstdint>
@@ -164,6 +166,7 @@ class WfstLaneStep {
    *  kWfstLaneFull when the closure does not fit the lane. */
   ASRDEC_HD void start() {
     wfst_table_clear(t_, exec_);
+    exec_.barrier();  // every thread has read the count before the start's offer changes it
     exec_.single([&] {
       s_.status = 0;
       const WfstOffer offer = wfst_table_offer(t_, exec_, g_.start, wfst_way_key(0.0f, -1));
@@ -187,7 +190,9 @@ class WfstLaneStep {
 
   /** One frame of log-probabilities `logp` over the active tokens of the last: as WfstSearcher::advance. Returns the
    *  frame's overflow flag. Afterwards the frame's tokens are numbers 0 … count − 1 of the table (lanes.tokens),
-   *  `active` marking the next frame's; the caller takes them, and the next advance() or finish() clears the table. */
+   *  `active` marking the next frame's; the caller takes them (WfstLaneHistoryOps::store, which empties the table),
+   *  or the next advance() or finish() clears the table. `logp` is read only after the step's first barrier, so the
+   *  caller may still be filling it (without a barrier of its own). */
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
     float beam = c_.beam;
     bool fits = false;
@@ -271,17 +276,12 @@ class WfstLaneStep {
     offset = i - ways[position];
   }
 
-  // Numbers the emitting arcs of the active tokens (ways_of) and returns how many there are.
+  // Numbers the emitting arcs of the active tokens (ways_of) and returns how many there are (after a barrier).
   ASRDEC_HD std::int64_t number_emitting(const WfstLaneActive& active) {
-    std::int64_t* ways = ways_of(active.count);
-    exec_.for_each(active.count, [&](std::int64_t i) {
+    return exec_.exclusive_scan_of(ways_of(active.count), active.count, [&](std::int64_t i) {
       const std::int32_t s = active.state[i];
-      ways[i] = g_.epsilon_begin[s] - g_.emitting_begin[s];
+      return g_.epsilon_begin[s] - g_.emitting_begin[s];
     });
-    exec_.barrier();
-    const std::int64_t total = exec_.exclusive_scan(ways, active.count);
-    exec_.barrier();
-    return total;
   }
 
   // Offers every emitting way below `bound`; false when the frame does not fit the lane.
@@ -369,9 +369,8 @@ class WfstLaneStep {
   // Steps 1-3 of a frame with `beam` (WfstSearcher::expand); true when it fits max_tokens_per_frame.
   // The frame's table is empty.
   ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam) {
-    const std::int64_t total = number_emitting(active);
-    // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these). The
-    // pass keeps the ways below the best so far + beam, a superset of those (rounding is monotone), for the offers.
+    // The frame's scalars, every thread having read the last frame's (a barrier ago); the numbering's barrier makes
+    // them every thread's.
     exec_.single([&] {
       s_.status = 0;  // nothing reads or sets it before the offers
       s_.best = wfst_ordered_cost(__builtin_huge_valf());
@@ -381,7 +380,9 @@ class WfstLaneStep {
       s_.kept = 0;  // counted by the commit
       s_.broken = 0;
     });
-    exec_.barrier();
+    const std::int64_t total = number_emitting(active);
+    // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these). The
+    // pass keeps the ways below the best so far + beam, a superset of those (rounding is monotone), for the offers.
     exec_.for_each_batch(
         total, [&](std::int64_t i) { return emitting_item(active, logp, i); },
         [&](std::int64_t, const EmittingWay& way) {
@@ -532,8 +533,7 @@ class WfstLaneStep {
           for (std::int64_t arc = g_.epsilon_begin[state]; arc < end; ++arc) relax(from_cost, arc);
         });
       } else {  // arcs numbered over the tokens, spread evenly
-        const std::int64_t total = exec_.exclusive_scan(ways, n);
-        exec_.barrier();
+        const std::int64_t total = exec_.exclusive_scan_of(ways, n, [&](std::int64_t f) { return ways[f]; });
         exec_.for_each(total, [&](std::int64_t i) {
           std::int32_t f = 0;
           std::int64_t offset = 0;
@@ -546,6 +546,7 @@ class WfstLaneStep {
       if (s_.status != 0) return;
       // The round's winners: their way in, rebuilt from the arc their key names; then prepared for the next round.
       const std::int32_t changed = s_.frontier_count[to];
+      if (changed == 0) break;  // the closure is complete (the next frame's start sets every scalar left here)
       std::int64_t* next_ways = ways_of(changed);
       exec_.for_each(changed, [&](std::int64_t f) {
         const std::int32_t slot = k_.frontier[to][f];

@@ -111,18 +111,24 @@ ASRDEC_HD void wfst_table_put(const WfstLaneTable& t, Exec& exec, std::int32_t s
   }
 }
 
+/** Empties the slot `slot` (as wfst_table_clear does for each token's). */
+ASRDEC_HD_INLINE void wfst_table_empty_slot(const WfstLaneTable& t, std::int32_t slot) {
+  t.state[slot] = -1;
+  t.key[slot] = kWfstNoWay;
+  t.round[slot] = -1;
+}
+
 /** Empties the slots of the frame's tokens (the table is then as new; every slot when tokens were numbered past
- *  capacity, whose slots slot_of does not list), `count` reset. */
+ *  capacity, whose slots slot_of does not list), `count` reset. Nothing to do, and no barrier, when the table is
+ *  empty already: every thread reads the same count, which changes only in phases that end with a barrier, and the
+ *  caller must not change it before its next barrier (until then, a thread may still be reading it here). */
 template <class Exec>
 ASRDEC_HD void wfst_table_clear(const WfstLaneTable& t, Exec& exec) {
   const std::int32_t count = exec.load(t.count);
+  if (count == 0) return;
   const bool all = count > t.capacity;
-  exec.for_each(all ? t.slots : count, [&](std::int64_t i) {
-    const std::int32_t s = all ? static_cast<std::int32_t>(i) : t.slot_of[i];
-    t.state[s] = -1;
-    t.key[s] = kWfstNoWay;
-    t.round[s] = -1;
-  });
+  exec.for_each(all ? t.slots : count,
+                [&](std::int64_t i) { wfst_table_empty_slot(t, all ? static_cast<std::int32_t>(i) : t.slot_of[i]); });
   exec.barrier();
   exec.single([&] { *t.count = 0; });
   exec.barrier();
