@@ -58,7 +58,8 @@ class WfstCuda final : public WfstBackend {
         static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads,
         static_cast<std::int32_t>(config.device_fast_tokens));
     channel_layout_ = wfst_channel_layout(row_layout_);
-    resident_lanes_ = wfst_lanes_resident();  // also loads the kernels, so that the first call does not
+    resident_lanes_ =
+        wfst_lanes_resident(row_layout_.columns);  // also loads the kernels, so that the first call does not
     Stream setup(device_);
     cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {

@@ -44,6 +44,9 @@ struct LaneBlock {
   alignas(16) unsigned char fast[wfst_fast_table_bytes(kWfstFastTokens)];
 };
 
+// The frame's values when they fit the block's shared memory (WfstRowsArgs::shared_frame; the launch's dynamic bytes).
+extern __shared__ float shared_frame[];
+
 // Takes items [0, items) from the queue until none is left: `decode(item)` decodes one (every thread calls it) and
 // returns its outcome, whose path (reversed in the lane's scratch) is then copied into the output in order.
 template <class Decode>
@@ -56,6 +59,7 @@ __device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock&
     lane.shared.step.fast_frames = lane.shared.step.fast_outgrown = 0;
     lane.v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes,
                              &lane.shared.count, lane.fast);
+    if (a.shared_frame != 0) lane.v.frame_logp = shared_frame;
   });
   for (;;) {
     exec.single([&] { lane.item = atomicAdd(a.next_row, 1); });
@@ -144,12 +148,53 @@ __global__ void wfst_check_values_kernel(WfstInputArgs input, const std::int32_t
   }
 }
 
+// The lane kernels' largest static shared memory and the device's default limit a block, read once.
+struct LaneSharedBytes {
+  std::size_t static_bytes = 0;
+  std::size_t limit = 0;
+};
+
+const LaneSharedBytes& lane_shared_bytes() {
+  static const LaneSharedBytes bytes = [] {
+    LaneSharedBytes b;
+    const auto take = [&](const void* kernel) {
+      cudaFuncAttributes attributes{};
+      ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+      b.static_bytes = std::max(b.static_bytes, attributes.sharedSizeBytes);
+    };
+    take(reinterpret_cast<const void*>(wfst_rows_kernel<float>));
+    take(reinterpret_cast<const void*>(wfst_rows_kernel<half_t>));
+    take(reinterpret_cast<const void*>(wfst_rows_kernel<bfloat16_t>));
+    take(reinterpret_cast<const void*>(wfst_chunks_kernel<float>));
+    take(reinterpret_cast<const void*>(wfst_chunks_kernel<half_t>));
+    take(reinterpret_cast<const void*>(wfst_chunks_kernel<bfloat16_t>));
+    int device = 0, limit = 0;
+    ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlock, device));
+    b.limit = static_cast<std::size_t>(limit);
+    return b;
+  }();
+  return bytes;
+}
+
+// Dynamic shared bytes of a lane block whose frames have `columns` values: the frame's, when it fits.
+std::size_t frame_shared_bytes(std::int32_t columns) {
+  const LaneSharedBytes& b = lane_shared_bytes();
+  return wfst_frame_in_shared(b.static_bytes, columns, b.limit) ? static_cast<std::size_t>(columns) * 4 : 0;
+}
+
+WfstRowsArgs& rows_of(WfstRowsArgs& a) { return a; }
+WfstRowsArgs& rows_of(WfstChunksArgs& c) { return c.rows; }
+
 // The f32, f16 or bf16 version of a lane kernel, by the frames' dtype, on `lanes` blocks.
 template <class Args>
 void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*bf16)(Args), const Args& args,
                      std::int32_t lanes, cudaStream_t stream, const char* name) {
   void (*kernel)(Args) = dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
-  kernel<<<lanes, kWfstLaneThreads, 0, stream>>>(args);
+  Args launched = args;
+  const std::size_t frame_bytes = frame_shared_bytes(rows_of(launched).layout.columns);
+  rows_of(launched).shared_frame = frame_bytes > 0 ? 1 : 0;
+  kernel<<<lanes, kWfstLaneThreads, frame_bytes, stream>>>(launched);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, name);
 }
 
@@ -178,14 +223,15 @@ void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wfst_check_values_kernel");
 }
 
-std::int32_t wfst_lanes_resident() {
+std::int32_t wfst_lanes_resident(std::int32_t columns) {
   int device = 0, sms = 0;
   ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t frame_bytes = frame_shared_bytes(columns);
   int fewest = 1 << 30;
   const auto count = [&](auto kernel) {
     int blocks = 0;
-    ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, 0));
+    ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, frame_bytes));
     fewest = std::min(fewest, blocks);
   };
   count(wfst_rows_kernel<float>);

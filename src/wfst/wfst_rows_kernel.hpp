@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "asrdec/core/dtype.hpp"
@@ -46,7 +47,16 @@ struct WfstRowsArgs {
   WfstPathStep* paths;       ///< [path_capacity]
   std::int64_t path_capacity;
   unsigned long long* paths_used;  ///< 0 before the launch
+  /** Set by the launch: the frame's values are converted into the block's shared memory (wfst_frame_in_shared),
+   *  not the lane's frame scratch, so that each way's log-probability is a shared-memory read. */
+  std::int32_t shared_frame;
 };
+
+/** Whether a frame of `columns` floats fits a lane block's shared memory beside its `static_bytes`, under `limit`
+ *  bytes a block (the device's default, without opting in to more). */
+inline bool wfst_frame_in_shared(std::size_t static_bytes, std::int32_t columns, std::size_t limit) {
+  return columns > 0 && static_bytes <= limit && static_cast<std::size_t>(columns) * 4 <= limit - static_bytes;
+}
 
 /** The chunks kernel's: `rows` as for whole utterances (`batch`: the call's rows; outcomes by row), and the streams. */
 struct WfstChunksArgs {
@@ -73,8 +83,8 @@ void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t la
 void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std::int32_t* lengths, std::int32_t batch,
                               std::int32_t frames, std::int32_t columns, unsigned long long* bad, cudaStream_t stream);
 
-/** Lane blocks the current device runs at once (more lanes would only wait for the queue to empty); loads the
- *  kernels, so that the first call does not. */
-std::int32_t wfst_lanes_resident();
+/** Lane blocks the current device runs at once for frames of `columns` (more lanes would only wait for the queue to
+ *  empty); loads the kernels, so that the first call does not. */
+std::int32_t wfst_lanes_resident(std::int32_t columns);
 
 }  // namespace asrdec::detail

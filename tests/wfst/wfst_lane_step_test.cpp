@@ -22,6 +22,7 @@
 #include "wfst/random_wfst.hpp"
 #include "wfst/threaded_lane_exec.hpp"
 #include "wfst/wfst_channel.hpp"
+#include "wfst/wfst_rows_kernel.hpp"
 
 namespace asrdec {
 namespace {
@@ -655,6 +656,19 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
   EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
   EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);
   std::printf("default lane: %lld bytes\n", static_cast<long long>(l.bytes));
+}
+
+// The CUDA lanes read a frame from shared memory when it fits beside the block's static shared memory under the
+// device's default limit a block (48 KiB): the sample's 257 columns beside the lane kernels' ~46 KB do, a 1025-column
+// frame does not (it stays in the lane's memory).
+TEST(WfstLaneLayout, FrameGoesToSharedMemoryWhenItFits) {
+  constexpr std::size_t kLimit = 48 << 10;
+  EXPECT_TRUE(detail::wfst_frame_in_shared(45904, 257, kLimit));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(45904, 1025, kLimit));
+  EXPECT_TRUE(detail::wfst_frame_in_shared(0, static_cast<std::int32_t>(kLimit / 4), kLimit));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(4, static_cast<std::int32_t>(kLimit / 4), kLimit));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(kLimit + 4, 1, kLimit));  // no unsigned wrap-around
+  EXPECT_FALSE(detail::wfst_frame_in_shared(0, 0, kLimit));
 }
 
 // Whole utterances through a lane whose threads are OS threads, each running the whole lane code as CUDA threads do:
