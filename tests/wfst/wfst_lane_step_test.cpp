@@ -50,7 +50,9 @@ class HostLaneExec {
   void for_each_batch(std::int64_t n, Load&& load, Apply&& apply) {
     for_each(n, [&](std::int64_t i) { apply(i, load(i)); });
   }
-  void barrier() {}
+  void barrier() { ++barriers_; }
+  /** Barriers the lane code waited at so far (a scan ends with one). */
+  std::int64_t barriers() const { return barriers_; }
   template <class F>
   void single(F&& f) {
     f();
@@ -90,6 +92,7 @@ class HostLaneExec {
     for_each(n, [&](std::int64_t i) { values[static_cast<std::size_t>(i)] = static_cast<T>(value_of(i)); });
     T sum = 0;
     for (std::int64_t i = 0; i < n; ++i) sums[i] = std::exchange(sum, sum + values[static_cast<std::size_t>(i)]);
+    barrier();
     return sum;
   }
 
@@ -97,6 +100,7 @@ class HostLaneExec {
   Order order_;
   std::mt19937_64 rng_;
   std::vector<std::int64_t> items_;
+  std::int64_t barriers_ = 0;
 };
 
 // A table and its arrays in host memory.
@@ -601,6 +605,30 @@ TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
   EXPECT_GT(collections, 0) << "no arena was collected";
   std::printf("%lld collections\n", static_cast<long long>(collections));
   fast_table_use.expect_used("SampleTlgWholeUtterancesEqualTheSearcher", false);
+}
+
+// On a GPU a lane's frame is latency-bound (a few dozen tokens on the sample): each barrier waits for its phase's
+// slowest chain of dependent loads, so barriers a frame are the step's cost model. The sample TLG at the sample's
+// settings takes at most 12 a frame on average, counted over whole utterances with their start and final rule (on
+// the benchmark's utterance 10.1; 25 before every scan ended with its own barrier and a store took two phases).
+TEST(WfstLaneDecode, SampleFramesWaitAtFewBarriers) {
+  const SampleFrames sample = sample_frames(6);
+  const auto columns = static_cast<std::int32_t>(sample.columns);
+  WfstDecoderConfig config;
+  config.acoustic_scale = 2.0f;
+  HostLaneExec exec(HostLaneExec::identity, 1);
+  std::int64_t frames = 0, collections = 0;
+  for (std::size_t u = 0; u < sample.utterances.size(); ++u) {
+    const auto length = static_cast<std::int32_t>(sample.utterances[u].size() / static_cast<std::size_t>(columns));
+    EXPECT_EQ(expect_row_equals_searcher(sample_tlg(), config, {}, sample.utterances[u], length, columns, 1 << 14,
+                                         1 << 16, exec, "utterance " + std::to_string(u), collections),
+              0);
+    frames += length;
+  }
+  ASSERT_GT(frames, 0);
+  const double per_frame = static_cast<double>(exec.barriers()) / static_cast<double>(frames);
+  std::printf("%lld frames, %.1f barriers a frame\n", static_cast<long long>(frames), per_frame);
+  EXPECT_LE(per_frame, 12.0);
 }
 
 // An active token whose ε-predecessor in the frame is pruned (a negative ε-arc makes the successor cheaper, and
