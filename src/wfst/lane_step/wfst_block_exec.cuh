@@ -148,7 +148,8 @@ class WfstBlockExec {
   }
 
   static constexpr int kWarp = 32;
-  static constexpr int kWarpItems = 8;
+  // 4: up to 128 values (the sample's frames hold fewer); 8 made the chunks kernel spill at its 128 registers.
+  static constexpr int kWarpItems = 4;
   static constexpr int kItems = 4;
   static constexpr int kBatch = 4;
 
