@@ -52,12 +52,6 @@ struct WfstRowsArgs {
   std::int32_t shared_frame;
 };
 
-/** Whether a frame of `columns` floats fits a lane block's shared memory beside its `static_bytes`, under `limit`
- *  bytes a block (the device's default, without opting in to more). */
-inline bool wfst_frame_in_shared(std::size_t static_bytes, std::int32_t columns, std::size_t limit) {
-  return columns > 0 && static_bytes <= limit && static_cast<std::size_t>(columns) * 4 <= limit - static_bytes;
-}
-
 /** The chunks kernel's: `rows` as for whole utterances (`batch`: the call's rows; outcomes by row), and the streams. */
 struct WfstChunksArgs {
   WfstRowsArgs rows;

@@ -737,6 +737,21 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
     if (::testing::Test::HasFailure()) return;
     utterances += 1;
   }
+  // A beam below the costs' rounding (best + beam rounds to best): the beam's offers leave no token, and min_active
+  // takes every finite way. The clear before those offers has nothing to do, so it must still wait for every thread.
+  WfstDecoderConfig tiny_beam;
+  tiny_beam.acoustic_scale = 2.0f;
+  tiny_beam.beam = 1e-7f;
+  tiny_beam.min_active = 5;
+  for (int u = 0; u < 2; ++u) {
+    const std::vector<float>& frames = sample.utterances[static_cast<std::size_t>(u)];
+    const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(sample.columns));
+    EXPECT_EQ(expect_row_equals_searcher(tlg, tiny_beam, {}, frames, length, static_cast<std::int32_t>(sample.columns),
+                                         1 << 14, 1 << 16, unused, "sample, " + tiny_beam.to_string(), collections, 4),
+              0);
+    if (::testing::Test::HasFailure()) return;
+    utterances += 1;
+  }
   std::printf("%lld utterances on 2-4 threads, %lld collections\n", static_cast<long long>(utterances),
               static_cast<long long>(collections));
   fast_table_use.expect_used("ThreadedBlockEqualsTheSearcher", false);

@@ -5,6 +5,7 @@
 // and the host emulation of the tests one lane, both through this layout. Every byte 0xff is an empty lane (no state
 // in any slot, no way in), which is how a lane is left after each utterance.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "asrdec/detail/hd.hpp"
@@ -86,6 +87,13 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   take(l.frame_logp, static_cast<std::int64_t>(columns) * 4);
   l.bytes = (at + 255) / 256 * 256;
   return l;
+}
+
+/** Whether a frame of `columns` floats fits a lane block's shared memory beside its `static_bytes`, under `limit`
+ *  bytes a block (the device's default, without opting in to more); the frame then lies there, not in the lane's
+ *  frame_logp. */
+inline bool wfst_frame_in_shared(std::size_t static_bytes, std::int32_t columns, std::size_t limit) {
+  return columns > 0 && static_bytes <= limit && static_cast<std::size_t>(columns) * 4 <= limit - static_bytes;
 }
 
 /** A lane's arrays at `base` (l.bytes bytes), the table's count at `count` and the fast table at `fast` (the

@@ -165,8 +165,7 @@ class WfstLaneStep {
   /** The start of an utterance: the start state and its ε-closure, committed (as WfstSearcher::start); status
    *  kWfstLaneFull when the closure does not fit the lane. */
   ASRDEC_HD void start() {
-    wfst_table_clear(t_, exec_);
-    exec_.barrier();  // every thread has read the count before the start's offer changes it
+    clear_table_then_wait();  // the start's offer changes the count
     exec_.single([&] {
       s_.status = 0;
       const WfstOffer offer = wfst_table_offer(t_, exec_, g_.start, wfst_way_key(0.0f, -1));
@@ -219,10 +218,18 @@ class WfstLaneStep {
   ASRDEC_HD bool all_active() const { return all_active_; }
 
  private:
+  // Empties the frame's table, and waits for every thread when that took no barrier (an empty table), so that the
+  // caller may change the table or its count at once.
+  ASRDEC_HD void clear_table_then_wait() {
+    if (!wfst_table_clear(t_, exec_)) exec_.barrier();
+  }
+
   // Points the frame's table at the fast or the full one; both empty (every thread decides alike, from its own
-  // using_fast_, so none reads the table while it changes).
+  // using_fast_). The barrier first: a thread may still be reading the table's view in a clear that had nothing to
+  // do.
   ASRDEC_HD void use_table(bool fast) {
     if (tables_ == nullptr || fast == using_fast_) return;
+    exec_.barrier();
     exec_.single([&] { t_ = fast ? tables_->fast : tables_->full; });
     exec_.barrier();
     using_fast_ = fast;
@@ -406,7 +413,9 @@ class WfstLaneStep {
     if (s_.status != 0) return false;
     // 2. min_active: when the beam holds at most min_active ways in, every finite way is taken and the cutoff widens.
     if (c_.min_active > 0 && tokens() <= c_.min_active) {
-      wfst_table_clear(t_, exec_);
+      // The beam's offers may have left no token (a beam below the costs' rounding): the offers below must still
+      // wait for every thread's read of the count, and of tokens() above.
+      clear_table_then_wait();
       offer_emitting(active, logp, total, __builtin_huge_valf());
       if (s_.status != 0) return false;
       exec_.single([&] { s_.worst = 0; });
@@ -417,7 +426,7 @@ class WfstLaneStep {
       exec_.barrier();
       const float worst = tokens() > 0 ? wfst_cost_of_ordered(s_.worst) : -__builtin_huge_valf();
       cutoff = widen(rounded_add(best, beam), rounded_add(worst, beam));
-      wfst_table_clear(t_, exec_);
+      clear_table_then_wait();
       offer_emitting(active, logp, total, cutoff);
       if (s_.status != 0) return false;
     }

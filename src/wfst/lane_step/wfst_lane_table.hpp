@@ -119,19 +119,21 @@ ASRDEC_HD_INLINE void wfst_table_empty_slot(const WfstLaneTable& t, std::int32_t
 }
 
 /** Empties the slots of the frame's tokens (the table is then as new; every slot when tokens were numbered past
- *  capacity, whose slots slot_of does not list), `count` reset. Nothing to do, and no barrier, when the table is
- *  empty already: every thread reads the same count, which changes only in phases that end with a barrier, and the
- *  caller must not change it before its next barrier (until then, a thread may still be reading it here). */
+ *  capacity, whose slots slot_of does not list), `count` reset; returns true, after a barrier. Nothing to do, and
+ *  no barrier, when the table is empty already (returns false): every thread reads the same count, which changes
+ *  only in phases that end with a barrier, and the caller must not change it or the table's view before its next
+ *  barrier (until then, a thread may still be reading them here). */
 template <class Exec>
-ASRDEC_HD void wfst_table_clear(const WfstLaneTable& t, Exec& exec) {
+ASRDEC_HD bool wfst_table_clear(const WfstLaneTable& t, Exec& exec) {
   const std::int32_t count = exec.load(t.count);
-  if (count == 0) return;
+  if (count == 0) return false;
   const bool all = count > t.capacity;
   exec.for_each(all ? t.slots : count,
                 [&](std::int64_t i) { wfst_table_empty_slot(t, all ? static_cast<std::int32_t>(i) : t.slot_of[i]); });
   exec.barrier();
   exec.single([&] { *t.count = 0; });
   exec.barrier();
+  return true;
 }
 
 }  // namespace asrdec::detail
