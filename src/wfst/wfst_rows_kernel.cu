@@ -89,6 +89,13 @@ __device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock&
   }
 }
 
+// The block's LaneBlock, in raw shared memory: its views' default member initializers would otherwise ask for a
+// dynamic initialization that shared memory does not have (nvcc warns, and ignores it); take_items sets every field.
+__device__ LaneBlock& lane_block() {
+  __shared__ alignas(LaneBlock) unsigned char bytes[sizeof(LaneBlock)];
+  return *reinterpret_cast<LaneBlock*>(bytes);
+}
+
 template <class T>
 __device__ DeviceFrames<T> frames_of(const WfstRowsArgs& a, std::int32_t row) {
   return DeviceFrames<T>{static_cast<const T*>(a.input.logprobs) + row * a.input.stride_b, a.input.stride_t,
@@ -102,7 +109,7 @@ __device__ const float* boost_of(const WfstRowsArgs& a, std::int32_t row) {
 
 template <class T>
 __global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(const __grid_constant__ WfstRowsArgs a) {
-  __shared__ LaneBlock lane;
+  LaneBlock& lane = lane_block();
   Exec exec(lane.storage);
   take_items(a, a.batch, lane, exec, [&](std::int32_t row) -> WfstRowOutcome& {
     DeviceFrames<T> frames = frames_of<T>(a, row);
@@ -115,7 +122,7 @@ __global__ void __launch_bounds__(kWfstLaneThreads) wfst_rows_kernel(const __gri
 
 template <class T>
 __global__ void __launch_bounds__(kWfstLaneThreads) wfst_chunks_kernel(const __grid_constant__ WfstChunksArgs c) {
-  __shared__ LaneBlock lane;
+  LaneBlock& lane = lane_block();
   Exec exec(lane.storage);
   const WfstRowsArgs& a = c.rows;
   take_items(a, c.count, lane, exec, [&](std::int32_t item) -> WfstRowOutcome& {
