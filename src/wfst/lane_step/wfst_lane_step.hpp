@@ -180,7 +180,7 @@ class WfstLaneStep {
       s_.kept = 0;
       s_.broken = 0;
       begin_closure(c_.beam);
-      prepare(1, 0, offer.slot, 0, 0.0f, ways_of(1));
+      prepare(1, 0, 0, 0.0f, epsilon_degree(g_.start), ways_of(1));
     });
     exec_.barrier();
     closure();
@@ -434,6 +434,7 @@ class WfstLaneStep {
     std::int64_t* first_ways = ways_of(tokens());
     exec_.for_each(tokens(), [&](std::int64_t i) {
       const std::int32_t slot = t_.slot_of[i];
+      const std::int64_t degree = epsilon_degree(t_.state[slot]);
       const std::uint64_t key = t_.key[slot];
       const std::int64_t arc = wfst_key_arc(key);
       const std::int32_t way_in = wfst_table_find(active.by_state, wfst_arc_source(g_, arc));
@@ -455,7 +456,7 @@ class WfstLaneStep {
       t_.key[slot] = wfst_frozen_key(key);
       k_.frontier[0][i] = slot;
       exec_.atomic_min(&s_.frame_best, wfst_ordered_cost(cost));
-      prepare(1, i, slot, static_cast<std::int32_t>(i), cost, first_ways);
+      prepare(1, i, static_cast<std::int32_t>(i), cost, degree, first_ways);
     });
     exec_.single([&] {
       s_.frontier_count[0] = tokens();
@@ -484,13 +485,17 @@ class WfstLaneStep {
     s_.frontier_count[1] = 0;
   }
 
-  // Frontier item f of closure round `round` (token `token` in `slot`, of cost `cost`): the cost the round relaxes
-  // from, its ε-degree in `ways` and the round's max_degree.
-  ASRDEC_HD void prepare(std::int32_t round, std::int64_t f, std::int32_t slot, std::int32_t token, float cost,
+  // The ε-arcs out of `state`. A phase that prepares a token loads them first: they do not wait for the chain of
+  // loads that rebuilds the token's way in, so their latency overlaps it.
+  ASRDEC_HD std::int64_t epsilon_degree(std::int32_t state) const {
+    return g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
+  }
+
+  // Frontier item f of closure round `round` (token `token`, of cost `cost` and ε-degree `degree`): the cost the round
+  // relaxes from, its ε-degree in `ways` and the round's max_degree.
+  ASRDEC_HD void prepare(std::int32_t round, std::int64_t f, std::int32_t token, float cost, std::int64_t degree,
                          std::int64_t* ways) {
     k_.snapshot[round & 1][token] = cost;
-    const std::int32_t state = t_.state[slot];
-    const std::int64_t degree = g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
     ways[f] = degree;
     const std::uint32_t cap = c_.thread_per_token_degree;
     exec_.atomic_max(&s_.max_degree[round & 1], degree < cap ? static_cast<std::uint32_t>(degree) : cap);
@@ -559,6 +564,7 @@ class WfstLaneStep {
       std::int64_t* next_ways = ways_of(changed);
       exec_.for_each(changed, [&](std::int64_t f) {
         const std::int32_t slot = k_.frontier[to][f];
+        const std::int64_t degree = epsilon_degree(t_.state[slot]);
         const std::uint64_t key = t_.key[slot];
         const std::int64_t arc = wfst_key_arc(key);
         const std::int32_t source = t_.token[wfst_table_find(t_, wfst_arc_source(g_, arc))];
@@ -571,7 +577,7 @@ class WfstLaneStep {
         k_.local[token] = 1;
         t_.key[slot] = wfst_frozen_key(key);
         exec_.atomic_min(&s_.frame_best, wfst_ordered_cost(cost));
-        prepare(round + 1, f, slot, token, cost, next_ways);
+        prepare(round + 1, f, token, cost, degree, next_ways);
       });
       exec_.single([&] {  // read by every thread before the relaxation's barrier
         s_.max_degree[round & 1] = 0;
