@@ -3,6 +3,7 @@
 // without FMA contraction (src/CMakeLists.txt), so the shared step's costs and histogram bins are the CPU's bits.
 
 #include <algorithm>
+#include <array>
 
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
@@ -155,6 +156,17 @@ __global__ void wfst_check_values_kernel(WfstInputArgs input, const std::int32_t
   }
 }
 
+// Every lane kernel: the rows' and the chunks', by the frames' dtype.
+const std::array<const void*, 6>& lane_kernels() {
+  static const std::array<const void*, 6> kernels = {reinterpret_cast<const void*>(wfst_rows_kernel<float>),
+                                                     reinterpret_cast<const void*>(wfst_rows_kernel<half_t>),
+                                                     reinterpret_cast<const void*>(wfst_rows_kernel<bfloat16_t>),
+                                                     reinterpret_cast<const void*>(wfst_chunks_kernel<float>),
+                                                     reinterpret_cast<const void*>(wfst_chunks_kernel<half_t>),
+                                                     reinterpret_cast<const void*>(wfst_chunks_kernel<bfloat16_t>)};
+  return kernels;
+}
+
 // The lane kernels' largest static shared memory and the device's default limit a block, read once.
 struct LaneSharedBytes {
   std::size_t static_bytes = 0;
@@ -164,17 +176,11 @@ struct LaneSharedBytes {
 const LaneSharedBytes& lane_shared_bytes() {
   static const LaneSharedBytes bytes = [] {
     LaneSharedBytes b;
-    const auto take = [&](const void* kernel) {
+    for (const void* kernel : lane_kernels()) {
       cudaFuncAttributes attributes{};
       ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
       b.static_bytes = std::max(b.static_bytes, attributes.sharedSizeBytes);
-    };
-    take(reinterpret_cast<const void*>(wfst_rows_kernel<float>));
-    take(reinterpret_cast<const void*>(wfst_rows_kernel<half_t>));
-    take(reinterpret_cast<const void*>(wfst_rows_kernel<bfloat16_t>));
-    take(reinterpret_cast<const void*>(wfst_chunks_kernel<float>));
-    take(reinterpret_cast<const void*>(wfst_chunks_kernel<half_t>));
-    take(reinterpret_cast<const void*>(wfst_chunks_kernel<bfloat16_t>));
+    }
     int device = 0, limit = 0;
     ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlock, device));
@@ -236,17 +242,11 @@ std::int32_t wfst_lanes_resident(std::int32_t columns) {
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::size_t frame_bytes = frame_shared_bytes(columns);
   int fewest = 1 << 30;
-  const auto count = [&](auto kernel) {
+  for (const void* kernel : lane_kernels()) {
     int blocks = 0;
     ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, frame_bytes));
     fewest = std::min(fewest, blocks);
-  };
-  count(wfst_rows_kernel<float>);
-  count(wfst_rows_kernel<half_t>);
-  count(wfst_rows_kernel<bfloat16_t>);
-  count(wfst_chunks_kernel<float>);
-  count(wfst_chunks_kernel<half_t>);
-  count(wfst_chunks_kernel<bfloat16_t>);
+  }
   cudaFuncAttributes attributes{};
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_check_values_kernel<float>));
   ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, wfst_check_values_kernel<half_t>));

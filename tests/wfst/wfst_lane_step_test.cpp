@@ -726,16 +726,19 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
     }
   }
   const SampleFrames sample = sample_frames(2);
-  const WfstGraph& tlg = sample_tlg();
-  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
-    const WfstDecoderConfig config = pressure_config(max_active, max_tokens);
-    const std::vector<float>& frames = sample.utterances[utterances % 2];
+  // Sample utterance u under `config` on 4 threads, with an arena of `history` entries; false after a failure.
+  const auto sample_row = [&](const WfstDecoderConfig& config, std::size_t u, std::int32_t history) {
+    const std::vector<float>& frames = sample.utterances[u];
     const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(sample.columns));
-    EXPECT_EQ(expect_row_equals_searcher(tlg, config, {}, frames, length, static_cast<std::int32_t>(sample.columns),
-                                         1 << 14, 1 << 9, unused, "sample, " + config.to_string(), collections, 4),
-              0);
-    if (::testing::Test::HasFailure()) return;
+    EXPECT_EQ(
+        expect_row_equals_searcher(sample_tlg(), config, {}, frames, length, static_cast<std::int32_t>(sample.columns),
+                                   1 << 14, history, unused, "sample, " + config.to_string(), collections, 4),
+        0);
     utterances += 1;
+    return !::testing::Test::HasFailure();
+  };
+  for (const auto& [max_active, max_tokens] : sample_pressure_limits()) {
+    if (!sample_row(pressure_config(max_active, max_tokens), static_cast<std::size_t>(utterances % 2), 1 << 9)) return;
   }
   // A beam below the costs' rounding (best + beam rounds to best): the beam's offers leave no token, and min_active
   // takes every finite way. The clear before those offers has nothing to do, so it must still wait for every thread.
@@ -743,14 +746,8 @@ TEST(WfstLaneDecode, ThreadedBlockEqualsTheSearcher) {
   tiny_beam.acoustic_scale = 2.0f;
   tiny_beam.beam = 1e-7f;
   tiny_beam.min_active = 5;
-  for (int u = 0; u < 2; ++u) {
-    const std::vector<float>& frames = sample.utterances[static_cast<std::size_t>(u)];
-    const auto length = static_cast<std::int32_t>(frames.size() / static_cast<std::size_t>(sample.columns));
-    EXPECT_EQ(expect_row_equals_searcher(tlg, tiny_beam, {}, frames, length, static_cast<std::int32_t>(sample.columns),
-                                         1 << 14, 1 << 16, unused, "sample, " + tiny_beam.to_string(), collections, 4),
-              0);
-    if (::testing::Test::HasFailure()) return;
-    utterances += 1;
+  for (std::size_t u = 0; u < 2; ++u) {
+    if (!sample_row(tiny_beam, u, 1 << 16)) return;
   }
   std::printf("%lld utterances on 2-4 threads, %lld collections\n", static_cast<long long>(utterances),
               static_cast<long long>(collections));

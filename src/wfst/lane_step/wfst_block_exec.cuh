@@ -68,14 +68,9 @@ class WfstBlockExec {
   __device__ std::uint32_t atomic_min(std::uint32_t* p, std::uint32_t v) { return atomicMin(p, v); }
   __device__ std::uint32_t atomic_max(std::uint32_t* p, std::uint32_t v) { return atomicMax(p, v); }
 
-  /** Exclusive prefix sums of values[0, n) in place; returns the total (the same in every thread). Ends with a
-   *  barrier: the sums and the total are every thread's. */
-  template <class T>
-  __device__ T exclusive_scan(T* values, std::int64_t n) {
-    return exclusive_scan_of(values, n, [&](std::int64_t i) { return values[i]; });
-  }
-  /** The same over value_of(i) for i < n (int32 or int64, read only before any sum is written, so `sums` may be the
-   *  array value_of reads), written into sums[0, n). */
+  /** Exclusive prefix sums of value_of(i) for i < n (int32 or int64, read only before any sum is written, so `sums`
+   *  may be the array value_of reads), written into sums[0, n); returns the total (the same in every thread). Ends
+   *  with a barrier: the sums and the total are every thread's. */
   template <class T, class ValueOf>
   __device__ T exclusive_scan_of(T* sums, std::int64_t n, ValueOf&& value_of) {
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "int32 or int64 sums");
