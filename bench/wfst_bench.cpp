@@ -58,11 +58,20 @@ WfstDecoderConfig config_of(benchmark::State& state) {
   return config;
 }
 
-// The CUDA lanes without their shared-memory frame tables (WfstDecoderConfig::device_fast_tokens = 0): the baseline
-// of the fast tables, in the same process.
+// The CUDA lanes without their shared-memory fast frames (WfstDecoderConfig::device_fast_tokens = 0): the baseline
+// of the fast frames, in the same process.
 WfstDecoderConfig lane_memory_only(benchmark::State& state) {
   WfstDecoderConfig config = config_of(state);
   config.device_fast_tokens = 0;
+  return config;
+}
+
+// The CUDA lanes with a fast frame of at most `fast` tokens (argument 3; WfstDecoderConfig::device_fast_tokens): a
+// smaller one leaves more of each multiprocessor's on-chip memory to its L1 cache, which the graph's arcs are read
+// through.
+WfstDecoderConfig fast_tokens(benchmark::State& state) {
+  WfstDecoderConfig config = config_of(state);
+  config.device_fast_tokens = state.range(3);
   return config;
 }
 
@@ -173,6 +182,10 @@ void register_all() {
                                                 lane_memory_only);
       configure(slow);
       slow->ArgsProduct({{1, 64, 256}, {17}, {10000}});
+      auto* fast =
+          benchmark::RegisterBenchmark((prefix + "/batch_fast_tokens").c_str(), wfst_decode, device, fast_tokens);
+      configure(fast);
+      fast->ArgNames({"B", "beam", "max_active", "fast"})->ArgsProduct({{1, 256}, {17}, {10000}, {64, 128, 256}});
     }
     auto* beams = benchmark::RegisterBenchmark((prefix + "/beam").c_str(), wfst_decode, device, config_of);
     configure(beams);

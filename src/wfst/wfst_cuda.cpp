@@ -52,14 +52,16 @@ class WfstCuda final : public WfstBackend {
                    "WFST decoding on CUDA supports graphs of up to 2^31 arcs and 2^30 states; ", graph.source(),
                    " has ", graph.num_arcs(), " arcs and ", a.num_states, " states");
     DeviceGuard guard(device_);
+    // The fast frame as large as asked while the lanes' shared memory lets as many lane blocks run at once as
+    // without it (also loads the kernels, so that the first call does not).
+    const std::int32_t fast_tokens =
+        wfst_fast_tokens_within(wfst_lane_fast_budget(), static_cast<std::int32_t>(config.device_fast_tokens));
     row_layout_ = wfst_lane_layout(
         config.device_frame_tokens > 0 ? static_cast<std::int32_t>(config.device_frame_tokens) : kWfstLaneTokens,
         config.device_history_tokens > 0 ? static_cast<std::int32_t>(config.device_history_tokens) : kWfstLaneHistory,
-        static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads,
-        static_cast<std::int32_t>(config.device_fast_tokens));
+        static_cast<std::int32_t>(graph.max_input_label()), kWfstLaneThreads, fast_tokens);
     channel_layout_ = wfst_channel_layout(row_layout_);
-    resident_lanes_ =
-        wfst_lanes_resident(row_layout_.columns);  // also loads the kernels, so that the first call does not
+    resident_lanes_ = wfst_lanes_resident(row_layout_);
     Stream setup(device_);
     cudaStream_t stream = setup.handle();
     const auto upload = [&](auto& buffer, const auto& values) {

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <mutex>
 
+#include "asrdec/core/error.hpp"
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
 #include "core/ctc_input.hpp"
@@ -41,26 +44,26 @@ struct LaneBlock {
   WfstLaneViews v;
   std::int32_t item;
   long long offset;
-  /** The lane's fast table (WfstLaneTableChoice), for frames of few tokens. */
-  alignas(16) unsigned char fast[wfst_fast_table_bytes(kWfstFastTokens)];
 };
 
-// The frame's values when they fit the block's shared memory (WfstRowsArgs::shared_frame; the launch's dynamic bytes).
-extern __shared__ float shared_frame[];
+// The launch's dynamic shared memory (wfst_lane_shared_bytes): the lane's fast frame (layout.fast.bytes), then the
+// frame's values when they fit (WfstRowsArgs::shared_frame).
+extern __shared__ __align__(16) unsigned char lane_dynamic[];
 
 // Takes items [0, items) from the queue until none is left: `decode(item)` decodes one (every thread calls it) and
 // returns its outcome, whose path (reversed in the lane's scratch) is then copied into the output in order.
 template <class Decode>
 __device__ void take_items(const WfstRowsArgs& a, std::int32_t items, LaneBlock& lane, Exec& exec, Decode&& decode) {
-  // Shared memory starts undefined: the fast table is made empty (every byte 0xff), as the lane's memory is.
-  exec.for_each(static_cast<std::int64_t>(sizeof(lane.fast) / 4),
-                [&](std::int64_t i) { reinterpret_cast<std::int32_t*>(lane.fast)[i] = -1; });
+  // Shared memory starts undefined: the fast frame is made empty (every byte 0xff), as the lane's memory is.
+  exec.for_each(a.layout.fast.bytes / 4,
+                [&](std::int64_t i) { reinterpret_cast<std::int32_t*>(lane_dynamic)[i] = -1; });
   exec.single([&] {
     lane.shared.count = 0;  // the lane is empty (every byte 0xff) between rows
     lane.shared.step.fast_frames = lane.shared.step.fast_outgrown = 0;
+    lane.shared.history.stores = lane.shared.history.fast_stores = 0;
     lane.v = wfst_lane_views(a.layout, a.lanes + static_cast<std::int64_t>(blockIdx.x) * a.layout.bytes,
-                             &lane.shared.count, lane.fast);
-    if (a.shared_frame != 0) lane.v.frame_logp = shared_frame;
+                             &lane.shared.count, a.layout.fast.bytes > 0 ? lane_dynamic : nullptr);
+    if (a.shared_frame != 0) lane.v.frame_logp = reinterpret_cast<float*>(lane_dynamic + a.layout.fast.bytes);
   });
   for (;;) {
     exec.single([&] { lane.item = atomicAdd(a.next_row, 1); });
@@ -167,33 +170,60 @@ const std::array<const void*, 6>& lane_kernels() {
   return kernels;
 }
 
-// The lane kernels' largest static shared memory and the device's default limit a block, read once.
+// The lane kernels' largest static shared memory, and the dynamic shared memory a lane block may take without fewer
+// lane blocks running at once on an SM.
 struct LaneSharedBytes {
   std::size_t static_bytes = 0;
-  std::size_t limit = 0;
+  std::size_t budget = 0;
 };
 
-const LaneSharedBytes& lane_shared_bytes() {
-  static const LaneSharedBytes bytes = [] {
+// The current device's, read once a device (every lane kernel may then take the budget on it).
+LaneSharedBytes lane_shared_bytes() {
+  static std::mutex mutex;
+  static std::map<int, LaneSharedBytes> by_device;
+  int current = 0;
+  ASRDEC_CUDA_CHECK(cudaGetDevice(&current));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto known = by_device.find(current);
+  if (known != by_device.end()) return known->second;
+  const LaneSharedBytes bytes = [] {
     LaneSharedBytes b;
+    int blocks = 1 << 30;  // by registers and threads: the kernels' static shared memory never binds first
     for (const void* kernel : lane_kernels()) {
       cudaFuncAttributes attributes{};
       ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
       b.static_bytes = std::max(b.static_bytes, attributes.sharedSizeBytes);
+      int resident = 0;
+      ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWfstLaneThreads, 0));
+      blocks = std::min(blocks, std::max(resident, 1));
     }
-    int device = 0, limit = 0;
+    int device = 0, per_sm = 0, per_block = 0, reserved = 0;
     ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
-    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlock, device));
-    b.limit = static_cast<std::size_t>(limit);
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    const std::size_t share = static_cast<std::size_t>(per_sm) / static_cast<std::size_t>(blocks);
+    const std::size_t block = std::min(static_cast<std::size_t>(per_block),
+                                       share > static_cast<std::size_t>(reserved) ? share - reserved : 0);
+    b.budget = block > b.static_bytes ? block - b.static_bytes : 0;
+    for (const void* kernel : lane_kernels()) {
+      ASRDEC_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(b.budget)));
+    }
     return b;
   }();
+  by_device.emplace(current, bytes);
   return bytes;
 }
 
-// Dynamic shared bytes of a lane block whose frames have `columns` values: the frame's, when it fits.
-std::size_t frame_shared_bytes(std::int32_t columns) {
-  const LaneSharedBytes& b = lane_shared_bytes();
-  return wfst_frame_in_shared(b.static_bytes, columns, b.limit) ? static_cast<std::size_t>(columns) * 4 : 0;
+// Whether a lane of layout `l` converts its frames into shared memory (beside its fast frame).
+bool frame_in_shared(const WfstLaneLayout& l) {
+  return wfst_frame_in_shared(lane_shared_bytes().budget, l.fast.bytes, l.columns);
+}
+
+// Dynamic shared bytes of a lane block of layout `l`: its fast frame, and its frame's values when they fit.
+std::size_t lane_dynamic_bytes(const WfstLaneLayout& l) {
+  return static_cast<std::size_t>(l.fast.bytes) + (frame_in_shared(l) ? static_cast<std::size_t>(l.columns) * 4 : 0);
 }
 
 WfstRowsArgs& rows_of(WfstRowsArgs& a) { return a; }
@@ -205,9 +235,12 @@ void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*b
                      std::int32_t lanes, cudaStream_t stream, const char* name) {
   void (*kernel)(Args) = dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
   Args launched = args;
-  const std::size_t frame_bytes = frame_shared_bytes(rows_of(launched).layout.columns);
-  rows_of(launched).shared_frame = frame_bytes > 0 ? 1 : 0;
-  kernel<<<lanes, kWfstLaneThreads, frame_bytes, stream>>>(launched);
+  const WfstLaneLayout& layout = rows_of(launched).layout;
+  ASRDEC_EXPECTS(static_cast<std::size_t>(layout.fast.bytes) <= wfst_lane_fast_budget(), Error,
+                 "a WFST lane's fast frame of ", layout.fast.bytes, " bytes is above the device's ",
+                 wfst_lane_fast_budget(), " (sized by wfst_lane_fast_budget)");
+  rows_of(launched).shared_frame = frame_in_shared(layout) ? 1 : 0;
+  kernel<<<lanes, kWfstLaneThreads, lane_dynamic_bytes(layout), stream>>>(launched);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, name);
 }
 
@@ -236,15 +269,17 @@ void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wfst_check_values_kernel");
 }
 
-std::int32_t wfst_lanes_resident(std::int32_t columns) {
+std::size_t wfst_lane_fast_budget() { return lane_shared_bytes().budget; }
+
+std::int32_t wfst_lanes_resident(const WfstLaneLayout& layout) {
   int device = 0, sms = 0;
   ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t frame_bytes = frame_shared_bytes(columns);
+  const std::size_t dynamic_bytes = lane_dynamic_bytes(layout);
   int fewest = 1 << 30;
   for (const void* kernel : lane_kernels()) {
     int blocks = 0;
-    ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, frame_bytes));
+    ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWfstLaneThreads, dynamic_bytes));
     fewest = std::min(fewest, blocks);
   }
   cudaFuncAttributes attributes{};

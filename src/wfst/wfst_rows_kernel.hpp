@@ -47,8 +47,9 @@ struct WfstRowsArgs {
   WfstPathStep* paths;       ///< [path_capacity]
   std::int64_t path_capacity;
   unsigned long long* paths_used;  ///< 0 before the launch
-  /** Set by the launch: the frame's values are converted into the block's shared memory (wfst_frame_in_shared),
-   *  not the lane's frame scratch, so that each way's log-probability is a shared-memory read. */
+  /** Set by the launch: the frame's values are converted into the block's shared memory, after its fast frame
+   *  (wfst_frame_in_shared), not the lane's frame scratch, so that each way's log-probability is a shared-memory
+   *  read. */
   std::int32_t shared_frame;
 };
 
@@ -77,8 +78,12 @@ void launch_wfst_chunks(DType dtype, const WfstChunksArgs& args, std::int32_t la
 void launch_wfst_check_values(DType dtype, const WfstInputArgs& input, const std::int32_t* lengths, std::int32_t batch,
                               std::int32_t frames, std::int32_t columns, unsigned long long* bad, cudaStream_t stream);
 
-/** Lane blocks the current device runs at once for frames of `columns` (more lanes would only wait for the queue to
- *  empty); loads the kernels, so that the first call does not. */
-std::int32_t wfst_lanes_resident(std::int32_t columns);
+/** Bytes of shared memory a lane block may take beyond the kernels' own, on the current device, without fewer lane
+ *  blocks running at once on an SM (the lanes' registers bound them first): what a lane's fast frame
+ *  (WfstLaneLayout::fast) and its frame's values may take. Loads the kernels, so that the first call does not. */
+std::size_t wfst_lane_fast_budget();
+
+/** Lane blocks of `layout` the current device runs at once (more lanes would only wait for the queue to empty). */
+std::int32_t wfst_lanes_resident(const WfstLaneLayout& layout);
 
 }  // namespace asrdec::detail

@@ -140,17 +140,18 @@ class EmulatedLane {
     cost_.resize(n), arc_.resize(n), prev_.resize(n), local_.resize(n), active_.resize(n);
     snapshot0_.resize(n), snapshot1_.resize(n), frontier0_.resize(n), frontier1_.resize(n), scan_.resize(n + 1);
     way_arc_.resize(2 * n), way_cost_.resize(2 * n);
-    tokens_ = detail::WfstLaneTokens{cost_.data(),
-                                     arc_.data(),
-                                     prev_.data(),
-                                     local_.data(),
-                                     active_.data(),
-                                     {snapshot0_.data(), snapshot1_.data()},
-                                     {frontier0_.data(), frontier1_.data()},
-                                     scan_.data(),
-                                     way_arc_.data(),
-                                     way_cost_.data(),
-                                     2 * capacity};
+    frame_.table = table_.view;
+    frame_.tokens = detail::WfstLaneTokens{cost_.data(),
+                                           arc_.data(),
+                                           prev_.data(),
+                                           local_.data(),
+                                           active_.data(),
+                                           {snapshot0_.data(), snapshot1_.data()},
+                                           {frontier0_.data(), frontier1_.data()},
+                                           scan_.data(),
+                                           way_arc_.data(),
+                                           way_cost_.data(),
+                                           2 * capacity};
   }
 
   const WfstChannel& channel() const { return channel_; }
@@ -225,7 +226,7 @@ class EmulatedLane {
 
  private:
   detail::WfstLaneStep<HostLaneExec> step() {
-    return detail::WfstLaneStep<HostLaneExec>(graph_view_, config_, table_.view, tokens_, scalars_,
+    return detail::WfstLaneStep<HostLaneExec>(graph_view_, config_, frame_, scalars_,
                                               channel_.boost_by_word.empty() ? nullptr : channel_.boost_by_word.data(),
                                               exec_);
   }
@@ -237,7 +238,7 @@ class EmulatedLane {
   std::vector<float> cost_, snapshot0_, snapshot1_, way_cost_;
   std::vector<std::int32_t> local_, active_, frontier0_, frontier1_, way_arc_;
   std::vector<std::int64_t> arc_, prev_, scan_;
-  detail::WfstLaneTokens tokens_{};
+  detail::WfstLaneFrame frame_{};
   detail::WfstLaneScalars scalars_{};
   HostLaneExec& exec_;
   WfstChannel channel_;
@@ -422,35 +423,49 @@ struct HostFrames {
   }
 };
 
-// How often lanes expanded frames in their fast table, and outgrew it, over a test (so that a test can say both
-// happened).
+// How often lanes expanded frames in their fast frame, and outgrew it, and stored the next frame's active tokens in
+// the fast next or not, over a test (so that a test can say each happened).
 struct FastTableUse {
-  std::int64_t frames = 0, outgrown = 0;
-  void add(const detail::WfstLaneScalars& s) {
-    frames += s.fast_frames;
-    outgrown += s.fast_outgrown;
+  std::int64_t frames = 0, outgrown = 0, stores = 0, fast_stores = 0;
+  void add(const detail::WfstLaneShared& s) {
+    frames += s.step.fast_frames;
+    outgrown += s.step.fast_outgrown;
+    stores += s.history.stores;
+    fast_stores += s.history.fast_stores;
   }
   void expect_used(const char* test, bool outgrown_too) const {
     EXPECT_GT(frames, 0) << test << ": no frame used a fast table";
+    EXPECT_GT(fast_stores, 0) << test << ": no frame's active tokens went to the fast next";
     if (outgrown_too) {
       EXPECT_GT(outgrown, 0) << test << ": no frame outgrew a fast table";
+      EXPECT_GT(stores, fast_stores) << test << ": every frame's active tokens went to the fast next";
     }
-    std::printf("%lld frames in a fast table, %lld outgrew it\n", static_cast<long long>(frames),
-                static_cast<long long>(outgrown));
+    std::printf("%lld frames in a fast table, %lld outgrew it; %lld of %lld stores to the fast next\n",
+                static_cast<long long>(frames), static_cast<long long>(outgrown), static_cast<long long>(fast_stores),
+                static_cast<long long>(stores));
   }
 };
 FastTableUse fast_table_use;
 
-// After a row or chunk, the lane's fast table is empty and its full table is the frame's again.
+// After a row or chunk, the lane's fast table and its fast next's by_state are empty, and its full frame is the
+// frame's again.
 void expect_fast_table_empty(const detail::WfstLaneViews& views) {
-  const detail::WfstLaneTable& fast = views.tables.fast;
+  const detail::WfstLaneTable& fast = views.frames.fast.table;
   for (std::int32_t s = 0; s < fast.slots; ++s) {
     if (fast.state[s] != -1 || fast.key[s] != detail::kWfstNoWay || fast.round[s] != -1) {
       ADD_FAILURE() << "the lane's fast table is not empty: slot " << s << " holds state " << fast.state[s];
       break;
     }
   }
-  EXPECT_EQ(views.table.state, views.tables.full.state) << "the lane's frame table is not its full table";
+  const detail::WfstLaneTable& by_state = views.next.fast.by_state;
+  for (std::int32_t s = 0; s < by_state.slots; ++s) {
+    if (by_state.state[s] != -1) {
+      ADD_FAILURE() << "the lane's fast next is not empty: slot " << s << " holds state " << by_state.state[s];
+      break;
+    }
+  }
+  EXPECT_EQ(views.frame.table.state, views.frames.full.table.state) << "the lane's frame table is not its full table";
+  EXPECT_EQ(views.frame.tokens.cost, views.frames.full.tokens.cost) << "the lane's frame tokens are not its full ones";
 }
 
 std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
@@ -470,7 +485,7 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
   // A fast table (as a CUDA block's shared memory) three cases in four.
   const bool with_fast = std::hash<std::string>{}(what + "fast") % 4 != 0;
-  std::vector<unsigned char> fast(static_cast<std::size_t>(detail::wfst_fast_table_bytes(layout.fast_capacity)), 0xff);
+  std::vector<unsigned char> fast(static_cast<std::size_t>(layout.fast.bytes), 0xff);
   detail::WfstLaneShared shared{};
   detail::WfstLaneViews views =
       detail::wfst_lane_views(layout, lane.data(), &shared.count, with_fast ? fast.data() : nullptr);
@@ -501,11 +516,12 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   const auto empty = [&](std::int64_t begin, std::int64_t end) {
     return std::all_of(lane.begin() + begin, lane.begin() + end, [](unsigned char b) { return b == 0xff; });
   };
-  EXPECT_TRUE(empty(layout.table_state, layout.table_token) && empty(layout.table_key, layout.table_slot_of) &&
-              empty(layout.by_state_state, layout.by_state_token))
+  EXPECT_TRUE(empty(layout.frame.table_state, layout.frame.table_token) &&
+              empty(layout.frame.table_key, layout.frame.table_slot_of) &&
+              empty(layout.frame.by_state_state, layout.frame.by_state_token))
       << "the lane's tables are not empty after the utterance";
   expect_fast_table_empty(views);
-  fast_table_use.add(shared.step);
+  fast_table_use.add(shared);
   EXPECT_EQ(shared.history.active_count, 0);
   collections += shared.history.collections;
   if (outcome.status != 0 && with_fast) {
@@ -667,6 +683,14 @@ TEST(WfstLaneDecode, KeepsThePrunedEpsilonAncestorsOfActiveTokens) {
   }
 }
 
+// The offsets of a frame layout's arrays, in order.
+std::vector<std::int64_t> frame_offsets(const detail::WfstFrameLayout& f) {
+  return {f.table_state, f.table_token, f.table_key,  f.table_round,    f.table_slot_of,  f.cost,
+          f.arc,         f.prev,        f.local,      f.active,         f.snapshot0,      f.snapshot1,
+          f.frontier0,   f.frontier1,   f.scan,       f.way_arc,        f.way_cost,       f.kept,
+          f.next_state,  f.next_cost,   f.next_index, f.by_state_state, f.by_state_token, f.by_state_slot_of};
+}
+
 // A lane's memory grows with tokens, not graph states: the default lane for a 257-column model (the sample's) fits in
 // 4 MB, whatever the graph; and the arrays of the layout do not overlap.
 TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
@@ -674,29 +698,64 @@ TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
       detail::wfst_lane_layout(detail::kWfstLaneTokens, detail::kWfstLaneHistory, 257, 256);
   EXPECT_LE(l.bytes, 4 << 20);
   EXPECT_EQ(l.bytes % 256, 0);
-  const std::vector<std::int64_t> offsets = {
-      l.table_state, l.table_token, l.table_key,  l.table_round,    l.table_slot_of,  l.cost,
-      l.arc,         l.prev,        l.local,      l.active,         l.snapshot0,      l.snapshot1,
-      l.frontier0,   l.frontier1,   l.scan,       l.way_arc,        l.way_cost,       l.kept,
-      l.next_state,  l.next_cost,   l.next_index, l.by_state_state, l.by_state_token, l.by_state_slot_of,
-      l.entries,     l.scratch,     l.carry,      l.frame_logp};
+  std::vector<std::int64_t> offsets = frame_offsets(l.frame);
+  EXPECT_EQ(offsets.front(), 0);
+  EXPECT_LE(l.frame.by_state_slot_of + 4 * l.capacity, l.frame.bytes);
+  EXPECT_GE(l.entries, l.frame.bytes);
+  offsets.insert(offsets.end(), {l.entries, l.scratch, l.carry, l.frame_logp});
   EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
   EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
+  EXPECT_LE(l.frame_logp + 257 * 4, l.bytes);
   EXPECT_EQ(detail::wfst_lane_layout(1000, 64, 3, 32).capacity, 1024);
   std::printf("default lane: %lld bytes\n", static_cast<long long>(l.bytes));
 }
 
-// The CUDA lanes read a frame from shared memory when it fits beside the block's static shared memory under the
-// device's default limit a block (48 KiB): the sample's 257 columns beside the lane kernels' ~46 KB do, a 1025-column
-// frame does not (it stays in the lane's memory).
-TEST(WfstLaneLayout, FrameGoesToSharedMemoryWhenItFits) {
-  constexpr std::size_t kLimit = 48 << 10;
-  EXPECT_TRUE(detail::wfst_frame_in_shared(45904, 257, kLimit));
-  EXPECT_FALSE(detail::wfst_frame_in_shared(45904, 1025, kLimit));
-  EXPECT_TRUE(detail::wfst_frame_in_shared(0, static_cast<std::int32_t>(kLimit / 4), kLimit));
-  EXPECT_FALSE(detail::wfst_frame_in_shared(4, static_cast<std::int32_t>(kLimit / 4), kLimit));
-  EXPECT_FALSE(detail::wfst_frame_in_shared(kLimit + 4, 1, kLimit));  // no unsigned wrap-around
-  EXPECT_FALSE(detail::wfst_frame_in_shared(0, 0, kLimit));
+// The fast frame is laid out as the full one, for its own tokens: half the lane's capacity up to the tokens asked
+// for (kWfstFastTokens at most), its arrays apart and 16-byte aligned, none for 0 tokens.
+TEST(WfstLaneLayout, FastFrameIsAFrameOfFewTokens) {
+  const detail::WfstLaneLayout l = detail::wfst_lane_layout(detail::kWfstLaneTokens, 64, 257, 256);
+  EXPECT_EQ(l.fast_capacity, detail::kWfstFastTokens);
+  EXPECT_EQ(l.fast.capacity, detail::kWfstFastTokens);
+  const std::vector<std::int64_t> offsets = frame_offsets(l.fast);
+  EXPECT_TRUE(std::is_sorted(offsets.begin(), offsets.end()));
+  EXPECT_EQ(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
+  for (const std::int64_t offset : offsets) EXPECT_EQ(offset % 16, 0);
+  EXPECT_EQ(l.fast.bytes % 16, 0);
+  // The last array (by_state's slot_of) ends within the layout's bytes.
+  EXPECT_LE(l.fast.by_state_slot_of + 4 * l.fast.capacity, l.fast.bytes);
+  EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 512).fast_capacity, 32);  // half the capacity
+  EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 8).fast_capacity, 8);
+  EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 0).fast.bytes, 0);
+  EXPECT_EQ(detail::wfst_lane_layout(1 << 20, 64, 3, 32, 1 << 20).fast_capacity, detail::kWfstFastTokens);
+  std::printf("fast frame of %d tokens: %lld bytes\n", l.fast.capacity, static_cast<long long>(l.fast.bytes));
+}
+
+// The CUDA executor sizes the fast frame by the shared memory a lane block may take without fewer lanes running at
+// once: the most tokens asked for that fit, a power of two, never 1; the frame's values go beside it when they fit
+// too.
+TEST(WfstLaneLayout, FastFrameAndFrameValuesFitTheSharedMemoryBudget) {
+  const auto bytes = [](std::int32_t tokens) {
+    return static_cast<std::size_t>(detail::wfst_frame_layout(tokens).bytes);
+  };
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512), 512), 512);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512) - 1, 512), 256);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512) * 4, 128), 128);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512), 384), 256);  // a power of two
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(2), 512), 2);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(2) - 1, 512), 0);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(0, 512), 0);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512), 1), 0);
+  EXPECT_EQ(detail::wfst_fast_tokens_within(bytes(512), 0), 0);
+  // An H100 or H200: 228 KB a multiprocessor, two lane blocks of ~23 KB static shared memory each (by registers),
+  // 1 KB reserved a block, leave room for the whole fast frame and the sample's frame.
+  const std::size_t h200 = 233472 / 2 - 1024 - 24 * 1024;
+  EXPECT_EQ(detail::wfst_fast_tokens_within(h200, 512), 512);
+  EXPECT_TRUE(detail::wfst_frame_in_shared(h200, detail::wfst_frame_layout(512).bytes, 257));
+  EXPECT_TRUE(detail::wfst_frame_in_shared(100, 0, 25));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(100, 0, 26));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(100, 4, 25));
+  EXPECT_FALSE(detail::wfst_frame_in_shared(100, 104, 1));  // no unsigned wrap-around
+  EXPECT_FALSE(detail::wfst_frame_in_shared(100, 0, 0));
 }
 
 // Whole utterances through a lane whose threads are OS threads, each running the whole lane code as CUDA threads do:
@@ -800,7 +859,7 @@ struct LaneAndChannel {
           config.min_active, config.max_tokens_per_frame, degree_for(what)},
         layout(detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(wfst.max_input_label()), 7)),
         lane(static_cast<std::size_t>(layout.bytes), 0xff),
-        fast(static_cast<std::size_t>(detail::wfst_fast_table_bytes(layout.fast_capacity)), 0xff),
+        fast(static_cast<std::size_t>(layout.fast.bytes), 0xff),
         views(detail::wfst_lane_views(layout, lane.data(), &shared.count, fast.data())),
         arena(static_cast<std::size_t>(layout.history)),
         active(static_cast<std::size_t>(layout.capacity)),
@@ -820,12 +879,13 @@ struct LaneAndChannel {
       detail::wfst_lane_chunk(e, g, c, final_weight, boost_row.empty() ? nullptr : boost_row.data(), views,
                               channel_history, channel, shared, fresh, last, take, input, outcome);
     });
-    EXPECT_TRUE(std::all_of(lane.begin() + layout.table_state, lane.begin() + layout.table_token, [](unsigned char b) {
-      return b == 0xff;
-    })) << "the lane's table is not empty after a chunk";
+    EXPECT_TRUE(std::all_of(lane.begin() + layout.frame.table_state, lane.begin() + layout.frame.table_token,
+                            [](unsigned char b) { return b == 0xff; }))
+        << "the lane's table is not empty after a chunk";
     expect_fast_table_empty(views);
-    fast_table_use.add(shared.step);
+    fast_table_use.add(shared);
     shared.step.fast_frames = shared.step.fast_outgrown = 0;  // counted once
+    shared.history.stores = shared.history.fast_stores = 0;
     return outcome;
   }
 

@@ -134,9 +134,11 @@ struct ASRDEC_API WfstDecoderConfig {
    *  goes to the CPU executor. 20 bytes each in a lane, 16 in an open streamed utterance. */
   std::int64_t device_history_tokens = 0;
   /** CUDA only: the most tokens of a frame a lane keeps in its thread block's shared memory (0, or a power of two up
-   *  to 512; at most half of device_frame_tokens is used). A frame after one with at most half as many active tokens
-   *  is expanded there, where every probe and atomic of its table stays on the chip, and again in lane memory when
-   *  it outgrows it. Results do not depend on it; 0 keeps every frame in lane memory. */
+   *  to 512; at most half of device_frame_tokens, and no more than the device's shared memory holds without fewer
+   *  lanes running at once: 152 bytes a token, all 512 on an H100). A frame after one with at most half as many
+   *  active tokens is expanded there, where every probe and atomic of its table and every access to its tokens
+   *  stays on the chip, and again in lane memory when it outgrows it; the active tokens the next frame expands stay
+   *  there too when they fit. Results do not depend on it; 0 keeps every frame in lane memory. */
   std::int64_t device_fast_tokens = 512;
   /** CPU only: threads the rows of a call are spread over, the caller's included; 0 (default) means the
    *  process's shared CPU pool (asrdec/core/cpu_threads.hpp: every core unless sized otherwise), which this caps.

@@ -79,8 +79,8 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
                                const float* boost, WfstLaneViews& v, const WfstLaneHistory& history,
                                const WfstLaneChannel& channel, WfstLaneShared& shared, bool fresh, bool last,
                                std::int32_t length, Frames& frames, WfstRowOutcome& out) {
-  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec, &v.tables);
-  WfstLaneHistoryOps<Exec> ops(g, v.table, v.tokens, v.store, history, v.next, shared.history, exec);
+  WfstLaneStep<Exec> step(g, c, v.frame, shared.step, boost, exec, &v.frames);
+  WfstLaneHistoryOps<Exec> ops(g, v.frame, history, v.next, shared.history, exec);
   std::int32_t status = 0;
   bool overflow = false;
   std::int32_t frames_before = 0;
@@ -102,8 +102,7 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
   std::int32_t stored = 0;  // frames of this chunk stored
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
     const float* logp = frames.frame(exec, t, v.frame_logp);
-    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count, v.next.by_state};
-    const bool frame_overflow = step.advance(active, logp);
+    const bool frame_overflow = step.advance(ops.active(), logp);
     status = shared.step.status;
     if (status != 0) break;
     ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active());
@@ -113,8 +112,9 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     stored = t + 1;
   }
   // The channel as after the last frame stored (a start that did not fit leaves nothing to continue).
+  const std::int64_t* active_index = ops.active().index;
   exec.for_each(shared.history.active_count,
-                [&](std::int64_t a) { channel.active[a] = static_cast<std::int32_t>(v.next.index[a]); });
+                [&](std::int64_t a) { channel.active[a] = static_cast<std::int32_t>(active_index[a]); });
   exec.single([&] {
     *channel.scalars = WfstChannelScalars{
         shared.history.used, shared.history.last_frame_begin, shared.history.active_count, frames_before + stored,

@@ -43,8 +43,8 @@ template <class Exec, class Frames>
 ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLaneConfig& c, const float* final_weight,
                                 const float* boost, WfstLaneViews& v, WfstLaneShared& shared, std::int32_t length,
                                 Frames& frames, WfstRowOutcome& out) {
-  WfstLaneStep<Exec> step(g, c, v.table, v.tokens, shared.step, boost, exec, &v.tables);
-  WfstLaneHistoryOps<Exec> history(g, v.table, v.tokens, v.store, v.history, v.next, shared.history, exec);
+  WfstLaneStep<Exec> step(g, c, v.frame, shared.step, boost, exec, &v.frames);
+  WfstLaneHistoryOps<Exec> history(g, v.frame, v.history, v.next, shared.history, exec);
   history.begin();
   exec.single([&] { out = WfstRowOutcome{0, 0, 0, 0, 0.0f, 0, length, 0}; });
   exec.barrier();
@@ -59,8 +59,7 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   }
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
     const float* logp = frames.frame(exec, t, v.frame_logp);
-    const WfstLaneActive active{v.next.state, v.next.cost, v.next.index, shared.history.active_count, v.next.by_state};
-    overflow = step.advance(active, logp) || overflow;
+    overflow = step.advance(history.active(), logp) || overflow;
     status = shared.step.status;
     if (status != 0) break;
     history.store(step.count(), t + 1, t + 1 == length || step.all_active());

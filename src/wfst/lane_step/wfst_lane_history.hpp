@@ -54,6 +54,19 @@ struct WfstLaneNext {
   WfstLaneTable by_state;
 };
 
+/** The two places the next frame's active tokens may lie: `fast` (in the executor's fast memory, beside the fast
+ *  frame: by_state capacity 0 when none) holds them when they fit, `full` (in the lane's memory) otherwise. Where they
+ *  lie follows from their count alone, which every thread reads alike. */
+struct WfstLaneNexts {
+  WfstLaneNext full;
+  WfstLaneNext fast;
+
+  /** The arrays that hold `count` active tokens. */
+  ASRDEC_HD const WfstLaneNext& of(std::int32_t count) const {
+    return count > 0 && count <= fast.by_state.capacity ? fast : full;
+  }
+};
+
 /** The lane's scalars beside WfstLaneScalars. */
 struct WfstHistoryScalars {
   std::int32_t used;              ///< arena entries in use
@@ -63,21 +76,26 @@ struct WfstHistoryScalars {
   std::int32_t path_length;
   std::int32_t collections;  ///< of the utterance so far
   std::int32_t found;        ///< best_stored: the best token's arena index
-  std::uint64_t best;        ///< (ordered total, state) of the best token
-};
-
-/** Per-token scratch of wfst_lane_store. */
-struct WfstStoreArrays {
-  std::int32_t* kept;  ///< [capacity] 1: stored (written when not every token is)
+  /** Frames stored, and of those the ones whose active tokens went to the fast next (WfstLaneNexts), counted from
+   *  the lane's start (read by no phase). */
+  std::int32_t stores;
+  std::int32_t fast_stores;
+  std::uint64_t best;  ///< (ordered total, state) of the best token
 };
 
 template <class Exec>
 class WfstLaneHistoryOps {
  public:
-  ASRDEC_HD WfstLaneHistoryOps(const WfstLaneGraph& graph, const WfstLaneTable& table, const WfstLaneTokens& tokens,
-                               const WfstStoreArrays& store, const WfstLaneHistory& history, const WfstLaneNext& next,
-                               WfstHistoryScalars& scalars, Exec& exec)
-      : g_(graph), t_(table), k_(tokens), st_(store), h_(history), next_(next), s_(scalars), exec_(exec) {}
+  /** `frame`: the frame's arrays (WfstLaneStep's, which may change between frames). */
+  ASRDEC_HD WfstLaneHistoryOps(const WfstLaneGraph& graph, const WfstLaneFrame& frame, const WfstLaneHistory& history,
+                               const WfstLaneNexts& next, WfstHistoryScalars& scalars, Exec& exec)
+      : g_(graph), t_(frame.table), k_(frame.tokens), h_(history), next_(next), s_(scalars), exec_(exec) {}
+
+  /** The active tokens the next frame expands. */
+  ASRDEC_HD WfstLaneActive active() const {
+    const WfstLaneNext& next = next_.of(s_.active_count);
+    return WfstLaneActive{next.state, next.cost, next.index, s_.active_count, next.by_state};
+  }
 
   /** An empty arena and no active token (a new utterance). */
   ASRDEC_HD void begin() {
@@ -102,21 +120,22 @@ class WfstLaneHistoryOps {
     const std::int32_t before = s_.active_count;
     std::int32_t base = s_.used;
     // The last frame's `next` leaves by_state; the numbering's barrier orders this before the new tokens' puts.
-    exec_.for_each(before, [&](std::int64_t i) { next_.by_state.state[next_.by_state.slot_of[i]] = -1; });
+    const WfstLaneTable& old_by_state = next_.of(before).by_state;
+    exec_.for_each(before, [&](std::int64_t i) { old_by_state.state[old_by_state.slot_of[i]] = -1; });
     if (!all) {  // the active tokens and their ε-ancestors
-      exec_.for_each(n, [&](std::int64_t i) { st_.kept[i] = k_.active[i] != 0 ? 1 : 0; });
+      exec_.for_each(n, [&](std::int64_t i) { k_.kept[i] = k_.active[i] != 0 ? 1 : 0; });
       exec_.barrier();
       exec_.for_each(n, [&](std::int64_t i) {
         if (k_.active[i] == 0) return;
         for (std::int64_t j = i; k_.local[j] != 0;) {
           const std::int64_t p = k_.prev[j];
-          if (exec_.atomic_exch(&st_.kept[p], 1) != 0) break;
+          if (exec_.atomic_exch(&k_.kept[p], 1) != 0) break;
           j = p;
         }
       });
       exec_.barrier();
     }
-    const auto kept = [&](std::int64_t i) { return all || st_.kept[i] != 0; };
+    const auto kept = [&](std::int64_t i) { return all || k_.kept[i] != 0; };
     // One scan numbers both: stored tokens in the low half, active ones in the high half.
     const std::int64_t total = exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
       return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
@@ -129,6 +148,7 @@ class WfstLaneHistoryOps {
       exec_.barrier();
       return;
     }
+    const WfstLaneNext& next = next_.of(actives);
     exec_.for_each(n, [&](std::int64_t i) {
       const std::int32_t slot = t_.slot_of[i];
       const std::int32_t state = t_.state[slot];
@@ -140,12 +160,14 @@ class WfstLaneHistoryOps {
       h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame, k_.cost[i]};
       if (k_.active[i] == 0) return;
       const auto a = static_cast<std::int32_t>(k_.scan[i] >> 32);
-      next_.state[a] = state;
-      next_.cost[a] = k_.cost[i];
-      next_.index[a] = e;
-      wfst_table_put(next_.by_state, exec_, state, a);
+      next.state[a] = state;
+      next.cost[a] = k_.cost[i];
+      next.index[a] = e;
+      wfst_table_put(next.by_state, exec_, state, a);
     });
     exec_.single([&] {  // no thread reads these in the phase above (`before` and `base` were read earlier)
+      s_.stores += 1;
+      if (&next == &next_.fast) s_.fast_stores += 1;
       s_.used = base + stored;
       s_.last_frame_begin = base;
       s_.active_count = actives;
@@ -156,7 +178,8 @@ class WfstLaneHistoryOps {
 
   /** Empties `next` (the lane is then ready for another utterance). */
   ASRDEC_HD void clear_next() {
-    exec_.for_each(s_.active_count, [&](std::int64_t i) { next_.by_state.state[next_.by_state.slot_of[i]] = -1; });
+    const WfstLaneTable& by_state = next_.of(s_.active_count).by_state;
+    exec_.for_each(s_.active_count, [&](std::int64_t i) { by_state.state[by_state.slot_of[i]] = -1; });
     exec_.barrier();
     exec_.single([&] { s_.active_count = 0; });
     exec_.barrier();
@@ -167,14 +190,15 @@ class WfstLaneHistoryOps {
    *  the tokens the next frame expands. */
   ASRDEC_HD void resume(std::int32_t used, std::int32_t last_frame_begin, std::int32_t collections,
                         const std::int32_t* active, std::int32_t count) {
+    const WfstLaneNext& next = next_.of(count);
     exec_.for_each(count, [&](std::int64_t a) {
       const std::int32_t e = active[a];
       const WfstArenaEntry entry = h_.entries[e];
       const std::int32_t state = wfst_entry_state(g_, entry);
-      next_.state[a] = state;
-      next_.cost[a] = entry.cost;
-      next_.index[a] = e;
-      wfst_table_put(next_.by_state, exec_, state, static_cast<std::int32_t>(a));
+      next.state[a] = state;
+      next.cost[a] = entry.cost;
+      next.index[a] = e;
+      wfst_table_put(next.by_state, exec_, state, static_cast<std::int32_t>(a));
     });
     exec_.single([&] {
       s_.used = used;
@@ -212,8 +236,9 @@ class WfstLaneHistoryOps {
     reached_final = s_.best != kWfstNoWay;
     exec_.barrier();  // every thread has read it before the second rule may lower it
     if (!reached_final && !final && s_.active_count > 0) {
+      const WfstLaneNext& next = next_.of(s_.active_count);
       exec_.for_each(s_.active_count,
-                     [&](std::int64_t a) { exec_.atomic_min(&s_.best, key(next_.cost[a], next_.state[a])); });
+                     [&](std::int64_t a) { exec_.atomic_min(&s_.best, key(next.cost[a], next.state[a])); });
       exec_.barrier();
     } else if (!reached_final) {
       exec_.for_each(count, [&](std::int64_t i) {
@@ -297,9 +322,10 @@ class WfstLaneHistoryOps {
       exec_.barrier();
     }
     exec_.for_each(n, [&](std::int64_t i) {
-      if ((all || st_.kept[i] != 0) && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
+      if ((all || k_.kept[i] != 0) && k_.local[i] == 0 && k_.prev[i] >= 0) k_.prev[i] = h_.scratch[k_.prev[i]];
     });
-    exec_.for_each(s_.active_count, [&](std::int64_t a) { next_.index[a] = h_.scratch[next_.index[a]]; });
+    const WfstLaneNext& next = next_.of(s_.active_count);
+    exec_.for_each(s_.active_count, [&](std::int64_t a) { next.index[a] = h_.scratch[next.index[a]]; });
     // What was dropped reads as nothing (an index not renamed would end a path, not follow a stale one).
     exec_.for_each(used - live, [&](std::int64_t i) { h_.entries[live + i] = kWfstNoEntry; });
     exec_.barrier();
@@ -315,9 +341,8 @@ class WfstLaneHistoryOps {
   const WfstLaneGraph& g_;
   const WfstLaneTable& t_;
   const WfstLaneTokens& k_;
-  const WfstStoreArrays& st_;
   const WfstLaneHistory& h_;
-  const WfstLaneNext& next_;
+  const WfstLaneNexts& next_;
   WfstHistoryScalars& s_;
   Exec& exec_;
 };

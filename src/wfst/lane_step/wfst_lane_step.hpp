@@ -122,6 +122,24 @@ struct WfstLaneTokens {
   std::int32_t* way_arc = nullptr;
   float* way_cost = nullptr;
   std::int32_t way_capacity = 0;
+  std::int32_t* kept = nullptr;  ///< the history's store: 1 when the token is stored (written when not every one is)
+};
+
+/** A frame's tokens: its table by state and its arrays by token number. */
+struct WfstLaneFrame {
+  WfstLaneTable table;
+  WfstLaneTokens tokens;
+};
+
+/** The two frames a lane may use: `full` in the lane's memory, for up to the lane's capacity, and `fast` in the
+ *  executor's fast memory (a CUDA block's shared memory), for few tokens (capacity 0: none). A frame whose previous
+ *  frame kept few active tokens uses `fast`, where every probe, atomic and token access is a shared-memory access
+ *  instead of a trip to L2, and starts again in `full` when it outgrows `fast` (WfstLaneStep::advance): the same
+ *  tokens either way, as offers only depend on the ways. Both tables are empty between frames, the one not in use
+ *  always. */
+struct WfstLaneFrames {
+  WfstLaneFrame full;
+  WfstLaneFrame fast;
 };
 
 /** One lane's shared scalars (a CUDA block's shared memory, or a host struct). */
@@ -144,8 +162,8 @@ struct WfstLaneScalars {
   std::int64_t total;  ///< work items of a phase
   /** The most ε-arcs of a token of closure round r (up to thread_per_token_degree), in max_degree[r & 1]. */
   std::uint32_t max_degree[2];
-  std::int32_t fast_frames;    ///< expansions in the fast table (WfstLaneTableChoice), counted from the lane's start
-  std::int32_t fast_outgrown;  ///< of those, the ones done again in the full table
+  std::int32_t fast_frames;           ///< expansions in the fast frame (WfstLaneFrames), counted from the lane's start
+  std::int32_t fast_outgrown;         ///< of those, the ones done again in the full table
   std::int64_t ways[kWfstWaysCache];  ///< a phase's prefix sums of out-degrees, when they fit (fast memory)
   std::int64_t counts[kWfstHistogramBins];
   std::int64_t select_counts[256];
@@ -155,12 +173,20 @@ struct WfstLaneScalars {
 template <class Exec>
 class WfstLaneStep {
  public:
-  /** `table`: the frame's table, which the step may point at either of `tables` (null: it stays as it is); the full
-   *  one when the step begins. */
-  ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, WfstLaneTable& table,
-                         const WfstLaneTokens& tokens, WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec,
-                         const WfstLaneTableChoice* tables = nullptr)
-      : g_(g), c_(c), t_(table), tables_(tables), k_(tokens), s_(scalars), boost_(boost_by_word), exec_(exec) {}
+  /** `frame`: the frame's arrays, which the step may point at either of `frames` (null: they stay as they are); the
+   *  full ones when the step begins. */
+  ASRDEC_HD WfstLaneStep(const WfstLaneGraph& g, const WfstLaneConfig& c, WfstLaneFrame& frame,
+                         WfstLaneScalars& scalars, const float* boost_by_word, Exec& exec,
+                         const WfstLaneFrames* frames = nullptr)
+      : g_(g),
+        c_(c),
+        f_(frame),
+        t_(frame.table),
+        k_(frame.tokens),
+        frames_(frames),
+        s_(scalars),
+        boost_(boost_by_word),
+        exec_(exec) {}
 
   /** The start of an utterance: the start state and its ε-closure, committed (as WfstSearcher::start); status
    *  kWfstLaneFull when the closure does not fit the lane. */
@@ -195,7 +221,8 @@ class WfstLaneStep {
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
     float beam = c_.beam;
     bool fits = false;
-    bool fast = tables_ != nullptr && tables_->fast.capacity > 0 && active.count <= tables_->fast.capacity / 2;
+    bool fast =
+        frames_ != nullptr && frames_->fast.table.capacity > 0 && active.count <= frames_->fast.table.capacity / 2;
     for (int i = 0;; ++i) {  // one call site: the step stays in registers (a second one spilled it to the stack)
       fits = expand_in_a_table(active, logp, beam, fast);  // a frame that outgrew the fast table stays out of it
       if (fits || i == kWfstBeamTightenings || !retry()) break;
@@ -224,26 +251,28 @@ class WfstLaneStep {
     if (!wfst_table_clear(t_, exec_)) exec_.barrier();
   }
 
-  // Points the frame's table at the fast or the full one; both empty (every thread decides alike, from its own
-  // using_fast_). The barrier first: a thread may still be reading the table's view in a clear that had nothing to
-  // do.
+  // Points the frame's arrays at the fast or the full ones; both tables empty (every thread decides alike, from its
+  // own using_fast_). The barrier first: a thread may still be reading the table's view in a clear that had nothing
+  // to do.
   ASRDEC_HD void use_table(bool fast) {
-    if (tables_ == nullptr || fast == using_fast_) return;
+    if (frames_ == nullptr || fast == using_fast_) return;
     exec_.barrier();
-    exec_.single([&] { t_ = fast ? tables_->fast : tables_->full; });
+    exec_.single([&] { f_ = fast ? frames_->fast : frames_->full; });
     exec_.barrier();
     using_fast_ = fast;
   }
 
-  // expand() in the fast table (`fast`: the frame before kept at most half as many active tokens as it holds), and
-  // again in the full table when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
-  // `fast` becomes false when the frame outgrows the fast table.
+  // expand() in the fast frame (`fast`: the frame before kept at most half as many active tokens as it holds), and
+  // again in the full frame when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
+  // `fast` becomes false when the frame outgrows the fast frame.
   ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam, bool& fast) {
     for (;;) {
       wfst_table_clear(t_, exec_);  // after a full fast table every slot, as its count passed its capacity
       use_table(fast);
-      // Counted when the frame's table is the fast one indeed (read by no phase).
-      if (fast && t_.state == tables_->fast.state) exec_.single([&] { s_.fast_frames += 1; });
+      // Counted when the frame's table and tokens are the fast ones indeed (read by no phase).
+      if (fast && t_.state == frames_->fast.table.state && k_.cost == frames_->fast.tokens.cost) {
+        exec_.single([&] { s_.fast_frames += 1; });
+      }
       const bool fits = expand(active, logp, beam);
       if (fits || !fast || s_.status != kWfstLaneFull) return fits;
       exec_.single([&] { s_.fast_outgrown += 1; });
@@ -636,9 +665,10 @@ class WfstLaneStep {
 
   const WfstLaneGraph& g_;
   const WfstLaneConfig& c_;
-  WfstLaneTable& t_;  // the frame's table, read by every phase, written by use_table alone
-  const WfstLaneTableChoice* tables_;
+  WfstLaneFrame& f_;  // the frame's arrays, read by every phase, written by use_table alone
+  const WfstLaneTable& t_;
   const WfstLaneTokens& k_;
+  const WfstLaneFrames* frames_;
   WfstLaneScalars& s_;
   const float* boost_;
   Exec& exec_;

@@ -24,36 +24,9 @@ struct WfstLaneTable {
   std::int32_t capacity;
 };
 
-/** The two tables a lane's frame may use: `full` in the lane's memory, for up to the lane's capacity, and `fast` in the
- *  executor's fast memory (a CUDA block's shared memory), for few tokens (capacity 0: none). A frame whose previous
- *  frame kept few active tokens uses `fast`, where every probe and atomic is a shared-memory access instead of a trip
- *  to L2, and starts again in `full` when it outgrows `fast` (WfstLaneStep::advance): the same tokens either way.
- *  Both are empty between frames, the one not in use always. */
-struct WfstLaneTableChoice {
-  WfstLaneTable full;
-  WfstLaneTable fast;
-};
-
-/** The most tokens of a fast table (its storage, wfst_fast_table_bytes, is static in a CUDA block). */
+/** The most tokens of a lane's fast frame (wfst_lane_layout.hpp), whose table is then one of few tokens in the
+ *  executor's fast memory. */
 constexpr std::int32_t kWfstFastTokens = 512;
-
-/** Bytes of a fast table of `capacity` tokens: 2 · capacity slots of state, token, key and round, and slot_of. */
-ASRDEC_HD_INLINE constexpr std::int64_t wfst_fast_table_bytes(std::int32_t capacity) {
-  return static_cast<std::int64_t>(capacity) * (2 * (4 + 4 + 8 + 4) + 4);
-}
-
-/** The fast table of `capacity` tokens in `storage` (wfst_fast_table_bytes; every byte 0xff: empty, 8-byte
- *  aligned), counting in `count`; none (capacity 0) without storage. */
-ASRDEC_HD_INLINE WfstLaneTable wfst_fast_table(unsigned char* storage, std::int32_t capacity, std::int32_t* count) {
-  if (storage == nullptr || capacity == 0)
-    return WfstLaneTable{nullptr, nullptr, nullptr, nullptr, nullptr, count, 0, 0};
-  const std::int64_t slots = 2 * static_cast<std::int64_t>(capacity);
-  auto* key = reinterpret_cast<std::uint64_t*>(storage);  // first: the 8-byte values stay aligned
-  auto* state = reinterpret_cast<std::int32_t*>(storage + slots * 8);
-  return WfstLaneTable{
-      state,   state + slots, key, state + 2 * slots, state + 3 * slots, count, static_cast<std::int32_t>(slots),
-      capacity};
-}
 
 /** The first slot to probe for `state` (Fibonacci hashing: graph states come in runs). */
 ASRDEC_HD_INLINE std::int32_t wfst_table_home(const WfstLaneTable& t, std::int32_t state) {
