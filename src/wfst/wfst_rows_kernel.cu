@@ -46,7 +46,7 @@ struct LaneBlock {
   long long offset;
 };
 
-// The launch's dynamic shared memory (wfst_lane_shared_bytes): the lane's fast frame (layout.fast.bytes), then the
+// The launch's dynamic shared memory (lane_dynamic_bytes): the lane's fast frame (layout.fast.bytes), then the
 // frame's values when they fit (WfstRowsArgs::shared_frame).
 extern __shared__ __align__(16) unsigned char lane_dynamic[];
 
@@ -177,7 +177,8 @@ struct LaneSharedBytes {
   std::size_t budget = 0;
 };
 
-// The current device's, read once a device (every lane kernel may then take the budget on it).
+// The current device's, read once a device (every lane kernel may then take the budget on it; the library never
+// resets a device, which would undo that).
 LaneSharedBytes lane_shared_bytes() {
   static std::mutex mutex;
   static std::map<int, LaneSharedBytes> by_device;
@@ -188,14 +189,16 @@ LaneSharedBytes lane_shared_bytes() {
   if (known != by_device.end()) return known->second;
   const LaneSharedBytes bytes = [] {
     LaneSharedBytes b;
-    int blocks = 1 << 30;  // by registers and threads: the kernels' static shared memory never binds first
+    // By registers and threads (the kernels' static shared memory never binds first); the budget keeps the kernel
+    // that runs the most blocks at that many.
+    int blocks = 1;
     for (const void* kernel : lane_kernels()) {
       cudaFuncAttributes attributes{};
       ASRDEC_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
       b.static_bytes = std::max(b.static_bytes, attributes.sharedSizeBytes);
       int resident = 0;
       ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWfstLaneThreads, 0));
-      blocks = std::min(blocks, std::max(resident, 1));
+      blocks = std::max(blocks, resident);
     }
     int device = 0, per_sm = 0, per_block = 0, reserved = 0;
     ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
@@ -216,14 +219,11 @@ LaneSharedBytes lane_shared_bytes() {
   return bytes;
 }
 
-// Whether a lane of layout `l` converts its frames into shared memory (beside its fast frame).
-bool frame_in_shared(const WfstLaneLayout& l) {
-  return wfst_frame_in_shared(lane_shared_bytes().budget, l.fast.bytes, l.columns);
-}
-
-// Dynamic shared bytes of a lane block of layout `l`: its fast frame, and its frame's values when they fit.
-std::size_t lane_dynamic_bytes(const WfstLaneLayout& l) {
-  return static_cast<std::size_t>(l.fast.bytes) + (frame_in_shared(l) ? static_cast<std::size_t>(l.columns) * 4 : 0);
+// Dynamic shared bytes of a lane block of layout `l` under `budget`: its fast frame, and its frame's values when they
+// fit beside it (wfst_frame_in_shared).
+std::size_t lane_dynamic_bytes(const WfstLaneLayout& l, std::size_t budget) {
+  const bool frame = wfst_frame_in_shared(budget, l.fast.bytes, l.columns);
+  return static_cast<std::size_t>(l.fast.bytes) + (frame ? static_cast<std::size_t>(l.columns) * 4 : 0);
 }
 
 WfstRowsArgs& rows_of(WfstRowsArgs& a) { return a; }
@@ -236,11 +236,11 @@ void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*b
   void (*kernel)(Args) = dtype == DType::f16 ? f16 : dtype == DType::bf16 ? bf16 : f32;
   Args launched = args;
   const WfstLaneLayout& layout = rows_of(launched).layout;
-  ASRDEC_EXPECTS(static_cast<std::size_t>(layout.fast.bytes) <= wfst_lane_fast_budget(), Error,
-                 "a WFST lane's fast frame of ", layout.fast.bytes, " bytes is above the device's ",
-                 wfst_lane_fast_budget(), " (sized by wfst_lane_fast_budget)");
-  rows_of(launched).shared_frame = frame_in_shared(layout) ? 1 : 0;
-  kernel<<<lanes, kWfstLaneThreads, lane_dynamic_bytes(layout), stream>>>(launched);
+  const std::size_t budget = lane_shared_bytes().budget;
+  ASRDEC_EXPECTS(static_cast<std::size_t>(layout.fast.bytes) <= budget, Error, "a WFST lane's fast frame of ",
+                 layout.fast.bytes, " bytes is above the device's ", budget, " (sized by wfst_lane_fast_budget)");
+  rows_of(launched).shared_frame = wfst_frame_in_shared(budget, layout.fast.bytes, layout.columns) ? 1 : 0;
+  kernel<<<lanes, kWfstLaneThreads, lane_dynamic_bytes(layout, budget), stream>>>(launched);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, name);
 }
 
@@ -275,7 +275,7 @@ std::int32_t wfst_lanes_resident(const WfstLaneLayout& layout) {
   int device = 0, sms = 0;
   ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t dynamic_bytes = lane_dynamic_bytes(layout);
+  const std::size_t dynamic_bytes = lane_dynamic_bytes(layout, lane_shared_bytes().budget);
   int fewest = 1 << 30;
   for (const void* kernel : lane_kernels()) {
     int blocks = 0;

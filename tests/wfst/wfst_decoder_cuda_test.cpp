@@ -50,7 +50,7 @@ void expect_same_with_overflow(const WfstResult& cuda, const WfstResult& cpu, co
 }
 
 // Lanes small enough that some rows and chunks go to the CPU: 4 tokens a frame (`tiny_frames`) or 16, 16 back-pointers
-// (`short_history`) or 64, and a max_device_bytes that admits `lanes` of them. Tiny frames have a fast table of 2
+// (`short_history`) or 64, and a max_device_bytes that admits `lanes` of them. Tiny frames have a fast frame of 2
 // tokens (frames outgrow it often), the others none.
 void use_small_lanes(WfstDecoderConfig& config, const WfstGraph& graph, Device cuda, bool tiny_frames,
                      bool short_history, std::int64_t lanes) {

@@ -726,6 +726,9 @@ TEST(WfstLaneLayout, FastFrameIsAFrameOfFewTokens) {
   EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 512).fast_capacity, 32);  // half the capacity
   EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 8).fast_capacity, 8);
   EXPECT_EQ(detail::wfst_lane_layout(64, 64, 3, 32, 0).fast.bytes, 0);
+  EXPECT_EQ(detail::wfst_lane_layout(4, 64, 3, 32, 512).fast_capacity, 2);
+  EXPECT_EQ(detail::wfst_lane_layout(2, 64, 3, 32, 512).fast_capacity, 0);  // never a fast frame of 1 token
+  EXPECT_EQ(detail::wfst_lane_layout(2, 64, 3, 32, 512).fast.bytes, 0);
   EXPECT_EQ(detail::wfst_lane_layout(1 << 20, 64, 3, 32, 1 << 20).fast_capacity, detail::kWfstFastTokens);
   std::printf("fast frame of %d tokens: %lld bytes\n", l.fast.capacity, static_cast<long long>(l.fast.bytes));
 }
@@ -1065,7 +1068,9 @@ TEST(WfstLaneChunk, NbestOfTheImportedChannelEqualsTheSearcher) {
     }
   }
   EXPECT_GT(given_up, 0) << "no lane gave up on an utterance";
-  EXPECT_GT(several, lists / 5) << "too few lists with several word sequences";
+  // About a quarter have (18 % at the least over 2,000 seeds), so the bound says the comparison covers lists of
+  // several entries, without failing on an unlucky seed.
+  EXPECT_GT(several, lists / 8) << "too few lists with several word sequences";
   std::printf("%lld lists, %lld with several word sequences, %lld continued on the CPU\n",
               static_cast<long long>(lists), static_cast<long long>(several), static_cast<long long>(given_up));
 }

@@ -111,7 +111,8 @@ class WfstLaneHistoryOps {
 
   /** Stores the frame's `n` tokens (WfstLaneStep's numbering) as consumed `frame` frames: the kept ones into the
    *  arena, the active ones into `next`; `all`: every token. Sets kWfstLaneHistoryFull when they do not fit (the
-   *  lane then stays at the last frame stored: `next`, the arena and the frame's table as they were). Once stored,
+   *  lane then stays at the last frame stored: `next`'s tokens, the arena and the frame's table as they were; `next`'s
+   *  state table is empty, which nothing reads after). Once stored,
    *  the tokens leave the frame's table, which is then empty (the next frame's step has nothing to clear).
    *  Two barriers a frame when `all` (every token kept: the frames that matter for speed), four otherwise. */
   ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all) {

@@ -106,6 +106,7 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   l.width = width;
   const std::int32_t fast = fast_tokens < kWfstFastTokens ? fast_tokens : kWfstFastTokens;
   l.fast_capacity = l.capacity / 2 < fast ? l.capacity / 2 : fast;
+  if (l.fast_capacity < 2) l.fast_capacity = 0;  // a frame would take it only after a frame of no active token
   l.frame = wfst_frame_layout(l.capacity);
   l.fast = wfst_frame_layout(l.fast_capacity);
   const std::int64_t h = history;
@@ -123,7 +124,8 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
 }
 
 /** The most fast tokens (a power of two, at most `asked`) whose fast frame fits `budget` bytes; 0 when fewer than 2
- *  would (a fast frame of 1 token is never used: a frame takes it when the last kept at most half as many). */
+ *  would (a lane has no fast frame of 1 token, wfst_lane_layout). The fast frame comes first: the frame's values
+ *  (wfst_frame_in_shared) take what it leaves. */
 inline std::int32_t wfst_fast_tokens_within(std::size_t budget, std::int32_t asked) {
   std::int32_t tokens = 1;
   while (tokens * 2 <= asked) tokens *= 2;
