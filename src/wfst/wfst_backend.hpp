@@ -43,9 +43,11 @@ class WfstBackend {
                                                 StreamHandle stream) = 0;
   /** Whole utterances: frames [0, lengths[b]) of every row b from the start, and the result of its best path by the
    *  final rule (as WfstSearcher::start, advance and result(final = true)); `boost_rows[b]`: row b's boosts by word
-   *  (WfstSearcher::boost_row; empty: none). Values must have been checked. */
+   *  (WfstSearcher::boost_row; empty: none). With `check_values`, throws check_values' InvalidArgument for a bad
+   *  value instead of returning results (checked alongside decoding, with one synchronisation for both: nothing the
+   *  call changes outlives it); without, values must have been checked. */
   virtual std::vector<WfstResult> decode(const CtcInput& problem, const std::vector<std::vector<float>>& boost_rows,
-                                         StreamHandle stream) = 0;
+                                         bool check_values, StreamHandle stream) = 0;
   virtual GraphMode graph_mode() const noexcept = 0;
   /** Device bytes the executor holds now (WfstDecoder::device_bytes). */
   virtual std::int64_t device_bytes() const = 0;

@@ -95,28 +95,15 @@ class WfstCuda final : public WfstBackend {
   std::int64_t host_fallbacks() const override { return host_rows_; }
 
   void check_values(const CtcInput& p, StreamHandle user_stream) override {
-    if (p.batch == 0 || p.logprobs.numel() == 0) return;
+    if (!values_to_check(p)) return;
     DeviceGuard guard(device_);
-    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
-      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
-                       " are not supported on CUDA, got ", p.logprobs.shape_string());
-    }
     check_device_readable(p.logprobs.data(), device_, "logprobs");
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
     upload_lengths(p, stream);
-    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
-    launch_wfst_check_values(p.logprobs.dtype(), input_of(p), lengths_.data(), static_cast<std::int32_t>(p.batch),
-                             static_cast<std::int32_t>(p.frames), static_cast<std::int32_t>(p.columns),
-                             bad_value_.data(), stream);
-    unsigned long long bad = kNoBadValue;
-    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(&bad, bad_value_.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+    enqueue_value_check(p, stream);
     ASRDEC_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (bad != kNoBadValue) {
-      const BadValue at = unpack_bad_value(bad);
-      throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
-                                   "; log-probabilities must be finite or -inf"));
-    }
+    throw_on_bad_value();
   }
 
   void decode_into(const CtcInput& p, const std::vector<WfstChannel*>& channels, StreamHandle user_stream) override {
@@ -232,11 +219,15 @@ class WfstCuda final : public WfstBackend {
   }
 
   std::vector<WfstResult> decode(const CtcInput& p, const std::vector<std::vector<float>>& boost_rows,
-                                 StreamHandle user_stream) override {
+                                 bool check_values, StreamHandle user_stream) override {
     std::vector<WfstResult> results(static_cast<std::size_t>(p.batch));
     if (p.batch == 0) return results;
     DeviceGuard guard(device_);
     if (p.logprobs.numel() > 0) check_device_readable(p.logprobs.data(), device_, "logprobs");
+    // The values are checked before the lanes in the same stream, and the verdict comes back with the results:
+    // lanes that read a bad value stop like any other (a NaN way is never offered, a -inf cost prunes everything
+    // after it) and leave themselves empty, and their results are dropped.
+    const bool check = check_values && values_to_check(p);
     const ExecutorLifecycle::Call call(lifecycle_, user_stream);
     const cudaStream_t stream = call.stream();
     const auto batch = static_cast<std::size_t>(p.batch);
@@ -247,6 +238,7 @@ class WfstCuda final : public WfstBackend {
       upload_boosts(
           batch, [&](std::size_t b) { return b < boost_rows.size() ? &boost_rows[b] : nullptr; }, stream);
       upload_lengths(p, stream);
+      if (check) enqueue_value_check(p, stream);
       fill_bytes_async(queue_.data(), device_, 0, queue_.bytes(), stream);
       const WfstRowsArgs a = rows_args(p, path_capacity);
       launch_wfst_rows(p.logprobs.dtype(), a, static_cast<std::int32_t>(std::min(row_lane_count_, p.batch)), stream);
@@ -261,6 +253,7 @@ class WfstCuda final : public WfstBackend {
       rows_clean_ = false;  // a lane may have stopped mid-row: wiped before the next call
       throw;
     }
+    if (check) throw_on_bad_value();
     const std::int32_t blank_label = p.blank + 1;
     for (std::size_t b = 0; b < batch; ++b) {
       const WfstRowOutcome& o = host_outcomes_[b];
@@ -281,6 +274,36 @@ class WfstCuda final : public WfstBackend {
   }
 
  private:
+  // Whether a call has values to check, after the checks of its shape that the device's check needs.
+  static bool values_to_check(const CtcInput& p) {
+    if (p.batch == 0 || p.logprobs.numel() == 0) return false;
+    for (std::int64_t extent : {p.batch, p.frames, p.columns}) {
+      ASRDEC_CHECK_ARG(extent < kBadValueFieldLimit, "logprobs: dimensions above ", kBadValueFieldLimit - 1,
+                       " are not supported on CUDA, got ", p.logprobs.shape_string());
+    }
+    return true;
+  }
+
+  // Finds the first NaN or +inf of frames [0, lengths[b]) of every row (the lengths uploaded), into host_bad_ once
+  // the stream reaches it.
+  void enqueue_value_check(const CtcInput& p, cudaStream_t stream) {
+    fill_bytes_async(bad_value_.data(), device_, 0xff, sizeof(unsigned long long), stream);
+    launch_wfst_check_values(p.logprobs.dtype(), input_of(p), lengths_.data(), static_cast<std::int32_t>(p.batch),
+                             static_cast<std::int32_t>(p.frames), static_cast<std::int32_t>(p.columns),
+                             bad_value_.data(), stream);
+    ASRDEC_CUDA_CHECK(cudaMemcpyAsync(host_bad_.data(), bad_value_.data(), sizeof(unsigned long long),
+                                      cudaMemcpyDeviceToHost, stream));
+  }
+
+  // After the stream reached enqueue_value_check's copy: the CPU executor's InvalidArgument for the value found.
+  void throw_on_bad_value() const {
+    const unsigned long long bad = host_bad_[0];
+    if (bad == kNoBadValue) return;
+    const BadValue at = unpack_bad_value(bad);
+    throw InvalidArgument(concat("logprobs[", at.b, ", ", at.t, ", ", at.v, "] is ", at.is_nan ? "NaN" : "+inf",
+                                 "; log-probabilities must be finite or -inf"));
+  }
+
   static WfstInputArgs input_of(const CtcInput& p) {
     return WfstInputArgs{p.logprobs.data(), p.logprobs.stride(0), p.logprobs.stride(1), p.logprobs.stride(2)};
   }
@@ -567,6 +590,7 @@ class WfstCuda final : public WfstBackend {
   std::int64_t host_rows_ = 0;
   std::int32_t resident_lanes_ = 1;
   PinnedBuffer<unsigned long long> host_queue_{2, Device::cpu()};
+  PinnedBuffer<unsigned long long> host_bad_{1, Device::cpu()};  // enqueue_value_check's verdict
   // decode_chunks(): the streams' channels by slot, and which streams continue on the host; decode_into(): the
   // channels of the rows decoded at once.
   WfstChannelLayout channel_layout_;

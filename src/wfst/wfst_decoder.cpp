@@ -217,11 +217,12 @@ std::vector<std::vector<WfstResult>> WfstDecoder::decode_nbest(const TensorView&
   std::vector<std::vector<WfstResult>> results;
   results.reserve(static_cast<std::size_t>(p.batch));
   const WordBoosts none;
-  if (self.cuda && n == 1) {  // whole utterances on the device, only paths back
-    if (self.config.check_values) self.check_values(p, stream);
+  if (self.cuda && n == 1) {  // whole utterances on the device, only paths back; values checked there too
     std::vector<std::vector<float>> boost_rows(static_cast<std::size_t>(p.batch));
     for (std::size_t b = 0; b < boosts.size(); ++b) boost_rows[b] = self.searcher.boost_row(boosts[b]);
-    for (WfstResult& r : self.cuda->decode(p, boost_rows, stream)) results.push_back({std::move(r)});
+    for (WfstResult& r : self.cuda->decode(p, boost_rows, self.config.check_values, stream)) {
+      results.push_back({std::move(r)});
+    }
     return results;
   }
   if (self.cuda) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "asrdec/asrdec.hpp"
@@ -386,6 +387,25 @@ TEST(WfstDecoderCUDA, RejectsBadInput) {
   const TensorView view(d.data(), DType::f32, {2, 3, random.columns}, cuda);
   WfstDecoder decoder(graph, WfstDecoderConfig{}, cuda);
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(view, batch.lens()), InvalidArgument, "logprobs[1, 1, 1] is NaN");
+  // decode() checks the values alongside decoding, so its lanes read the bad value before the call is rejected; they
+  // are left empty all the same: a +inf is rejected too, and the next call with good values equals the CPU.
+  std::vector<float> bad = batch.values;
+  bad[1] = std::numeric_limits<float>::infinity();
+  const DeviceBuffer<std::byte> with_inf = testing::to_device(bad.data(), bad.size() * 4, cuda);
+  ASRDEC_EXPECT_THROW_MSG(
+      decoder.decode(TensorView(with_inf.data(), DType::f32, {2, 3, random.columns}, cuda), batch.lens()),
+      InvalidArgument, "logprobs[0, 0, 1] is +inf");
+  std::vector<float> good = batch.values;
+  good[static_cast<std::size_t>(1 * 3 * random.columns + 1 * random.columns + 1)] = -1.5f;
+  const DeviceBuffer<std::byte> good_values = testing::to_device(good.data(), good.size() * 4, cuda);
+  const std::vector<WfstResult> after =
+      decoder.decode(TensorView(good_values.data(), DType::f32, {2, 3, random.columns}, cuda), batch.lens());
+  const std::vector<WfstResult> want =
+      WfstDecoder(graph, WfstDecoderConfig{}, Device::cpu())
+          .decode(TensorView(good.data(), DType::f32, {2, 3, random.columns}), batch.lens());
+  ASSERT_EQ(after.size(), want.size());
+  for (std::size_t b = 0; b < want.size(); ++b)
+    expect_same(after[b], want[b], "after a rejected call, row " + std::to_string(b));
   // Host logprobs for a CUDA decoder.
   ASRDEC_EXPECT_THROW_MSG(decoder.decode(batch.logprobs(), batch.lens()), InvalidArgument, "logprobs");
   // A NaN past the utterance's length is never read.
