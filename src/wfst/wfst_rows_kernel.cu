@@ -187,7 +187,7 @@ LaneSharedBytes lane_shared_bytes() {
   const std::lock_guard<std::mutex> lock(mutex);
   const auto known = by_device.find(current);
   if (known != by_device.end()) return known->second;
-  const LaneSharedBytes bytes = [] {
+  const LaneSharedBytes bytes = [current] {
     LaneSharedBytes b;
     // By registers and threads (the kernels' static shared memory never binds first); the budget keeps the kernel
     // that runs the most blocks at that many.
@@ -200,11 +200,10 @@ LaneSharedBytes lane_shared_bytes() {
       ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWfstLaneThreads, 0));
       blocks = std::max(blocks, resident);
     }
-    int device = 0, per_sm = 0, per_block = 0, reserved = 0;
-    ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
-    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+    int per_sm = 0, per_block = 0, reserved = 0;
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, current));
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, current));
+    ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, current));
     const std::size_t share = static_cast<std::size_t>(per_sm) / static_cast<std::size_t>(blocks);
     const std::size_t block = std::min(static_cast<std::size_t>(per_block),
                                        share > static_cast<std::size_t>(reserved) ? share - reserved : 0);
@@ -219,11 +218,10 @@ LaneSharedBytes lane_shared_bytes() {
   return bytes;
 }
 
-// Dynamic shared bytes of a lane block of layout `l` under `budget`: its fast frame, and its frame's values when they
-// fit beside it (wfst_frame_in_shared).
-std::size_t lane_dynamic_bytes(const WfstLaneLayout& l, std::size_t budget) {
-  const bool frame = wfst_frame_in_shared(budget, l.fast.bytes, l.columns);
-  return static_cast<std::size_t>(l.fast.bytes) + (frame ? static_cast<std::size_t>(l.columns) * 4 : 0);
+// Dynamic shared bytes of a lane block of layout `l`: its fast frame, and its frame's values when `frame_in_shared`
+// (wfst_frame_in_shared under the device's budget).
+std::size_t lane_dynamic_bytes(const WfstLaneLayout& l, bool frame_in_shared) {
+  return static_cast<std::size_t>(l.fast.bytes) + (frame_in_shared ? static_cast<std::size_t>(l.columns) * 4 : 0);
 }
 
 WfstRowsArgs& rows_of(WfstRowsArgs& a) { return a; }
@@ -239,8 +237,9 @@ void launch_on_lanes(DType dtype, void (*f32)(Args), void (*f16)(Args), void (*b
   const std::size_t budget = lane_shared_bytes().budget;
   ASRDEC_EXPECTS(static_cast<std::size_t>(layout.fast.bytes) <= budget, Error, "a WFST lane's fast frame of ",
                  layout.fast.bytes, " bytes is above the device's ", budget, " (sized by wfst_lane_fast_budget)");
-  rows_of(launched).shared_frame = wfst_frame_in_shared(budget, layout.fast.bytes, layout.columns) ? 1 : 0;
-  kernel<<<lanes, kWfstLaneThreads, lane_dynamic_bytes(layout, budget), stream>>>(launched);
+  const bool frame_in_shared = wfst_frame_in_shared(budget, layout.fast.bytes, layout.columns);
+  rows_of(launched).shared_frame = frame_in_shared ? 1 : 0;
+  kernel<<<lanes, kWfstLaneThreads, lane_dynamic_bytes(layout, frame_in_shared), stream>>>(launched);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, name);
 }
 
@@ -275,7 +274,8 @@ std::int32_t wfst_lanes_resident(const WfstLaneLayout& layout) {
   int device = 0, sms = 0;
   ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
   ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t dynamic_bytes = lane_dynamic_bytes(layout, lane_shared_bytes().budget);
+  const std::size_t dynamic_bytes =
+      lane_dynamic_bytes(layout, wfst_frame_in_shared(lane_shared_bytes().budget, layout.fast.bytes, layout.columns));
   int fewest = 1 << 30;
   for (const void* kernel : lane_kernels()) {
     int blocks = 0;

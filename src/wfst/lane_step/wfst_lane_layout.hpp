@@ -38,6 +38,10 @@ struct WfstFrameLayout {
   std::int64_t bytes = 0;  ///< a multiple of 16
 };
 
+/** `bytes` rounded up to 16: each array of a layout starts 16-byte aligned, so the 8-byte ones stay aligned wherever
+ *  the memory starts on 16 bytes. */
+ASRDEC_HD_INLINE constexpr std::int64_t wfst_aligned16(std::int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
 /** The frame layout of `capacity` tokens (a power of two, or 0). */
 ASRDEC_HD_INLINE constexpr WfstFrameLayout wfst_frame_layout(std::int32_t capacity) {
   WfstFrameLayout f;
@@ -45,10 +49,9 @@ ASRDEC_HD_INLINE constexpr WfstFrameLayout wfst_frame_layout(std::int32_t capaci
   f.capacity = capacity;
   const std::int64_t c = capacity, slots = 2 * c;
   std::int64_t at = 0;
-  // Each array 16-byte aligned, so the 8-byte ones stay aligned wherever the memory starts on 16 bytes.
   const auto take = [&at](std::int64_t bytes) {
     const std::int64_t offset = at;
-    at += (bytes + 15) / 16 * 16;
+    at += wfst_aligned16(bytes);
     return offset;
   };
   f.table_state = take(slots * 4);
@@ -113,7 +116,7 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   std::int64_t at = l.frame.bytes;
   const auto take = [&](std::int64_t& offset, std::int64_t bytes) {
     offset = at;
-    at += (bytes + 15) / 16 * 16;
+    at += wfst_aligned16(bytes);
   };
   take(l.entries, h * static_cast<std::int64_t>(sizeof(WfstArenaEntry)));
   take(l.scratch, h * 4);
