@@ -21,9 +21,13 @@ ASRDEC_HD_INLINE bool beam_before(float score, std::int32_t id, float other_scor
   return score > other_score || (score == other_score && id < other_id);
 }
 
-/** Inserts (score, id) into the list `scores`/`ids` of `count` entries kept in beam_before order, capped at `k`. */
+/** Inserts (score, id) into the list `scores`/`ids` of `count` entries kept in beam_before order, capped at `k`. A
+ *  NaN score (possible only when the caller turned off the checks of its inputs) is inserted as -inf: beam_before is
+ *  a total order only over numbers, and the lists must stay sorted for a block's merge of several lists
+ *  (block_topk.cuh) to keep the candidates one list over all of them keeps. */
 ASRDEC_HD_INLINE void topk_insert(float* scores, std::int32_t* ids, std::int32_t k, std::int32_t& count, float score,
                                   std::int32_t id) {
+  if (score != score) score = -__builtin_huge_valf();
   if (count == k && !beam_before(score, id, scores[k - 1], ids[k - 1])) return;
   std::int32_t i = count < k ? count++ : k - 1;
   while (i > 0 && beam_before(score, id, scores[i - 1], ids[i - 1])) {

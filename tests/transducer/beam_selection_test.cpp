@@ -324,5 +324,84 @@ TEST(BeamSelection, AesExpansionPhasesInAnyOrderEqualTheDefinition) {
   }
 }
 
+// --- The per-row top K: several threads' lists merged, as block_topk_merge merges them on a GPU ---
+
+// block_topk_merge's rule on the host: k rounds, each taking the first head (beam_before) of the lists.
+std::int32_t merge_heads(const std::vector<std::vector<float>>& scores,
+                         const std::vector<std::vector<std::int32_t>>& ids, std::int32_t k, float* out_scores,
+                         std::int32_t* out_ids) {
+  std::vector<std::size_t> head(scores.size(), 0);
+  std::int32_t kept = 0;
+  for (; kept < k; ++kept) {
+    std::size_t pick = scores.size();
+    for (std::size_t t = 0; t < scores.size(); ++t) {
+      if (head[t] == scores[t].size()) continue;
+      if (pick == scores.size() ||
+          beam_before(scores[t][head[t]], ids[t][head[t]], scores[pick][head[pick]], ids[pick][head[pick]])) {
+        pick = t;
+      }
+    }
+    if (pick == scores.size()) break;
+    out_scores[kept] = scores[pick][head[pick]];
+    out_ids[kept] = ids[pick][head[pick]];
+    ++head[pick];
+  }
+  return kept;
+}
+
+// A NaN candidate score (inputs whose checks the caller turned off) must not break the lists' order: topk_insert
+// takes it as -inf, so each thread's list stays sorted, their merge keeps what one list over every candidate keeps,
+// and both equal the lists of the same candidates with -inf in its place. Mutation: without the NaN rule, the merged
+// and the single lists differ within a few trials.
+TEST(BeamSelection, TopkListsTakeNanAsMinusInfinityAndMergeAsOneList) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::int64_t nans_kept = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const std::int32_t k = std::uniform_int_distribution<std::int32_t>(1, trial % 40 == 0 ? kMaxBeam : 8)(rng);
+    const std::int32_t n = std::uniform_int_distribution<std::int32_t>(0, 60)(rng);
+    const std::int32_t threads = std::uniform_int_distribution<std::int32_t>(1, 9)(rng);
+    std::vector<float> candidate(static_cast<std::size_t>(n));
+    for (float& score : candidate) score = std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? nan : draw_score(rng);
+
+    float one[kMaxBeam], as_dead[kMaxBeam];
+    std::int32_t one_ids[kMaxBeam], as_dead_ids[kMaxBeam];
+    std::int32_t one_count = 0, as_dead_count = 0;
+    std::vector<std::vector<float>> mine(static_cast<std::size_t>(threads));
+    std::vector<std::vector<std::int32_t>> mine_ids(static_cast<std::size_t>(threads));
+    for (std::int32_t t = 0; t < threads; ++t) {  // thread t's share: candidates t, t + threads, ...
+      float scores[kMaxBeam];
+      std::int32_t ids[kMaxBeam];
+      std::int32_t count = 0;
+      for (std::int32_t i = t; i < n; i += threads) topk_insert(scores, ids, k, count, candidate[i], i);
+      for (std::int32_t j = 1; j < count; ++j) {
+        ASSERT_TRUE(beam_before(scores[j - 1], ids[j - 1], scores[j], ids[j])) << "thread " << t << ", entry " << j;
+      }
+      mine[static_cast<std::size_t>(t)].assign(scores, scores + count);
+      mine_ids[static_cast<std::size_t>(t)].assign(ids, ids + count);
+    }
+    for (std::int32_t i = 0; i < n; ++i) {
+      topk_insert(one, one_ids, k, one_count, candidate[i], i);
+      topk_insert(as_dead, as_dead_ids, k, as_dead_count, std::isnan(candidate[i]) ? kDead : candidate[i], i);
+    }
+    float merged[kMaxBeam];
+    std::int32_t merged_ids[kMaxBeam];
+    const std::int32_t merged_count = merge_heads(mine, mine_ids, k, merged, merged_ids);
+    ASSERT_EQ(one_count, std::min(n, k));
+    ASSERT_EQ(as_dead_count, one_count);
+    ASSERT_EQ(merged_count, one_count);
+    for (std::int32_t j = 0; j < one_count; ++j) {
+      ASSERT_EQ(one_ids[j], as_dead_ids[j]) << "entry " << j;
+      ASSERT_EQ(merged_ids[j], one_ids[j]) << "entry " << j;
+      ASSERT_FALSE(std::isnan(one[j])) << "entry " << j;
+      nans_kept += std::isnan(candidate[one_ids[j]]) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(nans_kept, 100) << "too few NaN candidates among the kept to test their rule";
+}
+
 }  // namespace
 }  // namespace asrdec::detail
