@@ -78,8 +78,10 @@ struct WfstPathStep {
 ASRDEC_HD_INLINE std::int32_t wfst_cost_bin(float cost, float best, float range) {
   const float position = (cost - best) / range * static_cast<float>(kWfstHistogramBins);
   if (!(position > 0.0f)) return 0;
-  const auto bin = static_cast<std::int32_t>(position);
-  return bin < kWfstHistogramBins ? bin : kWfstHistogramBins - 1;
+  // Compared before the conversion: a position past int32 (a range that rounds to 0, or an infinite cost) is undefined
+  // to convert on the CPU, where a GPU saturates; both executors take the last bin.
+  if (!(position < static_cast<float>(kWfstHistogramBins))) return kWfstHistogramBins - 1;
+  return static_cast<std::int32_t>(position);
 }
 
 /** max_active: given the token count per bin, the last bin to keep — the first at which the running count reaches

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -693,6 +694,33 @@ std::vector<std::int64_t> frame_offsets(const detail::WfstFrameLayout& f) {
 
 // A lane's memory grows with tokens, not graph states: the default lane for a 257-column model (the sample's) fits in
 // 4 MB, whatever the graph; and the arrays of the layout do not overlap.
+// max_active's histogram bin of a cost, at the edges both executors must agree on: a GPU saturates a float's
+// conversion to int, where the CPU's is undefined past int32 (a range that rounds to 0, costs far apart), so the bin
+// is clamped before it. Every bin is in range, and bins never decrease with the cost.
+TEST(WfstHistogram, CostBinsStayInRangeAtEveryEdge) {
+  using detail::kWfstHistogramBins;
+  using detail::wfst_cost_bin;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(wfst_cost_bin(nan, 0.0f, 1.0f), 0);
+  EXPECT_EQ(wfst_cost_bin(0.0f, 0.0f, 1.0f), 0);
+  EXPECT_EQ(wfst_cost_bin(-1.0f, 0.0f, 1.0f), 0);
+  EXPECT_EQ(wfst_cost_bin(0.5f, 0.0f, 1.0f), kWfstHistogramBins / 2);
+  EXPECT_EQ(wfst_cost_bin(0.999f, 0.0f, 1.0f), kWfstHistogramBins - 1);
+  EXPECT_EQ(wfst_cost_bin(1.0f, 0.0f, 1.0f), kWfstHistogramBins - 1);
+  EXPECT_EQ(wfst_cost_bin(1.0f, 0.0f, 0.0f), kWfstHistogramBins - 1);       // range rounded to 0
+  EXPECT_EQ(wfst_cost_bin(3e38f, -3e38f, 1e-30f), kWfstHistogramBins - 1);  // past int32 (and past float)
+  EXPECT_EQ(wfst_cost_bin(1e20f, 0.0f, 1.0f), kWfstHistogramBins - 1);
+  EXPECT_EQ(wfst_cost_bin(inf, 0.0f, 1.0f), kWfstHistogramBins - 1);
+  std::int32_t last = 0;
+  for (float cost = -1.0f; cost < 3.0f; cost += 0.001f) {
+    const std::int32_t bin = wfst_cost_bin(cost, 0.0f, 2.0f);
+    ASSERT_GE(bin, last) << "cost " << cost;
+    ASSERT_LT(bin, kWfstHistogramBins) << "cost " << cost;
+    last = bin;
+  }
+}
+
 TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
   const detail::WfstLaneLayout l =
       detail::wfst_lane_layout(detail::kWfstLaneTokens, detail::kWfstLaneHistory, 257, 256);

@@ -596,7 +596,12 @@ class WfstLaneStep {
         const std::int64_t degree = epsilon_degree(t_.state[slot]);
         const std::uint64_t key = t_.key[slot];
         const std::int64_t arc = wfst_key_arc(key);
-        const std::int32_t source = t_.token[wfst_table_find(t_, wfst_arc_source(g_, arc))];
+        const std::int32_t way_in = wfst_table_find(t_, wfst_arc_source(g_, arc));
+        if (way_in < 0) {  // cannot happen (a way in leaves a token of the frame); never index with it
+          exec_.atomic_or(&s_.broken, 1);
+          return;
+        }
+        const std::int32_t source = t_.token[way_in];
         const float cost = wfst_epsilon_way(snapshot[source], g_.weight[arc], boost(g_.olabel[arc]));
         if (!wfst_key_is_fresh(key) || wfst_way_key(cost, arc) != key) exec_.atomic_or(&s_.broken, 1);
         const std::int32_t token = t_.token[slot];
