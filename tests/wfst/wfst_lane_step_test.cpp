@@ -626,8 +626,9 @@ TEST(WfstLaneDecode, SampleTlgWholeUtterancesEqualTheSearcher) {
 
 // On a GPU a lane's frame is latency-bound (a few dozen tokens on the sample): each barrier waits for its phase's
 // slowest chain of dependent loads, so barriers a frame are the step's cost model. The sample TLG at the sample's
-// settings takes at most 12 a frame on average, counted over whole utterances with their start and final rule (on
-// the benchmark's utterance 10.1; 25 before every scan ended with its own barrier and a store took two phases).
+// settings takes at most 11 a frame on average, counted over whole utterances with their start and final rule (10.1;
+// 11.1 before a store that keeps every token took the commit's numbering instead of a scan of its own, and 25 before
+// every scan ended with its own barrier and a store took two phases).
 TEST(WfstLaneDecode, SampleFramesWaitAtFewBarriers) {
   const SampleFrames sample = sample_frames(6);
   const auto columns = static_cast<std::int32_t>(sample.columns);
@@ -645,7 +646,7 @@ TEST(WfstLaneDecode, SampleFramesWaitAtFewBarriers) {
   ASSERT_GT(frames, 0);
   const double per_frame = static_cast<double>(exec.barriers()) / static_cast<double>(frames);
   std::printf("%lld frames, %.1f barriers a frame\n", static_cast<long long>(frames), per_frame);
-  EXPECT_LE(per_frame, 12.0);
+  EXPECT_LE(per_frame, 11.0);
 }
 
 // An active token whose ε-predecessor in the frame is pruned (a negative ε-arc makes the successor cheaper, and

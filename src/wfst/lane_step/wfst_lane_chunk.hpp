@@ -90,7 +90,7 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     status = shared.step.status;
     if (status == 0) {
       overflow = shared.step.closure_cut;
-      ops.store(step.count(), 0, length == 0 || step.all_active());
+      ops.store(step.count(), 0, length == 0 || step.all_active(), step.numbering());
       status = shared.history.status;
     }
   } else {
@@ -105,7 +105,7 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     const bool frame_overflow = step.advance(ops.active(), logp);
     status = shared.step.status;
     if (status != 0) break;
-    ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active());
+    ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active(), step.numbering());
     status = shared.history.status;
     if (status != 0) break;
     overflow = overflow || frame_overflow;

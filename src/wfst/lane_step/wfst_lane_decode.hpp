@@ -54,7 +54,7 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   status = shared.step.status;
   if (status == 0) {
     overflow = shared.step.closure_cut;
-    history.store(step.count(), 0, length == 0 || step.all_active());
+    history.store(step.count(), 0, length == 0 || step.all_active(), step.numbering());
     status = shared.history.status;
   }
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
@@ -62,7 +62,7 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
     overflow = step.advance(history.active(), logp) || overflow;
     status = shared.step.status;
     if (status != 0) break;
-    history.store(step.count(), t + 1, t + 1 == length || step.all_active());
+    history.store(step.count(), t + 1, t + 1 == length || step.all_active(), step.numbering());
     status = shared.history.status;
   }
   if (status == 0) {

@@ -110,19 +110,17 @@ class WfstLaneHistoryOps {
   }
 
   /** Stores the frame's `n` tokens (WfstLaneStep's numbering) as consumed `frame` frames: the kept ones into the
-   *  arena, the active ones into `next`; `all`: every token. Sets kWfstLaneHistoryFull when they do not fit (the
+   *  arena, the active ones into `next`; `all`: every token. `numbered`: WfstLaneStep::numbering() (the step's
+   *  commit emptied the last frame's `next` from its state table, and numbered the tokens as `all` numbers them),
+   *  taken instead of a scan when `all` and not -1. Sets kWfstLaneHistoryFull when they do not fit (the
    *  lane then stays at the last frame stored: `next`'s tokens, the arena and the frame's table as they were; `next`'s
    *  state table is empty, which nothing reads after). Once stored,
    *  the tokens leave the frame's table, which is then empty (the next frame's step has nothing to clear).
-   *  Two barriers a frame when `all` (every token kept: the frames that matter for speed), four otherwise. */
-  ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all) {
-    // Read before this call's first barrier: the last phase changes them, while other threads may not have read them
-    // yet, and they are read nowhere else in between.
-    const std::int32_t before = s_.active_count;
+   *  One barrier a frame when `all` with the step's numbering (every token kept: the frames that matter for speed),
+   *  four otherwise. */
+  ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all, std::int64_t numbered) {
+    // Set after the last store's final barrier, many barriers ago; set again after this call's final barrier.
     std::int32_t base = s_.used;
-    // The last frame's `next` leaves by_state; the numbering's barrier orders this before the new tokens' puts.
-    const WfstLaneTable& old_by_state = next_.of(before).by_state;
-    exec_.for_each(before, [&](std::int64_t i) { old_by_state.state[old_by_state.slot_of[i]] = -1; });
     if (!all) {  // the active tokens and their ε-ancestors
       exec_.for_each(n, [&](std::int64_t i) { k_.kept[i] = k_.active[i] != 0 ? 1 : 0; });
       exec_.barrier();
@@ -137,10 +135,13 @@ class WfstLaneHistoryOps {
       exec_.barrier();
     }
     const auto kept = [&](std::int64_t i) { return all || k_.kept[i] != 0; };
-    // One scan numbers both: stored tokens in the low half, active ones in the high half.
-    const std::int64_t total = exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
-      return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
-    });
+    // One scan numbers both: stored tokens in the low half, active ones in the high half (the step's, when it holds).
+    const std::int64_t total =
+        all && numbered >= 0
+            ? numbered
+            : exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
+                return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
+              });
     const auto stored = static_cast<std::int32_t>(total & 0xffffffff);
     const auto actives = static_cast<std::int32_t>(total >> 32);
     if (base + stored > h_.capacity) base = collect(n, all);
@@ -166,15 +167,19 @@ class WfstLaneHistoryOps {
       next.index[a] = e;
       wfst_table_put(next.by_state, exec_, state, a);
     });
-    exec_.single([&] {  // no thread reads these in the phase above (`before` and `base` were read earlier)
-      s_.stores += 1;
-      if (&next == &next_.fast) s_.fast_stores += 1;
-      s_.used = base + stored;
-      s_.last_frame_begin = base;
+    exec_.single([&] {  // read after the barrier (the next frame's active tokens, its table empty)
       s_.active_count = actives;
       *t_.count = 0;
     });
     exec_.barrier();
+    // After the barrier: with the step's numbering no barrier separates this call's read of `used` from its write
+    // phase, so a slow thread may read it until then. Nothing reads these before the next frame's barriers.
+    exec_.single([&] {
+      s_.used = base + stored;
+      s_.last_frame_begin = base;
+      s_.stores += 1;
+      if (&next == &next_.fast) s_.fast_stores += 1;
+    });
   }
 
   /** Empties `next` (the lane is then ready for another utterance). */

@@ -150,8 +150,7 @@ struct WfstLaneScalars {
   std::uint32_t frame_best;
   std::uint32_t worst;  ///< ordered cost
   std::int32_t frontier_count[2];
-  std::int32_t below;  ///< tokens under a bound
-  std::int32_t kept;
+  std::int32_t below;      ///< tokens under a bound
   std::int32_t kept_ways;  ///< emitting ways the best pass kept (WfstLaneTokens::way_arc; may pass way_capacity)
   std::int32_t status;
   /** A way in of the round-0 or freeze phase could not be rebuilt from its key: kept apart from `status`, which the
@@ -203,14 +202,13 @@ class WfstLaneStep {
       s_.frontier_count[0] = 1;
       s_.max_degree[0] = s_.max_degree[1] = 0;
       s_.frame_best = wfst_ordered_cost(0.0f);
-      s_.kept = 0;
       s_.broken = 0;
       begin_closure(c_.beam);
       prepare(1, 0, 0, 0.0f, epsilon_degree(g_.start), ways_of(1));
     });
     exec_.barrier();
     closure();
-    if (s_.status == 0) commit(c_.beam, s_.closure_cut);
+    if (s_.status == 0) commit(c_.beam, s_.closure_cut, nullptr);
   }
 
   /** One frame of log-probabilities `logp` over the active tokens of the last: as WfstSearcher::advance. Returns the
@@ -229,7 +227,7 @@ class WfstLaneStep {
       beam *= 0.5f;
     }
     const bool overflow = !fits || s_.closure_cut;
-    if (s_.status == 0) commit(beam, overflow);
+    if (s_.status == 0) commit(beam, overflow, &active);
     return overflow;
   }
 
@@ -239,8 +237,13 @@ class WfstLaneStep {
     use_table(false);
   }
 
-  /** Tokens of the frame (after start() or advance()). */
-  ASRDEC_HD std::int32_t count() const { return *t_.count; }
+  /** Tokens of the frame (after start() or advance()): read by the commit before its last barrier, so that the
+   *  history's store may empty the table (and its count) while a slow thread has yet to ask. */
+  ASRDEC_HD std::int32_t count() const { return static_cast<std::int32_t>(numbering_ & 0xffffffff); }
+  /** After start() or advance(): the total of the commit's numbering of the frame's tokens in tokens.scan (each
+   *  1 | active << 32, exclusive prefix sums: what WfstLaneHistoryOps::store numbers when it keeps every token, which
+   *  may then take it instead of a scan of its own), or -1 when the commit's selections changed `active` after it. */
+  ASRDEC_HD std::int64_t numbering() const { return numbering_ < 0 ? -1 : numbering_; }
   /** Whether every token of the frame is active (after start() or advance(); then none is only an ε-ancestor). */
   ASRDEC_HD bool all_active() const { return all_active_; }
 
@@ -413,7 +416,6 @@ class WfstLaneStep {
       s_.kept_ways = 0;
       s_.max_degree[0] = s_.max_degree[1] = 0;  // before the round-0 phase prepares round 1
       s_.frame_best = wfst_ordered_cost(__builtin_huge_valf());
-      s_.kept = 0;  // counted by the commit
       s_.broken = 0;
     });
     const std::int64_t total = number_emitting(active);
@@ -623,18 +625,26 @@ class WfstLaneStep {
     }
   }
 
-  // Step 4 (WfstSearcher::commit): the tokens the next frame expands.
-  ASRDEC_HD void commit(float beam, bool overflow) {
+  // Step 4 (WfstSearcher::commit): the tokens the next frame expands, marked in `active` and numbered in one scan
+  // (numbering()). `consumed`: the last frame's active tokens (null at the start), whose state table nothing reads
+  // after round 0: emptied here, before the scan's barrier, which orders it before the history's puts of the next
+  // frame's tokens (they may go to the same table).
+  ASRDEC_HD void commit(float beam, bool overflow, const WfstLaneActive* consumed) {
     const std::int32_t n = tokens();
     const float best = wfst_cost_of_ordered(s_.frame_best);
     const float tight = rounded_add(best, beam);
     const float cut = widen(s_.cutoff < tight ? s_.cutoff : tight, s_.cutoff);
-    exec_.for_each(n, [&](std::int64_t i) {
-      k_.active[i] = k_.cost[i] < cut ? 1 : 0;
-      if (k_.active[i] != 0) exec_.atomic_add(&s_.kept, 1);
+    if (consumed != nullptr) {
+      const WfstLaneTable& by_state = consumed->by_state;
+      exec_.for_each(consumed->count, [&](std::int64_t i) { by_state.state[by_state.slot_of[i]] = -1; });
+    }
+    // Writes only token i's own flag, which nothing reads before the scan's barrier.
+    numbering_ = exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
+      const bool active = k_.cost[i] < cut;
+      k_.active[i] = active ? 1 : 0;
+      return std::int64_t{1} | static_cast<std::int64_t>(active) << 32;
     });
-    exec_.barrier();
-    const std::int64_t kept = s_.kept;
+    std::int64_t kept = numbering_ >> 32;  // and n in the low half, as every token counts 1
     all_active_ = kept == n && !(overflow && kept > c_.max_tokens) && kept <= c_.max_active;
     if (overflow && kept > c_.max_tokens) {  // the cheapest max_tokens_per_frame, by (cost, state)
       const auto order = [&](std::int64_t i) {
@@ -649,10 +659,11 @@ class WfstLaneStep {
       exec_.for_each(n, [&](std::int64_t i) {
         if (k_.active[i] != 0 && order(i) > last) k_.active[i] = 0;
       });
-      exec_.single([&] { s_.kept = static_cast<std::int32_t>(c_.max_tokens); });
       exec_.barrier();
+      kept = c_.max_tokens;
+      numbering_ |= kNotNumbered;
     }
-    if (s_.kept > c_.max_active) {  // the max_active histogram over [best, cut)
+    if (kept > c_.max_active) {  // the max_active histogram over [best, cut)
       const float range = rounded_sub(cut, best);
       exec_.for_each(kWfstHistogramBins, [&](std::int64_t b) { s_.counts[b] = 0; });
       exec_.barrier();
@@ -665,6 +676,7 @@ class WfstLaneStep {
         if (k_.active[i] != 0 && wfst_cost_bin(k_.cost[i], best, range) > last) k_.active[i] = 0;
       });
       exec_.barrier();
+      numbering_ |= kNotNumbered;
     }
   }
 
@@ -679,6 +691,10 @@ class WfstLaneStep {
   Exec& exec_;
   bool all_active_ = false;
   bool using_fast_ = false;
+  // The commit's numbering total, every thread's own copy (count() and numbering()); kNotNumbered set when the
+  // selections changed `active` after it. One register pair: the lane kernels are at their register limit.
+  std::int64_t numbering_ = 0;
+  static constexpr std::int64_t kNotNumbered = -0x7fffffffffffffff - 1;  // the sign bit
 };
 
 }  // namespace asrdec::detail
