@@ -78,6 +78,7 @@ class WfstCuda final : public WfstBackend {
     upload(next_state_, a.next_state);
     upload(weight_, a.weight);
     upload(arc_source_, wfst_arc_sources(a.emitting_begin, a.num_states, a.ilabel.size()));
+    max_emitting_degree_ = wfst_max_emitting_degree(a.emitting_begin.data(), a.epsilon_begin.data(), a.num_states);
     if (config.use_final_probs) upload(final_weight_, a.final_weight);
     setup.synchronize();
   }
@@ -538,9 +539,9 @@ class WfstCuda final : public WfstBackend {
   WfstRowsArgs rows_args(const CtcInput& p, std::int64_t path_capacity) {
     WfstRowsArgs a{};
     const WfstGraphArrays& g = graph_.arrays();
-    a.graph =
-        WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),    weight_.data(),
-                      next_state_.data(),     g.num_states,          g.start,        arc_source_.data()};
+    a.graph = WfstLaneGraph{emitting_begin_.data(), epsilon_begin_.data(), ilabel_.data(), olabel_.data(),
+                            weight_.data(),         next_state_.data(),    g.num_states,   g.start,
+                            arc_source_.data(),     max_emitting_degree_};
     a.final_weight = config_.use_final_probs ? final_weight_.data() : nullptr;
     a.config = WfstLaneConfig{config_.beam, config_.acoustic_scale, config_.max_active, config_.min_active,
                               config_.max_tokens_per_frame};
@@ -580,6 +581,7 @@ class WfstCuda final : public WfstBackend {
   DeviceBuffer<float> weight_;
   DeviceBuffer<float> final_weight_;
   DeviceBuffer<std::int32_t> arc_source_;  // [arcs] the state each arc leaves (WfstLaneGraph::arc_source)
+  std::int64_t max_emitting_degree_ = 0;   // WfstLaneGraph::max_emitting_degree
   // The lanes and per-call buffers; a searcher for the rows no lane could hold.
   DeviceBuffer<unsigned long long> queue_;  // [0]: the next row (int32), [1]: path steps used
   WfstSearcher fallback_;

@@ -28,7 +28,8 @@ struct DeviceFrames {
   std::int64_t stride_v;
   std::int32_t columns;
 
-  // No barrier: the step reads the values after its first (wfst_lane_decode.hpp), so the loads overlap its start.
+  // No barrier: called before the barrier that ends the last frame's store (wfst_lane_decode.hpp), so the loads
+  // overlap the store's write phase.
   __device__ const float* frame(Exec& exec, std::int32_t t, float* scratch) const {
     const T* values = row + t * stride_t;
     exec.for_each(columns, [&](std::int64_t v) { scratch[v] = to_float(values[v * stride_v]); });

@@ -84,16 +84,21 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
   std::int32_t status = 0;
   bool overflow = false;
   std::int32_t frames_before = 0;
+  // Each frame's values are filled before a barrier that precedes its step (wfst_lane_decode.hpp).
+  const float* logp = nullptr;
   if (fresh) {
     ops.begin();
     step.start();
     status = shared.step.status;
     if (status == 0) {
       overflow = shared.step.closure_cut;
-      ops.store(step.count(), 0, length == 0 || step.all_active(), step.numbering());
+      if (length > 0) logp = frames.frame(exec, 0, v.frame_logp);
+      step.next_frame();
+      ops.store(step.count(), 0, length == 0 || step.all_active(), step.numbering(), step.ways_cache());
       status = shared.history.status;
     }
   } else {
+    if (length > 0) logp = frames.frame(exec, 0, v.frame_logp);
     const WfstChannelScalars before = *channel.scalars;
     ops.resume(before.used, before.last_frame_begin, before.collections, channel.active, before.active_count);
     overflow = before.overflow != 0;
@@ -101,11 +106,13 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
   }
   std::int32_t stored = 0;  // frames of this chunk stored
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
-    const float* logp = frames.frame(exec, t, v.frame_logp);
     const bool frame_overflow = step.advance(ops.active(), logp);
     status = shared.step.status;
     if (status != 0) break;
-    ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active(), step.numbering());
+    if (t + 1 < length) logp = frames.frame(exec, t + 1, v.frame_logp);  // frame t's values are read
+    step.next_frame();
+    ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active(), step.numbering(),
+              step.ways_cache());
     status = shared.history.status;
     if (status != 0) break;
     overflow = overflow || frame_overflow;

@@ -36,7 +36,8 @@ struct WfstLaneShared {
 };
 
 /** Decodes `length` frames; `frames.frame(exec, t, scratch)` returns frame t's log-probabilities (every thread of the
- *  lane calls it, and it may fill `scratch` without a barrier: WfstLaneStep::advance reads them after its first).
+ *  lane calls it, and it may fill `scratch` without a barrier: it is called once the last frame's step is done, before
+ *  the barrier that ends the last frame's store, and frame t's step reads the values after that barrier).
  * `final_weight`: null without use_final_probs; `boost`: the row of boosts by word, or null. Leaves the lane empty (its
  * tables cleared). */
 template <class Exec, class Frames>
@@ -50,19 +51,23 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   exec.barrier();
   std::int32_t status = 0;
   bool overflow = false;
+  const float* logp = nullptr;
   step.start();
   status = shared.step.status;
   if (status == 0) {
     overflow = shared.step.closure_cut;
-    history.store(step.count(), 0, length == 0 || step.all_active(), step.numbering());
+    if (length > 0) logp = frames.frame(exec, 0, v.frame_logp);
+    step.next_frame();
+    history.store(step.count(), 0, length == 0 || step.all_active(), step.numbering(), step.ways_cache());
     status = shared.history.status;
   }
   for (std::int32_t t = 0; t < length && status == 0; ++t) {
-    const float* logp = frames.frame(exec, t, v.frame_logp);
     overflow = step.advance(history.active(), logp) || overflow;
     status = shared.step.status;
     if (status != 0) break;
-    history.store(step.count(), t + 1, t + 1 == length || step.all_active(), step.numbering());
+    if (t + 1 < length) logp = frames.frame(exec, t + 1, v.frame_logp);  // frame t's values are read
+    step.next_frame();
+    history.store(step.count(), t + 1, t + 1 == length || step.all_active(), step.numbering(), step.ways_cache());
     status = shared.history.status;
   }
   if (status == 0) {

@@ -72,6 +72,7 @@ struct WfstHistoryScalars {
   std::int32_t used;              ///< arena entries in use
   std::int32_t last_frame_begin;  ///< the last frame's tokens are entries [last_frame_begin, used)
   std::int32_t active_count;      ///< WfstLaneNext's tokens
+  std::int64_t next_ways;         ///< their emitting ways, numbered in the step's ways cache by the store (-1: not)
   std::int32_t status;
   std::int32_t path_length;
   std::int32_t collections;  ///< of the utterance so far
@@ -94,7 +95,7 @@ class WfstLaneHistoryOps {
   /** The active tokens the next frame expands. */
   ASRDEC_HD WfstLaneActive active() const {
     const WfstLaneNext& next = next_.of(s_.active_count);
-    return WfstLaneActive{next.state, next.cost, next.index, s_.active_count, next.by_state};
+    return WfstLaneActive{next.state, next.cost, next.index, s_.active_count, next.by_state, s_.next_ways};
   }
 
   /** An empty arena and no active token (a new utterance). */
@@ -103,6 +104,7 @@ class WfstLaneHistoryOps {
       s_.used = 0;
       s_.last_frame_begin = 0;
       s_.active_count = 0;
+      s_.next_ways = -1;
       s_.status = 0;
       s_.collections = 0;
     });
@@ -111,14 +113,14 @@ class WfstLaneHistoryOps {
 
   /** Stores the frame's `n` tokens (WfstLaneStep's numbering) as consumed `frame` frames: the kept ones into the
    *  arena, the active ones into `next`; `all`: every token. `numbered`: WfstLaneStep::numbering() (the step's
-   *  commit emptied the last frame's `next` from its state table, and numbered the tokens as `all` numbers them),
-   *  taken instead of a scan when `all` and not -1. Sets kWfstLaneHistoryFull when they do not fit (the
-   *  lane then stays at the last frame stored: `next`'s tokens, the arena and the frame's table as they were; `next`'s
-   *  state table is empty, which nothing reads after). Once stored,
-   *  the tokens leave the frame's table, which is then empty (the next frame's step has nothing to clear).
-   *  One barrier a frame when `all` with the step's numbering (every token kept: the frames that matter for speed),
-   *  four otherwise. */
-  ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all, std::int64_t numbered) {
+   *  commit emptied the last frame's `next` from its state table, and numbered the active tokens), taken when `all`
+   *  and not -1: the tokens are then stored in order, and the next frame's emitting ways go into `ways` (the step's
+   *  ways cache) when the commit numbered them (wfst_numbers_ways). Sets kWfstLaneHistoryFull when they do not fit
+   *  (the lane then stays at the last frame stored: `next`'s tokens, the arena and the frame's table as they were;
+   *  `next`'s state table is empty, which nothing reads after). Once stored, the tokens leave the frame's table,
+   *  which is then empty (the next frame's step has nothing to clear). One barrier a frame when `all` with the step's
+   *  numbering (every token kept: the frames that matter for speed), four otherwise. */
+  ASRDEC_HD void store(std::int32_t n, std::int32_t frame, bool all, std::int64_t numbered, std::int64_t* ways) {
     // Set after the last store's final barrier, many barriers ago; set again after this call's final barrier.
     std::int32_t base = s_.used;
     if (!all) {  // the active tokens and their ε-ancestors
@@ -135,18 +137,25 @@ class WfstLaneHistoryOps {
       exec_.barrier();
     }
     const auto kept = [&](std::int64_t i) { return all || k_.kept[i] != 0; };
-    // One scan numbers both: stored tokens in the low half, active ones in the high half (the step's, when it holds).
+    // The step's numbering: active tokens in the low half (every token stored, at its token number), emitting ways
+    // in the high half. Otherwise one scan numbers stored tokens in the low half and active ones in the high half.
+    const bool in_order = all && numbered >= 0;
     const std::int64_t total =
-        all && numbered >= 0
-            ? numbered
-            : exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
-                return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
-              });
-    const auto stored = static_cast<std::int32_t>(total & 0xffffffff);
-    const auto actives = static_cast<std::int32_t>(total >> 32);
+        in_order ? numbered : exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
+          return kept(i) ? 1 | static_cast<std::int64_t>(k_.active[i] != 0) << 32 : std::int64_t{0};
+        });
+    const auto stored = in_order ? n : static_cast<std::int32_t>(total & 0xffffffff);
+    const auto actives = static_cast<std::int32_t>(in_order ? total & 0xffffffff : total >> 32);
+    const std::int64_t next_ways = in_order && wfst_numbers_ways(g_, n) ? total >> 32 : -1;
+    const auto stored_at = [&](std::int64_t i) {
+      return static_cast<std::int32_t>(in_order ? i : k_.scan[i] & 0xffffffff);
+    };
     if (base + stored > h_.capacity) base = collect(n, all);
     if (base + stored > h_.capacity) {
-      exec_.single([&] { s_.status |= kWfstLaneHistoryFull; });
+      exec_.single([&] {
+        s_.status |= kWfstLaneHistoryFull;
+        s_.next_ways = -1;  // the ways cache holds this frame's closure now
+      });
       exec_.barrier();
       return;
     }
@@ -156,12 +165,13 @@ class WfstLaneHistoryOps {
       const std::int32_t state = t_.state[slot];
       wfst_table_empty_slot(t_, slot);  // this thread's token's alone
       if (!kept(i)) return;
-      const std::int32_t e = base + static_cast<std::int32_t>(k_.scan[i] & 0xffffffff);
-      const std::int32_t prev = k_.local[i] != 0 ? base + static_cast<std::int32_t>(k_.scan[k_.prev[i]] & 0xffffffff)
-                                                 : static_cast<std::int32_t>(k_.prev[i]);
+      const std::int32_t e = base + stored_at(i);
+      const std::int32_t prev = k_.local[i] != 0 ? base + stored_at(k_.prev[i]) : static_cast<std::int32_t>(k_.prev[i]);
       h_.entries[e] = WfstArenaEntry{static_cast<std::int32_t>(k_.arc[i]), prev, frame, k_.cost[i]};
       if (k_.active[i] == 0) return;
-      const auto a = static_cast<std::int32_t>(k_.scan[i] >> 32);
+      const std::int64_t numbering = k_.scan[i];
+      const auto a = static_cast<std::int32_t>(in_order ? numbering & 0xffffffff : numbering >> 32);
+      if (next_ways >= 0) ways[a] = numbering >> 32;
       next.state[a] = state;
       next.cost[a] = k_.cost[i];
       next.index[a] = e;
@@ -169,6 +179,7 @@ class WfstLaneHistoryOps {
     });
     exec_.single([&] {  // read after the barrier (the next frame's active tokens, its table empty)
       s_.active_count = actives;
+      s_.next_ways = next_ways;
       *t_.count = 0;
     });
     exec_.barrier();
@@ -187,7 +198,10 @@ class WfstLaneHistoryOps {
     const WfstLaneTable& by_state = next_.of(s_.active_count).by_state;
     exec_.for_each(s_.active_count, [&](std::int64_t i) { by_state.state[by_state.slot_of[i]] = -1; });
     exec_.barrier();
-    exec_.single([&] { s_.active_count = 0; });
+    exec_.single([&] {
+      s_.active_count = 0;
+      s_.next_ways = -1;
+    });
     exec_.barrier();
   }
 
@@ -210,6 +224,7 @@ class WfstLaneHistoryOps {
       s_.used = used;
       s_.last_frame_begin = last_frame_begin;
       s_.active_count = count;
+      s_.next_ways = -1;
       s_.status = 0;
       s_.collections = collections;
     });

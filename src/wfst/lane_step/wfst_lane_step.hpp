@@ -43,7 +43,18 @@ struct WfstLaneGraph {
   std::int32_t num_states;
   std::int32_t start;
   const std::int32_t* arc_source = nullptr;  ///< [arcs] the state each arc leaves; null: found by binary search
+  /** The most emitting arcs out of one state (wfst_max_emitting_degree); the default says it is unknown, and the
+   *  commit then never numbers the next frame's emitting ways (wfst_numbers_ways). */
+  std::int64_t max_emitting_degree = std::int64_t{1} << 62;
 };
+
+/** WfstLaneGraph::max_emitting_degree of a host graph. */
+inline std::int64_t wfst_max_emitting_degree(const std::int64_t* emitting_begin, const std::int64_t* epsilon_begin,
+                                             std::int32_t num_states) {
+  std::int64_t most = 0;
+  for (std::int32_t s = 0; s < num_states; ++s) most = std::max(most, epsilon_begin[s] - emitting_begin[s]);
+  return most;
+}
 
 /** The last i < n with sorted[i] <= value (`sorted` ascending, sorted[0] <= value): binary search. */
 ASRDEC_HD_INLINE std::int32_t wfst_last_at_most(const std::int64_t* sorted, std::int32_t n, std::int64_t value) {
@@ -68,6 +79,12 @@ ASRDEC_HD_INLINE std::int32_t wfst_arc_source(const WfstLaneGraph& g, std::int64
 /** Tokens whose out-degree prefix sums a phase keeps in the lane's fast memory (WfstLaneScalars::ways); beyond, in
  *  WfstLaneTokens::scan. */
 constexpr std::int32_t kWfstWaysCache = 2048;
+
+/** Whether a commit of `n` tokens numbers the next frame's emitting ways (WfstLaneStep::numbering): they fit the
+ *  ways cache, and their sum fits the numbering's 31 bits (n · degree < 2^11 · 2^20). The same in every thread. */
+ASRDEC_HD_INLINE bool wfst_numbers_ways(const WfstLaneGraph& g, std::int32_t n) {
+  return n <= kWfstWaysCache && g.max_emitting_degree < (std::int64_t{1} << 20);
+}
 
 /** Default WfstLaneConfig::thread_per_token_degree. */
 constexpr std::uint32_t kWfstThreadPerTokenDegree = 8;
@@ -105,6 +122,9 @@ struct WfstLaneActive {
   const std::int64_t* index;  ///< history index, the emitting ways' back-pointer
   std::int32_t count;
   WfstLaneTable by_state;  ///< state → position in these arrays
+  /** The emitting ways of these tokens, when the last frame's store numbered them into the ways cache
+   *  (WfstLaneStep::numbering): the frame then starts without a numbering of its own. -1: not numbered. */
+  std::int64_t ways_total = -1;
 };
 
 /** The frame's tokens, by token number (the table's numbering). */
@@ -214,15 +234,17 @@ class WfstLaneStep {
   /** One frame of log-probabilities `logp` over the active tokens of the last: as WfstSearcher::advance. Returns the
    *  frame's overflow flag. Afterwards the frame's tokens are numbers 0 … count − 1 of the table (lanes.tokens),
    *  `active` marking the next frame's; the caller takes them (WfstLaneHistoryOps::store, which empties the table),
-   *  or the next advance() or finish() clears the table. `logp` is read only after the step's first barrier, so the
-   *  caller may still be filling it (without a barrier of its own). */
+   *  or the next advance() or finish() clears the table. `logp` is read from the step's first phase on (with
+   *  active.ways_total, there is no barrier before it): the caller fills it before a barrier, as wfst_lane_decode
+   *  does before the last frame's store; its values are read by the time the commit begins. */
   ASRDEC_HD bool advance(const WfstLaneActive& active, const float* logp) {
     float beam = c_.beam;
     bool fits = false;
     bool fast =
         frames_ != nullptr && frames_->fast.table.capacity > 0 && active.count <= frames_->fast.table.capacity / 2;
+    bool numbered = active.ways_total >= 0;  // for the first expansion only: its round 0 takes the ways cache
     for (int i = 0;; ++i) {  // one call site: the step stays in registers (a second one spilled it to the stack)
-      fits = expand_in_a_table(active, logp, beam, fast);  // a frame that outgrew the fast table stays out of it
+      fits = expand_in_a_table(active, logp, beam, fast, numbered);  // a frame that outgrew the fast one stays out
       if (fits || i == kWfstBeamTightenings || !retry()) break;
       beam *= 0.5f;
     }
@@ -239,11 +261,21 @@ class WfstLaneStep {
 
   /** Tokens of the frame (after start() or advance()): read by the commit before its last barrier, so that the
    *  history's store may empty the table (and its count) while a slow thread has yet to ask. */
-  ASRDEC_HD std::int32_t count() const { return static_cast<std::int32_t>(numbering_ & 0xffffffff); }
-  /** After start() or advance(): the total of the commit's numbering of the frame's tokens in tokens.scan (each
-   *  1 | active << 32, exclusive prefix sums: what WfstLaneHistoryOps::store numbers when it keeps every token, which
-   *  may then take it instead of a scan of its own), or -1 when the commit's selections changed `active` after it. */
+  ASRDEC_HD std::int32_t count() const { return count_; }
+  /** After start() or advance(): the total of the commit's numbering of the frame's tokens in tokens.scan — each
+   *  active token counts 1 in the low half and, when wfst_numbers_ways(graph, count()), its emitting arcs in the high
+   *  half: the positions and the emitting ways' numbering of the next frame's active tokens, which
+   *  WfstLaneHistoryOps::store takes when it keeps every token (each at its token number) — or -1 when the commit's
+   *  selections changed `active` after it. */
   ASRDEC_HD std::int64_t numbering() const { return numbering_ < 0 ? -1 : numbering_; }
+  /** Where the store puts the next frame's emitting ways (the lane's ways cache). */
+  ASRDEC_HD std::int64_t* ways_cache() const { return s_.ways; }
+  /** The next frame's scalars, which its first phase finds set when it starts without a numbering of its own
+   *  (WfstLaneActive::ways_total): called by every thread after start() or advance(), before the barrier that ends
+   *  the history's store. */
+  ASRDEC_HD void next_frame() {
+    exec_.single([&] { reset_frame_scalars(); });
+  }
   /** Whether every token of the frame is active (after start() or advance(); then none is only an ε-ancestor). */
   ASRDEC_HD bool all_active() const { return all_active_; }
 
@@ -268,7 +300,8 @@ class WfstLaneStep {
   // expand() in the fast frame (`fast`: the frame before kept at most half as many active tokens as it holds), and
   // again in the full frame when the frame outgrew it: the same tokens either way, as offers only depend on the ways.
   // `fast` becomes false when the frame outgrows the fast frame.
-  ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam, bool& fast) {
+  ASRDEC_HD bool expand_in_a_table(const WfstLaneActive& active, const float* logp, float beam, bool& fast,
+                                   bool& numbered) {
     for (;;) {
       wfst_table_clear(t_, exec_);  // after a full fast table every slot, as its count passed its capacity
       use_table(fast);
@@ -276,7 +309,8 @@ class WfstLaneStep {
       if (fast && t_.state == frames_->fast.table.state && k_.cost == frames_->fast.tokens.cost) {
         exec_.single([&] { s_.fast_frames += 1; });
       }
-      const bool fits = expand(active, logp, beam);
+      const bool fits = expand(active, logp, beam, numbered);
+      numbered = false;
       if (fits || !fast || s_.status != kWfstLaneFull) return fits;
       exec_.single([&] { s_.fast_outgrown += 1; });
       fast = false;
@@ -405,20 +439,30 @@ class WfstLaneStep {
     return bound > nth ? bound : nth;
   }
 
+  // The scalars a frame starts from but its status (one thread). next_frame() sets them where the status is 0
+  // already, and other threads may still read it.
+  ASRDEC_HD void reset_frame_scalars() {
+    s_.best = wfst_ordered_cost(__builtin_huge_valf());
+    s_.kept_ways = 0;
+    s_.max_degree[0] = s_.max_degree[1] = 0;  // before the round-0 phase prepares round 1
+    s_.frame_best = wfst_ordered_cost(__builtin_huge_valf());
+    s_.broken = 0;
+  }
+
   // Steps 1-3 of a frame with `beam` (WfstSearcher::expand); true when it fits max_tokens_per_frame.
-  // The frame's table is empty.
-  ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam) {
-    // The frame's scalars, every thread having read the last frame's (a barrier ago); the numbering's barrier makes
-    // them every thread's.
-    exec_.single([&] {
-      s_.status = 0;  // nothing reads or sets it before the offers
-      s_.best = wfst_ordered_cost(__builtin_huge_valf());
-      s_.kept_ways = 0;
-      s_.max_degree[0] = s_.max_degree[1] = 0;  // before the round-0 phase prepares round 1
-      s_.frame_best = wfst_ordered_cost(__builtin_huge_valf());
-      s_.broken = 0;
-    });
-    const std::int64_t total = number_emitting(active);
+  // The frame's table is empty. `numbered`: the last frame's store numbered the active tokens' emitting ways
+  // (active.ways_total) and next_frame() set the scalars, both before a barrier.
+  ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam, bool numbered) {
+    std::int64_t total = active.ways_total;
+    if (!numbered) {
+      // The frame's scalars, every thread having read the last frame's (a barrier ago); the numbering's barrier
+      // makes them every thread's.
+      exec_.single([&] {
+        s_.status = 0;  // nothing reads or sets it before the offers
+        reset_frame_scalars();
+      });
+      total = number_emitting(active);
+    }
     // 1. The best way in: every way below it + beam is offered (the CPU's running bound keeps exactly these). The
     // pass keeps the ways below the best so far + beam, a superset of those (rounding is monotone), for the offers.
     exec_.for_each_batch(
@@ -639,12 +683,16 @@ class WfstLaneStep {
       exec_.for_each(consumed->count, [&](std::int64_t i) { by_state.state[by_state.slot_of[i]] = -1; });
     }
     // Writes only token i's own flag, which nothing reads before the scan's barrier.
+    const bool ways = wfst_numbers_ways(g_, n);
+    count_ = n;
     numbering_ = exec_.exclusive_scan_of(k_.scan, static_cast<std::int64_t>(n), [&](std::int64_t i) {
       const bool active = k_.cost[i] < cut;
       k_.active[i] = active ? 1 : 0;
-      return std::int64_t{1} | static_cast<std::int64_t>(active) << 32;
+      if (!active) return std::int64_t{0};
+      const std::int32_t state = ways ? t_.state[t_.slot_of[i]] : 0;
+      return std::int64_t{1} | (ways ? g_.epsilon_begin[state] - g_.emitting_begin[state] : 0) << 32;
     });
-    std::int64_t kept = numbering_ >> 32;  // and n in the low half, as every token counts 1
+    std::int64_t kept = numbering_ & 0xffffffff;
     all_active_ = kept == n && !(overflow && kept > c_.max_tokens) && kept <= c_.max_active;
     if (overflow && kept > c_.max_tokens) {  // the cheapest max_tokens_per_frame, by (cost, state)
       const auto order = [&](std::int64_t i) {
@@ -691,9 +739,10 @@ class WfstLaneStep {
   Exec& exec_;
   bool all_active_ = false;
   bool using_fast_ = false;
-  // The commit's numbering total, every thread's own copy (count() and numbering()); kNotNumbered set when the
-  // selections changed `active` after it. One register pair: the lane kernels are at their register limit.
+  // The commit's numbering total and the frame's tokens, every thread's own copy (numbering() and count());
+  // kNotNumbered set when the selections changed `active` after the numbering.
   std::int64_t numbering_ = 0;
+  std::int32_t count_ = 0;
   static constexpr std::int64_t kNotNumbered = -0x7fffffffffffffff - 1;  // the sign bit
 };
 
