@@ -205,7 +205,10 @@ LaneSharedBytes lane_shared_bytes() {
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, current));
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, current));
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, current));
-    const std::size_t share = static_cast<std::size_t>(per_sm) / static_cast<std::size_t>(blocks);
+    // A block's shared memory is allocated in units of 128 bytes: a share that is not a multiple could lose a block.
+    constexpr std::size_t kAllocationUnit = 128;
+    const std::size_t share =
+        static_cast<std::size_t>(per_sm) / static_cast<std::size_t>(blocks) / kAllocationUnit * kAllocationUnit;
     const std::size_t block = std::min(static_cast<std::size_t>(per_block),
                                        share > static_cast<std::size_t>(reserved) ? share - reserved : 0);
     b.budget = block > b.static_bytes ? block - b.static_bytes : 0;
