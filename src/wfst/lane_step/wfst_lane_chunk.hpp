@@ -93,7 +93,6 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     if (status == 0) {
       overflow = shared.step.closure_cut;
       if (length > 0) logp = frames.frame(exec, 0, v.frame_logp);
-      step.next_frame();
       ops.store(step.count(), 0, length == 0 || step.all_active(), step.numbering(), step.ways_cache());
       status = shared.history.status;
     }
@@ -110,7 +109,6 @@ ASRDEC_HD void wfst_lane_chunk(Exec& exec, const WfstLaneGraph& g, const WfstLan
     status = shared.step.status;
     if (status != 0) break;
     if (t + 1 < length) logp = frames.frame(exec, t + 1, v.frame_logp);  // frame t's values are read
-    step.next_frame();
     ops.store(step.count(), frames_before + t + 1, t + 1 == length || step.all_active(), step.numbering(),
               step.ways_cache());
     status = shared.history.status;

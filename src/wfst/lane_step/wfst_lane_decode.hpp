@@ -57,7 +57,6 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
   if (status == 0) {
     overflow = shared.step.closure_cut;
     if (length > 0) logp = frames.frame(exec, 0, v.frame_logp);
-    step.next_frame();
     history.store(step.count(), 0, length == 0 || step.all_active(), step.numbering(), step.ways_cache());
     status = shared.history.status;
   }
@@ -66,7 +65,6 @@ ASRDEC_HD void wfst_lane_decode(Exec& exec, const WfstLaneGraph& g, const WfstLa
     status = shared.step.status;
     if (status != 0) break;
     if (t + 1 < length) logp = frames.frame(exec, t + 1, v.frame_logp);  // frame t's values are read
-    step.next_frame();
     history.store(step.count(), t + 1, t + 1 == length || step.all_active(), step.numbering(), step.ways_cache());
     status = shared.history.status;
   }

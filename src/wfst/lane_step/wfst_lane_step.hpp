@@ -270,12 +270,6 @@ class WfstLaneStep {
   ASRDEC_HD std::int64_t numbering() const { return numbering_ < 0 ? -1 : numbering_; }
   /** Where the store puts the next frame's emitting ways (the lane's ways cache). */
   ASRDEC_HD std::int64_t* ways_cache() const { return s_.ways; }
-  /** The next frame's scalars, which its first phase finds set when it starts without a numbering of its own
-   *  (WfstLaneActive::ways_total): called by every thread after start() or advance(), before the barrier that ends
-   *  the history's store. */
-  ASRDEC_HD void next_frame() {
-    exec_.single([&] { reset_frame_scalars(); });
-  }
   /** Whether every token of the frame is active (after start() or advance(); then none is only an ε-ancestor). */
   ASRDEC_HD bool all_active() const { return all_active_; }
 
@@ -340,6 +334,8 @@ class WfstLaneStep {
   }
 
   // Where the prefix sums of `n` tokens' out-degrees go: the lane's fast memory when they fit.
+  // The ways cache also carries the next frame's emitting ways from the store's write phase to the next frame's
+  // round 0 (WfstLaneActive::ways_total): no phase between may use it.
   ASRDEC_HD std::int64_t* ways_of(std::int32_t n) const { return n <= kWfstWaysCache ? s_.ways : k_.scan; }
 
   // Work item i of the arcs numbered by ways_of(n) over `n` tokens: the token's position and the arc.
@@ -439,8 +435,8 @@ class WfstLaneStep {
     return bound > nth ? bound : nth;
   }
 
-  // The scalars a frame starts from but its status (one thread). next_frame() sets them where the status is 0
-  // already, and other threads may still read it.
+  // The scalars a frame starts from but its status (one thread). The commit sets them for the next frame where the
+  // status is 0 already, and other threads may still read it.
   ASRDEC_HD void reset_frame_scalars() {
     s_.best = wfst_ordered_cost(__builtin_huge_valf());
     s_.kept_ways = 0;
@@ -451,7 +447,7 @@ class WfstLaneStep {
 
   // Steps 1-3 of a frame with `beam` (WfstSearcher::expand); true when it fits max_tokens_per_frame.
   // The frame's table is empty. `numbered`: the last frame's store numbered the active tokens' emitting ways
-  // (active.ways_total) and next_frame() set the scalars, both before a barrier.
+  // (active.ways_total) and the last commit set the scalars, both before a barrier.
   ASRDEC_HD bool expand(const WfstLaneActive& active, const float* logp, float beam, bool numbered) {
     std::int64_t total = active.ways_total;
     if (!numbered) {
@@ -726,6 +722,10 @@ class WfstLaneStep {
       exec_.barrier();
       numbering_ |= kNotNumbered;
     }
+    // The next frame's scalars, after the last barrier that follows every read of them here: a frame that starts
+    // with the ways the store numbers (WfstLaneActive::ways_total) has no barrier before its first phase, and the
+    // store's barrier comes before it.
+    exec_.single([&] { reset_frame_scalars(); });
   }
 
   const WfstLaneGraph& g_;

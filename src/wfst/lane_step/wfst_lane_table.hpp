@@ -95,7 +95,8 @@ ASRDEC_HD_INLINE void wfst_table_empty_slot(const WfstLaneTable& t, std::int32_t
  *  capacity, whose slots slot_of does not list), `count` reset; returns true, after a barrier. Nothing to do, and
  *  no barrier, when the table is empty already (returns false): every thread reads the same count, which changes
  *  only in phases that end with a barrier, and the caller must not change it or the table's view before its next
- *  barrier (until then, a thread may still be reading them here). */
+ *  barrier (until then, a thread may still be reading them here): WfstLaneStep's best-way pass, which may follow at
+ *  once, reads neither. */
 template <class Exec>
 ASRDEC_HD bool wfst_table_clear(const WfstLaneTable& t, Exec& exec) {
   const std::int32_t count = exec.load(t.count);
