@@ -703,8 +703,6 @@ std::vector<std::int64_t> frame_offsets(const detail::WfstFrameLayout& f) {
           f.next_state,  f.next_cost,   f.next_index, f.by_state_state, f.by_state_token, f.by_state_slot_of};
 }
 
-// A lane's memory grows with tokens, not graph states: the default lane for a 257-column model (the sample's) fits in
-// 4 MB, whatever the graph; and the arrays of the layout do not overlap.
 // max_active's histogram bin of a cost, at the edges both executors must agree on: a GPU saturates a float's
 // conversion to int, where the CPU's is undefined past int32 (a range that rounds to 0, costs far apart), so the bin
 // is clamped before it. Every bin is in range, and bins never decrease with the cost.
@@ -732,6 +730,8 @@ TEST(WfstHistogram, CostBinsStayInRangeAtEveryEdge) {
   }
 }
 
+// A lane's memory grows with tokens, not graph states: the default lane for a 257-column model (the sample's) fits in
+// 4 MB, whatever the graph; and the arrays of the layout do not overlap.
 TEST(WfstLaneLayout, DefaultLaneFitsInFourMegabytes) {
   const detail::WfstLaneLayout l =
       detail::wfst_lane_layout(detail::kWfstLaneTokens, detail::kWfstLaneHistory, 257, 256);
