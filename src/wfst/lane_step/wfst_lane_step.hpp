@@ -347,10 +347,8 @@ class WfstLaneStep {
 
   // Numbers the emitting arcs of the active tokens (ways_of) and returns how many there are (after a barrier).
   ASRDEC_HD std::int64_t number_emitting(const WfstLaneActive& active) {
-    return exec_.exclusive_scan_of(ways_of(active.count), active.count, [&](std::int64_t i) {
-      const std::int32_t s = active.state[i];
-      return g_.epsilon_begin[s] - g_.emitting_begin[s];
-    });
+    return exec_.exclusive_scan_of(ways_of(active.count), active.count,
+                                   [&](std::int64_t i) { return emitting_degree(active.state[i]); });
   }
 
   // Offers every emitting way below `bound`; false when the frame does not fit the lane.
@@ -562,6 +560,11 @@ class WfstLaneStep {
     return g_.emitting_begin[state + 1] - g_.epsilon_begin[state];
   }
 
+  // The emitting arcs out of `state`: what a token in it adds to the next frame's ways.
+  ASRDEC_HD std::int64_t emitting_degree(std::int32_t state) const {
+    return g_.epsilon_begin[state] - g_.emitting_begin[state];
+  }
+
   // Frontier item f of closure round `round` (token `token`, of cost `cost` and ε-degree `degree`): the cost the round
   // relaxes from, its ε-degree in `ways` and the round's max_degree.
   ASRDEC_HD void prepare(std::int32_t round, std::int64_t f, std::int32_t token, float cost, std::int64_t degree,
@@ -686,7 +689,7 @@ class WfstLaneStep {
       k_.active[i] = active ? 1 : 0;
       if (!active) return std::int64_t{0};
       const std::int32_t state = ways ? t_.state[t_.slot_of[i]] : 0;
-      return std::int64_t{1} | (ways ? g_.epsilon_begin[state] - g_.emitting_begin[state] : 0) << 32;
+      return std::int64_t{1} | (ways ? emitting_degree(state) : 0) << 32;
     });
     std::int64_t kept = numbering_ & 0xffffffff;
     all_active_ = kept == n && !(overflow && kept > c_.max_tokens) && kept <= c_.max_active;
