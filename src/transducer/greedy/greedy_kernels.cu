@@ -525,10 +525,10 @@ __device__ void persistent_fused_queries(const GreedyDeviceState& g, const Persi
   persistent_model_queries(p.boost, g.fusion.boost, p.boost_slice, g.max_batch, mask);
 }
 
-// One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, a barrier, the
-// choices and the phase in block 0, a barrier. Many rows (p.hidden_rows set): the hidden layer computed once across
-// the grid and loaded by every block after a barrier, instead of by every block in full. False when the kernel must
-// stop.
+// One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, then one barrier
+// whose last block makes the choices and runs the phase before it releases the others. Many rows (p.hidden_rows set):
+// the hidden layer computed once across the grid and loaded by every block after a barrier, instead of by every block
+// in full. False when the kernel must stop.
 template <class TEnc, class TWeight>
 __device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState& g, const PersistentGreedy& p,
                                       const JointGemvRows& h, RowSums* blocks, float* shared,
@@ -541,17 +541,18 @@ __device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState
   } else {
     joint_step_block_sums<TEnc, TWeight>(g, h, blocks, shared);
   }
-  if (!grid_barrier_wait(barrier)) return false;
-  if (blockIdx.x == 0) joint_step_finish(phase, g, blocks);
-  return grid_barrier_wait(barrier);
+  // The last block to arrive makes the choices and runs the phase, then releases the others.
+  return grid_barrier_wait_then(barrier, [&] { joint_step_finish(phase, g, blocks); });
 }
 
 // The label-looping program of GreedyCuda::label_looping_program, phase for phase:
 //   begin · queries · while (any active) { joint · first · while (any advancing) { joint · inner } · predictor step ·
 //   queries of the rows that emitted · finish } · end of chunk
-// Block 0 runs the one-block phases (greedy_phase); every block takes its share of the joint's columns, of the
-// predictor's units and columns and of the fused models' queries; a grid barrier stands wherever the graph program
-// has a dependent node, except between the projection and the queries, which touch different arrays.
+// Block 0 runs the first and the last phase; the phases after a joint evaluation and after a predictor step run in
+// the block that arrives last at the barrier before them (grid_barrier_wait_then), so that a one-block phase costs no
+// barrier of its own. Every block takes its share of the joint's columns, of the predictor's units and columns and of
+// the fused models' queries; a grid barrier stands wherever the graph program has a dependent node, except between
+// the projection and the queries, which touch different arrays.
 template <class TEnc, class TWeight>
 __global__ void __launch_bounds__(kJointGemvThreads)
     label_looping_persistent_kernel(GreedyDeviceState g, PersistentGreedy p, RowSums* blocks) {
@@ -581,9 +582,7 @@ __global__ void __launch_bounds__(kJointGemvThreads)
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     persistent_fused_queries(g, p, g.state.emit);
-    if (!grid_barrier_wait(barrier)) return;
-    if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_finish, g);
-    if (!grid_barrier_wait(barrier)) return;
+    if (!grid_barrier_wait_then(barrier, [&] { greedy_phase(GreedyPhase::label_looping_finish, g); })) return;
   }
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::end_of_chunk, g);
 }
