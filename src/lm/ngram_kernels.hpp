@@ -8,6 +8,7 @@
 
 #include "asrdec/lm/boosting_tree.hpp"
 #include "asrdec/lm/ngram_lm.hpp"
+#include "core/environment_switch.hpp"
 #include "lm/fusion_step.hpp"
 
 namespace asrdec::detail {
@@ -39,6 +40,13 @@ constexpr std::int32_t ngram_advance_slice_size(std::int32_t vocab_size, std::in
  *  mask is given). Every fused decoder (greedy, beam and CTC beam) queries through this. */
 void launch_fused_queries(const NgramLm* lm, const BoostingTree* boost, const FusionRef& fusion, std::int64_t rows,
                           int multiprocessors, cudaStream_t stream, const std::int32_t* mask = nullptr);
+
+/** Whether a decoder's program runs its fused queries beside the model work that neither reads nor writes what they do
+ *  (the predictor step after a label, the joint of a beam step), on a side stream (core/cuda/stream_fork.hpp): their
+ *  latency then hides behind that work instead of adding to every step. On unless ASRDEC_QUERIES_BESIDE=0, which puts
+ *  them back in line (the same results either way), for measuring the difference. Read when a decoder builds its
+ *  program. */
+inline bool fused_queries_beside_enabled() { return environment_switch("ASRDEC_QUERIES_BESIDE", true); }
 
 /** out[b] = ln p(</s> | states[b]). */
 void launch_ngram_final_scores(const NgramLmRef& lm, const std::int32_t* states, std::int64_t batch, float* out,

@@ -28,6 +28,7 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
+#include "core/cuda/stream_fork.hpp"
 #include "hyps/beam_hyps_copy.hpp"
 #include "hyps/ranked_beams.hpp"
 #include "lm/ngram_kernels.hpp"
@@ -52,6 +53,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         pool_(wind() ? config.beam * (config.wind_window + config.beam) : config.beam),
         device_(model.device()),
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
+        fork_(device_),
+        queries_beside_(fused_queries_beside_enabled()),
         args_(1, device_),
         flags_(7, device_),
         bad_value_(1, device_),
@@ -524,18 +527,30 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   }
 
   // Joint and fused queries of the slots in row_active: logits (without bias) for every joint row (zeros where
-  // the row is idle), queries for those slots.
+  // the row is idle), queries for those slots. The two touch different arrays (the joint's hidden rows and logits;
+  // the models' scores and next states), so the queries run beside the joint (fused_queries_beside_enabled) and
+  // their latency hides behind it.
   void joint_and_queries(const BeamDeviceState& g, cudaStream_t stream) {
-    if (fused_joint_) {
-      launch_beam_joint_gemv(g, stream);
-    } else {
-      launch_beam_joint_hidden(g, stream);
-      gemm_->rows_times_weight_t(g.weight, g.weight_dtype, g.outputs, g.hidden_size, g.hidden, g.hidden_size,
-                                 g.joint_rows, g.logits, g.outputs, stream);
-    }
+    const auto joint = [&](cudaStream_t s) {
+      if (fused_joint_) {
+        launch_beam_joint_gemv(g, s);
+      } else {
+        launch_beam_joint_hidden(g, s);
+        gemm_->rows_times_weight_t(g.weight, g.weight_dtype, g.outputs, g.hidden_size, g.hidden, g.hidden_size,
+                                   g.joint_rows, g.logits, g.outputs, s);
+      }
+    };
     // AES++ skips the queries of the evaluation after a frame's last expansion step (AesDeviceState::querying).
-    launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.slots, multiprocessors_, stream,
-                         aes() ? g.aes.querying : g.row_active);
+    const auto queries = [&](cudaStream_t s) {
+      launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.slots, multiprocessors_, s,
+                           aes() ? g.aes.querying : g.row_active);
+    };
+    if (!g.fusion.active() || !queries_beside_) {
+      joint(stream);
+      queries(stream);
+      return;
+    }
+    fork_.run(stream, queries, joint);
   }
 
   // Every slot takes over the states of take_from with take_label (into the next_* buffers), the predictor steps the
@@ -646,6 +661,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::int32_t pool_;  // hypothesis slots per utterance
   Device device_;
   ExecutorLifecycle lifecycle_;
+  StreamFork fork_;             // the fused queries' side stream (joint_and_queries)
+  bool queries_beside_ = true;  // fused_queries_beside_enabled, read once
   int multiprocessors_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;

@@ -16,6 +16,7 @@
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
 #include "core/cuda/lane_copies.hpp"
+#include "core/cuda/stream_fork.hpp"
 #include "core/grid_barrier_status.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
@@ -37,6 +38,8 @@ class GreedyCuda final : public GreedyBackend {
         limits_(limits),
         device_(model.device()),
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
+        fork_(device_),
+        queries_beside_(fused_queries_beside_enabled()),
         args_(1, device_),
         flags_(4, device_),
         bad_value_(1, device_),
@@ -430,6 +433,20 @@ class GreedyCuda final : public GreedyBackend {
     launch_fused_queries(config_.lm.get(), config_.boost.get(), g.fusion, g.max_batch, multiprocessors_, stream, mask);
   }
 
+  // After the labels: the predictor steps the rows that emitted, and the fused models query their new states. The
+  // two touch different arrays (the predictor's state and output; the models' scores and next states), so the
+  // queries run beside the predictor step (fused_queries_beside_enabled) and their latency hides behind it.
+  void predictor_step_and_queries(const GreedyDeviceState& g, cudaStream_t stream) {
+    if (!g.fusion.active() || !queries_beside_) {
+      predictor_step(g, stream);
+      query_fused(g, g.state.emit, stream);
+      return;
+    }
+    fork_.run(
+        stream, [&](cudaStream_t side) { query_fused(g, g.state.emit, side); },
+        [&](cudaStream_t along) { predictor_step(g, along); });
+  }
+
   StreamProgram label_looping_program(const GreedyDeviceState g) {
     StreamProgram inner;
     inner.then([this, g](StreamHandle s) { joint_then(GreedyPhase::label_looping_inner, g, s); });
@@ -437,8 +454,7 @@ class GreedyCuda final : public GreedyBackend {
     outer.then([this, g](StreamHandle s) { joint_then(GreedyPhase::label_looping_first, g, s); })
         .loop_while(g.any_advance, inner, loop_cap())
         .then([this, g](StreamHandle s) {
-          predictor_step(g, s);
-          query_fused(g, g.state.emit, s);
+          predictor_step_and_queries(g, s);
           launch_greedy_phase(GreedyPhase::label_looping_finish, g, s);
         });
     StreamProgram program;
@@ -456,8 +472,7 @@ class GreedyCuda final : public GreedyBackend {
     StreamProgram symbols;
     symbols.then([this, g](StreamHandle s) {
       joint_then(GreedyPhase::frame_looping_step, g, s);
-      predictor_step(g, s);
-      query_fused(g, g.state.emit, s);
+      predictor_step_and_queries(g, s);
     });
     StreamProgram frames;
     frames.then([g](StreamHandle s) { launch_greedy_phase(GreedyPhase::frame_looping_enter, g, s); })
@@ -574,6 +589,8 @@ class GreedyCuda final : public GreedyBackend {
   BatchLimits limits_;
   Device device_;
   ExecutorLifecycle lifecycle_;
+  StreamFork fork_;             // the fused queries' side stream (predictor_step_and_queries)
+  bool queries_beside_ = true;  // fused_queries_beside_enabled, read once
   std::int32_t window_ = 1;
   std::unique_ptr<PredictorSession> session_;
   std::unique_ptr<Gemm> gemm_;
