@@ -1,6 +1,7 @@
 // The grid barrier of the persistent CUDA kernels (core/grid_barrier_protocol.hpp), run on threads: each thread is a
 // block of one thread, the protocol's memory operations are C++ atomics, and the wrapper below does what
-// grid_barrier_wait_then (core/cuda/grid_barrier.cuh) does around the protocol in a block's thread 0.
+// grid_barrier_arrive_block and grid_barrier_release_block (core/cuda/grid_barrier.cuh) do around the protocol in a
+// block's thread 0.
 #include "core/grid_barrier_protocol.hpp"
 
 #include <gtest/gtest.h>

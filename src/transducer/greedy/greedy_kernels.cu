@@ -542,16 +542,21 @@ __device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState
     joint_step_block_sums<TEnc, TWeight>(g, h, blocks, shared);
   }
   // The last block to arrive makes the choices and runs the phase, then releases the others.
-  return grid_barrier_wait_then(barrier, [&] { joint_step_finish(phase, g, blocks); });
+  const GridBarrierArrival arrival = grid_barrier_arrive_block(barrier);
+  if (arrival.last) {
+    if (arrival.go_on) joint_step_finish(phase, g, blocks);
+    grid_barrier_release_block(barrier);
+  }
+  return arrival.go_on;
 }
 
 // The label-looping program of GreedyCuda::label_looping_program, phase for phase:
 //   begin · queries · while (any active) { joint · first · while (any advancing) { joint · inner } · predictor step ·
 //   queries of the rows that emitted · finish } · end of chunk
 // Block 0 runs the first and the last phase; the phases after a joint evaluation and after a predictor step run in
-// the block that arrives last at the barrier before them (grid_barrier_wait_then), so that a one-block phase costs no
-// barrier of its own. Every block takes its share of the joint's columns, of the predictor's units and columns and of
-// the fused models' queries; a grid barrier stands wherever the graph program has a dependent node, except between
+// the block that arrives last at the barrier before them (grid_barrier_arrive_block), so that a one-block phase costs
+// no barrier of its own. Every block takes its share of the joint's columns, of the predictor's units and columns and
+// of the fused models' queries; a grid barrier stands wherever the graph program has a dependent node, except between
 // the projection and the queries, which touch different arrays.
 template <class TEnc, class TWeight>
 __global__ void __launch_bounds__(kJointGemvThreads)
@@ -582,7 +587,12 @@ __global__ void __launch_bounds__(kJointGemvThreads)
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     persistent_fused_queries(g, p, g.state.emit);
-    if (!grid_barrier_wait_then(barrier, [&] { greedy_phase(GreedyPhase::label_looping_finish, g); })) return;
+    const GridBarrierArrival arrival = grid_barrier_arrive_block(barrier);
+    if (arrival.last) {
+      if (arrival.go_on) greedy_phase(GreedyPhase::label_looping_finish, g);
+      grid_barrier_release_block(barrier);
+    }
+    if (!arrival.go_on) return;
   }
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::end_of_chunk, g);
 }
