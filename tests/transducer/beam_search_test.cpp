@@ -126,6 +126,15 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
   }
 };
 
+// After a CUDA decode: the mode that ran is still the one the device supports for the mode asked for. A program
+// whose capture failed (say, a side stream joined into two captures at once) falls back to per-step graphs with the
+// same results and only a warning, so the results alone would not show it.
+void expect_no_graph_fallback(const TransducerBeamDecoder& decoder, const TransducerBeamConfig& config, Device device) {
+  if (!device.is_cpu()) {
+    EXPECT_EQ(decoder.graph_mode(), resolve_graph_mode(config.graph_mode, device)) << "a capture fell back";
+  }
+}
+
 void TransducerBeamSearch::check_oracle(std::uint64_t seed) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
@@ -161,6 +170,7 @@ void TransducerBeamSearch::check_oracle(std::uint64_t seed) {
       }
       utterances += e.batch;
     }
+    expect_no_graph_fallback(decoder, config, device());
   }
   EXPECT_GE(utterances, utterances_wanted(500));
   EXPECT_GT(multiple, utterances / 3) << "too few utterances kept more than one hypothesis";
@@ -458,6 +468,7 @@ TEST_P(TransducerBeamSearch, FusionEqualsTheOracleInEveryMode) {
     expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want,
                       std::string("fused ") + to_string(config.algorithm), agreement(spec),
                       testing::perturbed_oracle(random, e.enc(), e.lens(), oracle_config, agreement(spec)));
+    expect_no_graph_fallback(decoder, config, device());
     if (::testing::Test::HasFailure()) return;
     for (std::size_t b = 0; b < want.size(); ++b) changed += want[b].front().tokens != plain[b].front().tokens ? 1 : 0;
     utterances += e.batch;

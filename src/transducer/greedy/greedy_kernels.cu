@@ -493,8 +493,9 @@ __global__ void __launch_bounds__(kJointGemvThreads)
 
 // ---- the persistent kernel (PersistentGreedy) ----
 
-// A loop flag written by block 0's phase before the barrier that precedes this read (no one writes it again before
-// the next barrier): volatile, so the read goes past this multiprocessor's L1.
+// A loop flag written by a one-block phase (block 0's first phase, or the serial section of the last block at a
+// barrier) before the barrier that precedes this read; no one writes it again before the next barrier. Volatile, so
+// the read goes past this multiprocessor's L1.
 __device__ bool read_flag(const std::int32_t* flag) { return *static_cast<const volatile std::int32_t*>(flag) != 0; }
 
 // A loop of the kernel ran past its cap: every block counts the same iterations, so every block stops here, and
