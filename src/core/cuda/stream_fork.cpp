@@ -1,5 +1,7 @@
 #include "core/cuda/stream_fork.hpp"
 
+#include "asrdec/core/log.hpp"
+
 namespace asrdec::detail {
 namespace {
 
@@ -45,6 +47,8 @@ void StreamFork::destroy_events() noexcept {
 
 StreamFork::Side* StreamFork::side_for(cudaStream_t stream) {
   const Capture step = capture_of(stream);
+  // Run eagerly: no side stream is in a capture either (only this decoder's calls use them, one at a time).
+  if (step.status == cudaStreamCaptureStatusNone) return &sides_[0];
   for (Side& side : sides_) {
     const Capture c = capture_of(side.stream.handle());
     if (c.status == cudaStreamCaptureStatusNone) return &side;
@@ -52,6 +56,9 @@ StreamFork::Side* StreamFork::side_for(cudaStream_t stream) {
       return &side;
     }
   }
+  // A program that forks at more capture levels than kSides: correct in line, but without the overlap.
+  warn_once("stream-fork-in-line",
+            "a decode program forks at more nested capture levels than its side streams cover; the pieces run in line");
   return nullptr;
 }
 

@@ -50,6 +50,7 @@ class StreamFork {
       // Joined all the same: neither a capture nor a later call may be left with the side stream's work unordered.
       (void)cudaEventRecord(side->join, s);
       (void)cudaStreamWaitEvent(stream, side->join, 0);
+      (void)cudaGetLastError();  // should those fail, the error is not left for an unrelated later launch to report
       throw;
     }
     ASRDEC_CUDA_CHECK(cudaEventRecord(side->join, s));
