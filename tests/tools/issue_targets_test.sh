@@ -14,6 +14,7 @@ expect '^35 +WFST CUDA batch B=1 +0\.672 ms +<= 0\.400 ms +MISSED +wfst-nvidia-h
 expect "^35 +WFST CUDA B=256 against the CPU's threads +3\.58x \(1\.9 ms / 6\.7 ms\) +>= 3x +met "
 expect '^35 +no fast frames, B=1 / the default \(fast frames of 512\) +1\.12x \(0\.752 ms\)'
 expect '^36 +alsd\+\+-beam4 B=32 / greedy label looping +2\.21x \(75\.3 ms / 34\.1 ms\) +<= 1\.5x +MISSED +transducer_beam-nvidia-h200-2026-11-28-cc8f260-alsd\.json$'
+expect '^36 +alsd\+\+-beam4 B=1: a step of 637 +62\.3 us +<= 49\.7 us +- +transducer_beam-nvidia-h200-2026-11-28-cc8f260-alsd\.json$'
 expect '^36 +aes\+\+-beam4 B=1: LM fusion adds +\+10\.6% \(63\.4 ms / 57\.3 ms\) +<= 10% +MISSED '
 expect '^36 +alsd\+\+-beam4 B=32: LM fusion adds +-4\.3% .* met '
 expect '^36 +wind-beam-beam4 B=1: LM fusion adds +not measured +<= 10% +-$'
