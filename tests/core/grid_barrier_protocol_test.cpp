@@ -78,12 +78,38 @@ std::uint64_t block_value(std::uint64_t seed, int round, int block) {
   return x >> 16;
 }
 
+constexpr int kRounds = 400;
+
+// Runs `round(block, r)` for rounds r = 0 … kRounds-1 on each of `blocks` threads, each arriving after a random
+// delay (a different order each round), until its round returns false.
+template <class Round>
+void run_rounds(std::mt19937_64& rng, int blocks, const Round& round) {
+  std::vector<std::thread> threads;
+  for (int block = 0; block < blocks; ++block) {
+    threads.emplace_back([&round, block, delays = rng()] {
+      std::mt19937 jitter(static_cast<std::uint32_t>(delays));
+      for (int r = 0; r < kRounds; ++r) {
+        for (int spin = static_cast<int>(jitter() % 4); spin > 0; --spin) std::this_thread::yield();
+        if (!round(block, r)) return;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// The words after kRounds barriers, as the next launch needs them: nobody counted in, the generation moved once a
+// barrier, no error.
+void expect_ready_for_the_next_launch(const Words& words) {
+  EXPECT_EQ(words.arrived, 0u);
+  EXPECT_EQ(words.generation, static_cast<unsigned int>(kRounds));
+  EXPECT_EQ(words.status, kGridBarrierOk);
+}
+
 TEST(GridBarrierProtocol, TheLastBlockSeesEveryBlocksWritesAndEveryBlockSeesItsSerialSection) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const int blocks = std::uniform_int_distribution<int>(2, 8)(rng);
-  constexpr int kRounds = 400;
   Words words;
   const GridBarrier barrier = words.barrier();
   std::vector<std::uint64_t> written(static_cast<std::size_t>(blocks), 0);  // plain memory: ordered by the barrier
@@ -91,30 +117,23 @@ TEST(GridBarrierProtocol, TheLastBlockSeesEveryBlocksWritesAndEveryBlockSeesItsS
   std::vector<int> serial_runs(static_cast<std::size_t>(blocks), 0);
   std::vector<int> wrong(static_cast<std::size_t>(blocks), 0);
   std::vector<int> stopped(static_cast<std::size_t>(blocks), 0);
-  std::vector<std::thread> threads;
-  for (int block = 0; block < blocks; ++block) {
-    threads.emplace_back([&, block, delays = rng()] {
-      std::mt19937 jitter(static_cast<std::uint32_t>(delays));  // arrivals in a different order each round
-      for (int round = 0; round < kRounds; ++round) {
-        for (int spin = static_cast<int>(jitter() % 4); spin > 0; --spin) std::this_thread::yield();
-        written[static_cast<std::size_t>(block)] = block_value(seed, round, block);
-        const bool go_on = barrier_then(barrier, static_cast<unsigned int>(blocks), kLongTimeoutNs, [&] {
-          std::uint64_t total = 0;
-          for (std::uint64_t v : written) total += v;
-          sum = total;
-          ++serial_runs[static_cast<std::size_t>(block)];
-        });
-        if (!go_on) {
-          ++stopped[static_cast<std::size_t>(block)];
-          return;
-        }
-        std::uint64_t expected = 0;
-        for (int b = 0; b < blocks; ++b) expected += block_value(seed, round, b);
-        if (sum != expected) ++wrong[static_cast<std::size_t>(block)];
-      }
+  run_rounds(rng, blocks, [&](int block, int round) {
+    written[static_cast<std::size_t>(block)] = block_value(seed, round, block);
+    const bool go_on = barrier_then(barrier, static_cast<unsigned int>(blocks), kLongTimeoutNs, [&] {
+      std::uint64_t total = 0;
+      for (std::uint64_t v : written) total += v;
+      sum = total;
+      ++serial_runs[static_cast<std::size_t>(block)];
     });
-  }
-  for (auto& t : threads) t.join();
+    if (!go_on) {
+      ++stopped[static_cast<std::size_t>(block)];
+      return false;
+    }
+    std::uint64_t expected = 0;
+    for (int b = 0; b < blocks; ++b) expected += block_value(seed, round, b);
+    if (sum != expected) ++wrong[static_cast<std::size_t>(block)];
+    return true;
+  });
   int runs = 0;
   for (int block = 0; block < blocks; ++block) {
     EXPECT_EQ(wrong[static_cast<std::size_t>(block)], 0) << "block " << block << " of " << blocks;
@@ -122,10 +141,7 @@ TEST(GridBarrierProtocol, TheLastBlockSeesEveryBlocksWritesAndEveryBlockSeesItsS
     runs += serial_runs[static_cast<std::size_t>(block)];
   }
   EXPECT_EQ(runs, kRounds) << "one serial section a round";
-  // The words as the next launch needs them: nobody counted in, the generation moved once a barrier, no error.
-  EXPECT_EQ(words.arrived, 0u);
-  EXPECT_EQ(words.generation, static_cast<unsigned int>(kRounds));
-  EXPECT_EQ(words.status, kGridBarrierOk);
+  expect_ready_for_the_next_launch(words);
 }
 
 TEST(GridBarrierProtocol, APlainBarrierKeepsEveryBlockInStep) {
@@ -133,33 +149,23 @@ TEST(GridBarrierProtocol, APlainBarrierKeepsEveryBlockInStep) {
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const int blocks = std::uniform_int_distribution<int>(2, 8)(rng);
-  constexpr int kRounds = 400;
   Words words;
   const GridBarrier barrier = words.barrier();
   std::vector<std::atomic<int>> round_of(static_cast<std::size_t>(blocks));
   for (auto& r : round_of) r = -1;
   std::atomic<int> out_of_step{0};
-  std::vector<std::thread> threads;
-  for (int block = 0; block < blocks; ++block) {
-    threads.emplace_back([&, block, delays = rng()] {
-      std::mt19937 jitter(static_cast<std::uint32_t>(delays));
-      for (int round = 0; round < kRounds; ++round) {
-        for (int spin = static_cast<int>(jitter() % 4); spin > 0; --spin) std::this_thread::yield();
-        round_of[static_cast<std::size_t>(block)] = round;
-        if (!barrier_then(barrier, static_cast<unsigned int>(blocks), kLongTimeoutNs, nullptr)) return;
-        // Past the barrier every block has entered this round, and none can be past the next barrier.
-        for (const auto& other : round_of) {
-          const int r = other.load();
-          if (r != round && r != round + 1) ++out_of_step;
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  run_rounds(rng, blocks, [&](int block, int round) {
+    round_of[static_cast<std::size_t>(block)] = round;
+    if (!barrier_then(barrier, static_cast<unsigned int>(blocks), kLongTimeoutNs, nullptr)) return false;
+    // Past the barrier every block has entered this round, and none can be past the next barrier.
+    for (const auto& other : round_of) {
+      const int r = other.load();
+      if (r != round && r != round + 1) ++out_of_step;
+    }
+    return true;
+  });
   EXPECT_EQ(out_of_step.load(), 0) << blocks << " blocks";
-  EXPECT_EQ(words.arrived, 0u);
-  EXPECT_EQ(words.generation, static_cast<unsigned int>(kRounds));
-  EXPECT_EQ(words.status, kGridBarrierOk);
+  expect_ready_for_the_next_launch(words);
 }
 
 // Runs `blocks - 1` blocks to one barrier (the last block never comes) and returns how many went on.
