@@ -504,26 +504,11 @@ __device__ void stop_at_loop_cap(const PersistentGreedy& p) {
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
 }
 
-// One fused model's full-vocabulary queries of the rows `mask` names (every row when null), as launch_fused_queries
-// makes them: (row, vocabulary slice) items spread over the blocks.
-__device__ void persistent_model_queries(const NgramLmRef& model, const FusionSource& source, std::int32_t slice,
-                                         std::int64_t rows, const std::int32_t* mask) {
-  if (source.scores == nullptr) return;  // no such model: the same in every block
-  const std::int64_t slices = (model.vocab_size + slice - 1) / slice;
-  for (std::int64_t item = blockIdx.x; item < slices * rows; item += gridDim.x) {
-    const std::int64_t b = item / slices;
-    if (mask != nullptr && mask[b] == 0) continue;  // the same in every thread of the block
-    ngram_advance_slice(model, source.state, b, const_cast<float*>(source.scores),
-                        const_cast<std::int32_t*>(source.next), static_cast<std::int32_t>(item - b * slices) * slice,
-                        slice);
-  }
-}
-
 // The LM's and the boosting tree's queries (query_fused of the graph program).
 __device__ void persistent_fused_queries(const GreedyDeviceState& g, const PersistentGreedy& p,
                                          const std::int32_t* mask) {
-  persistent_model_queries(p.lm, g.fusion.lm, p.lm_slice, g.max_batch, mask);
-  persistent_model_queries(p.boost, g.fusion.boost, p.boost_slice, g.max_batch, mask);
+  ngram_advance_on_grid(p.lm, g.fusion.lm, p.lm_slice, g.max_batch, mask);
+  ngram_advance_on_grid(p.boost, g.fusion.boost, p.boost_slice, g.max_batch, mask);
 }
 
 // One joint evaluation and the phase that uses it, as joint_step_kernel does it: every block's sums, then one barrier
