@@ -5,10 +5,14 @@
 // included), so the copies back are in both sides of the ratio.
 //
 // CUDA: ALSD++ (automatic graph mode: conditional graphs where the driver has them) at beams 1..12 × batches
-// 1..32, and AES++ and WIND beam (RNN-T) at beam 4; the three at beam 4 also launched eagerly (`/eager`). Every case
+// 1..32, and AES++ and WIND beam (RNN-T) at beam 4; the three at beam 4 also launched eagerly (`/eager`), ALSD++ and
+// WIND beam at beam 4 also as one persistent kernel where it takes the batch (`/persistent`). Every case
 // reports the search loop's joint passes per call (`joint_passes`, TransducerBeamDecoder::loop_counts). CPU: a small
 // grid (a beam step evaluates the joint for B·K hypotheses over V = 1025 outputs), CPU thread scaling (`cpu_threads`),
 // and streaming against whole utterances at equal lanes (`streaming`).
+
+#include <utility>
+#include <vector>
 
 #include "common/bench_support.hpp"
 #include "common/chunk_feeder.hpp"
@@ -23,8 +27,9 @@ struct Case {
   bool lm = false;
   TransducerBeamAlgorithm algorithm = TransducerBeamAlgorithm::alsd;
   bool cuda = false;
-  bool fused = false;  // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
-  bool eager = false;  // CUDA: kernels launched one by one (GraphMode::eager), against the default graphs
+  bool fused = false;       // CUDA: with the fused small-batch kernels (ASRDEC_FUSED_KERNELS=1), against the default
+  bool eager = false;       // CUDA: kernels launched one by one (GraphMode::eager), against the default graphs
+  bool persistent = false;  // CUDA: ALSD++'s or WIND's step loop as one kernel (ASRDEC_PERSISTENT_BEAM=1)
 };
 
 void run(benchmark::State& state, Case c) {
@@ -32,6 +37,7 @@ void run(benchmark::State& state, Case c) {
   if (c.cuda && skip_if(state, cuda_unavailable_reason())) return;
   if (skip_if(state, missing_models_reason(c.kind))) return;
   const ScopedEnv fused_kernels("ASRDEC_FUSED_KERNELS", "1", c.fused);
+  const ScopedEnv persistent_kernel("ASRDEC_PERSISTENT_BEAM", "1", c.persistent);
   const Device device = c.cuda ? Device::cuda(0) : Device::cpu();
   const TransducerModel& m = model(c.kind, device);
   const std::vector<float> host = tiled_input(source(c.kind), batch, frames);
@@ -137,7 +143,7 @@ std::string name_of(const Case& c) {
   const std::string algo =
       c.beam == 0 ? "greedy-label-looping" : std::string(to_string(c.algorithm)) + "-beam" + std::to_string(c.beam);
   return "transducer_beam/" + std::string(c.cuda ? "cuda" : "cpu") + "/" + c.kind + "/" + algo + (c.lm ? "/lm" : "") +
-         (c.fused ? "/fused" : "") + (c.eager ? "/eager" : "");
+         (c.fused ? "/fused" : "") + (c.eager ? "/eager" : "") + (c.persistent ? "/persistent" : "");
 }
 
 void register_all() {
@@ -177,6 +183,19 @@ void register_all() {
         b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
         for (const auto& shape : c.cuda ? gpu_shapes : cpu_shapes) b->Args(shape);
         if (c.cuda) b->UseManualTime();
+      }
+      // Beam 4's step loop as one persistent kernel, at the batches it takes (at most 32 joint rows: WIND's 4 x 8
+      // window rows at B=1, ALSD++'s 4 slots an utterance up to B=8), against the same algorithm's default above.
+      std::vector<std::pair<Case, std::vector<std::vector<std::int64_t>>>> persistent_cases = {
+          {Case{kind, 4, lm, TransducerBeamAlgorithm::alsd, true}, {{1, 500}, {8, 500}}}};
+      if (kind == "rnnt")
+        persistent_cases.push_back({Case{kind, 4, lm, TransducerBeamAlgorithm::wind, true}, {{1, 500}}});
+      for (auto& [c, shapes] : persistent_cases) {
+        c.persistent = true;
+        auto* b = benchmark::RegisterBenchmark(name_of(c).c_str(), run, c);
+        b->ArgNames({"B", "T"})->Unit(benchmark::kMillisecond)->Repetitions(3)->ReportAggregatesOnly(true);
+        for (const auto& shape : shapes) b->Args(shape);
+        b->UseManualTime();
       }
     }
     const std::vector<std::int64_t> threads = cpu_thread_counts();

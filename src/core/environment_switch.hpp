@@ -1,7 +1,8 @@
 #pragma once
 // Internal: the decoders' diagnostic switches, environment variables read on the host when a decoder is built
-// (ASRDEC_FUSED_KERNELS, ASRDEC_PERSISTENT_GREEDY, ASRDEC_CUT_STRAGGLERS, ASRDEC_BEAM_SLOT_CACHE,
-// ASRDEC_QUERIES_BESIDE; docs/cuda-contract.md, docs/transducer-greedy.md, docs/beam-search.md, docs/ngram-lm.md).
+// (ASRDEC_FUSED_KERNELS, ASRDEC_PERSISTENT_GREEDY, ASRDEC_PERSISTENT_BEAM, ASRDEC_CUT_STRAGGLERS,
+// ASRDEC_BEAM_SLOT_CACHE, ASRDEC_QUERIES_BESIDE; docs/cuda-contract.md, docs/transducer-greedy.md, docs/beam-search.md,
+// docs/ngram-lm.md).
 
 #include <cstdlib>
 #include <cstring>

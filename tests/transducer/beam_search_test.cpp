@@ -78,6 +78,12 @@ class TransducerBeamSearch : public ::testing::TestWithParam<BeamCase> {
 
   // Batched beam search against the oracle on the random cases of `seed` (EqualsTheOracle).
   void check_oracle(std::uint64_t seed);
+  struct StreamedCounts {
+    std::int64_t finished = 0;  // utterances streamed to their end
+    std::int64_t rejected = 0;  // calls with a bad value, refused
+  };
+  StreamedCounts stream_against_whole_decodes(const TransducerModel& model, const testing::RandomEncoded& e,
+                                              const TransducerBeamConfig& config, std::mt19937_64& rng);
   // max_device_bytes refuses a history that outgrows it (DeviceBytesCapRefusesGrowthAndKeepsTheDecoder).
   void check_device_bytes_cap(std::uint64_t seed);
   void expect_cap_refuses_growth(const testing::RandomTransducer& random, const TransducerModel& cpu_model,
@@ -513,6 +519,78 @@ TEST_P(TransducerBeamSearch, BeamOneIsGreedy) {
   std::printf("%lld utterances\n", static_cast<long long>(utterances));
 }
 
+// Streams `e` through a decoder of `config` under random server traffic (StreamingSchedule: arrivals, chunk sizes,
+// row order, cancellations, ids reused; now and then a call poisoned with a NaN first, which must change nothing)
+// and expects every finished utterance to equal decode()'s result for the whole utterance.
+TransducerBeamSearch::StreamedCounts TransducerBeamSearch::stream_against_whole_decodes(
+    const TransducerModel& model, const testing::RandomEncoded& e, const TransducerBeamConfig& config,
+    std::mt19937_64& rng) {
+  StreamedCounts counts;
+  const testing::StreamingSchedule schedule = testing::random_streaming_schedule(
+      rng, e.lengths, 1 + static_cast<int>(rng() % 6), 1 + static_cast<int>(rng() % 6), 0.2);
+  // Small limits on the CPU, so that buffers grow while utterances are open. On CUDA both decoders get the same
+  // fixed limits, large enough for every call: the joint's GEMM then has one shape, and a row gets the same bits
+  // in every lane.
+  BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
+  if (GetParam().cuda) {
+    limits = BatchLimits{std::max<std::int64_t>(e.batch, schedule.max_open), std::max<std::int64_t>(e.frames, 1)};
+  }
+  limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
+  // The reference decodes whole utterances on one thread: the streamed results on several must equal it.
+  TransducerBeamConfig one_thread = config;
+  one_thread.threads = 1;
+  TransducerBeamDecoder reference(model, one_thread, GetParam().cuda ? limits : BatchLimits{});
+  const Placed whole_enc = place(e);
+  const std::vector<Hypothesis> whole = reference.decode(whole_enc.view, e.lens());
+  TransducerBeamDecoder decoder(model, config, limits);
+  const std::int64_t lists = config.boost != nullptr ? config.boost->num_lists() : 1;
+  for (const testing::StreamingCall& base : schedule.calls) {
+    for (std::int64_t id : base.cancel) EXPECT_TRUE(decoder.cancel(id));
+    if (base.rows.empty()) continue;
+    testing::StreamingCall call = base;
+    for (std::size_t r = 0; r < call.rows.size(); ++r) call.rows[r].phrase_list = lists == 1 ? 0 : call.utterance[r];
+    std::int64_t T = 0;
+    const std::vector<std::byte> chunk = testing::gather_chunks(e.values.data(), e.frames, e.hidden, 4, call, T);
+    testing::RandomEncoded piece;
+    piece.batch = static_cast<std::int64_t>(call.rows.size()), piece.frames = T, piece.hidden = e.hidden;
+    piece.values.resize(chunk.size() / 4);
+    if (!chunk.empty()) std::memcpy(piece.values.data(), chunk.data(), chunk.size());
+    piece.lengths = call.length;
+    // Now and then a call with a NaN in a frame every algorithm reads (the last of a row's chunk) comes first:
+    // it must change nothing.
+    int poisoned = -1;
+    for (std::size_t r = 0; r < call.rows.size() && rng() % 8 == 0; ++r) {
+      if (call.length[r] > 0) poisoned = static_cast<int>(r);
+    }
+    if (poisoned >= 0) {
+      testing::RandomEncoded bad = piece;
+      const auto r = static_cast<std::size_t>(poisoned);
+      bad.values[(r * static_cast<std::size_t>(T) + static_cast<std::size_t>(call.length[r] - 1)) *
+                 static_cast<std::size_t>(e.hidden)] = std::nanf("");
+      const Placed bad_enc = place(bad);
+      ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(call.rows, bad_enc.view, bad.lens()), InvalidArgument, "is NaN");
+      ++counts.rejected;
+    }
+    const Placed enc = place(piece);
+    const std::vector<Hypothesis> got = decoder.decode_chunks(call.rows, enc.view, piece.lens());
+    EXPECT_EQ(got.size(), call.rows.size());
+    if (got.size() != call.rows.size()) return counts;
+    for (std::size_t r = 0; r < call.rows.size(); ++r) {
+      const auto u = static_cast<std::size_t>(call.utterance[r]);
+      SCOPED_TRACE("utterance " + std::to_string(u) + ", frames " + std::to_string(call.start[r]) + " + " +
+                   std::to_string(call.length[r]) + " of " + std::to_string(e.lengths[u]));
+      EXPECT_EQ(got[r].is_final, call.rows[r].last);
+      if (call.rows[r].last) {
+        testing::expect_streamed_equals_whole(got[r], whole[u]);
+        ++counts.finished;
+      }
+    }
+    if (::testing::Test::HasFailure()) return counts;
+  }
+  EXPECT_EQ(decoder.open_utterances(), 0);
+  return counts;
+}
+
 // Streaming (decode_chunks) under random server traffic — arrivals, chunk sizes (0 included), row order,
 // cancellations, ids reused — gives every finished utterance exactly decode()'s result for the whole utterance
 // (tokens, timestamps, durations, scores bit for bit), for AES++, ALSD++ (RNN-T and TDT) and WIND beam search, with
@@ -537,68 +615,11 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
       testing::add_random_fusion(rng, spec, i / 2, plain, config, keep, device());
     }
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string());
-    const testing::StreamingSchedule schedule = testing::random_streaming_schedule(
-        rng, e.lengths, 1 + static_cast<int>(rng() % 6), 1 + static_cast<int>(rng() % 6), 0.2);
-    // Small limits on the CPU, so that buffers grow while utterances are open. On CUDA both decoders get the same
-    // fixed limits, large enough for every call: the joint's GEMM then has one shape, and a row gets the same bits
-    // in every lane.
-    BatchLimits limits{1 + static_cast<std::int64_t>(rng() % 3), 1 + static_cast<std::int64_t>(rng() % 8)};
-    if (GetParam().cuda) {
-      limits = BatchLimits{std::max<std::int64_t>(e.batch, schedule.max_open), std::max<std::int64_t>(e.frames, 1)};
-    }
-    limits.max_open_utterances = std::max<std::int64_t>(schedule.max_open, 1);
-    // The reference decodes whole utterances on one thread: the streamed results on several must equal it.
-    TransducerBeamConfig one_thread = config;
-    one_thread.threads = 1;
-    TransducerBeamDecoder reference(model, one_thread, GetParam().cuda ? limits : BatchLimits{});
-    const Placed whole_enc = place(e);
-    const std::vector<Hypothesis> whole = reference.decode(whole_enc.view, e.lens());
-    TransducerBeamDecoder decoder(model, config, limits);
-    const std::int64_t lists = config.boost != nullptr ? config.boost->num_lists() : 1;
-    for (const testing::StreamingCall& base : schedule.calls) {
-      for (std::int64_t id : base.cancel) EXPECT_TRUE(decoder.cancel(id));
-      if (base.rows.empty()) continue;
-      testing::StreamingCall call = base;
-      for (std::size_t r = 0; r < call.rows.size(); ++r) call.rows[r].phrase_list = lists == 1 ? 0 : call.utterance[r];
-      std::int64_t T = 0;
-      const std::vector<std::byte> chunk = testing::gather_chunks(e.values.data(), e.frames, e.hidden, 4, call, T);
-      testing::RandomEncoded piece;
-      piece.batch = static_cast<std::int64_t>(call.rows.size()), piece.frames = T, piece.hidden = e.hidden;
-      piece.values.resize(chunk.size() / 4);
-      if (!chunk.empty()) std::memcpy(piece.values.data(), chunk.data(), chunk.size());
-      piece.lengths = call.length;
-      // Now and then a call with a NaN in a frame every algorithm reads (the last of a row's chunk) comes first:
-      // it must change nothing.
-      int poisoned = -1;
-      for (std::size_t r = 0; r < call.rows.size() && rng() % 8 == 0; ++r) {
-        if (call.length[r] > 0) poisoned = static_cast<int>(r);
-      }
-      if (poisoned >= 0) {
-        testing::RandomEncoded bad = piece;
-        const auto r = static_cast<std::size_t>(poisoned);
-        bad.values[(r * static_cast<std::size_t>(T) + static_cast<std::size_t>(call.length[r] - 1)) *
-                   static_cast<std::size_t>(e.hidden)] = std::nanf("");
-        const Placed bad_enc = place(bad);
-        ASRDEC_EXPECT_THROW_MSG(decoder.decode_chunks(call.rows, bad_enc.view, bad.lens()), InvalidArgument, "is NaN");
-        ++rejected;
-      }
-      const Placed enc = place(piece);
-      const std::vector<Hypothesis> got = decoder.decode_chunks(call.rows, enc.view, piece.lens());
-      ASSERT_EQ(got.size(), call.rows.size());
-      for (std::size_t r = 0; r < call.rows.size(); ++r) {
-        const auto u = static_cast<std::size_t>(call.utterance[r]);
-        SCOPED_TRACE("utterance " + std::to_string(u) + ", frames " + std::to_string(call.start[r]) + " + " +
-                     std::to_string(call.length[r]) + " of " + std::to_string(e.lengths[u]));
-        EXPECT_EQ(got[r].is_final, call.rows[r].last);
-        if (call.rows[r].last) {
-          testing::expect_streamed_equals_whole(got[r], whole[u]);
-          ++finished;
-          tdt += spec.tdt ? 1 : 0;
-        }
-      }
-      if (::testing::Test::HasFailure()) return;
-    }
-    EXPECT_EQ(decoder.open_utterances(), 0);
+    const StreamedCounts counts = stream_against_whole_decodes(model, e, config, rng);
+    if (::testing::Test::HasFailure()) return;
+    finished += counts.finished;
+    tdt += spec.tdt ? counts.finished : 0;
+    rejected += counts.rejected;
   }
   std::printf("%lld utterances finished streamed (%lld TDT), %lld decoders with fusion, %lld rejected calls\n",
               static_cast<long long>(finished), static_cast<long long>(tdt), static_cast<long long>(fused),
@@ -607,6 +628,58 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
     EXPECT_GT(rejected, 5);
   }
   EXPECT_GT(finished, utterances_wanted(50));
+}
+
+// ASRDEC_PERSISTENT_BEAM=1 runs ALSD++'s and WIND's step loop as one persistent kernel (off by default until a GPU
+// measures it). On the shapes it takes (an LSTM predictor; at most 32 joint rows a step: ALSD++'s slots, WIND's
+// batch x beam x window) the N-best lists still equal the oracle's, with and without fusion, and streamed utterances
+// (lanes seeded from their channels) still equal whole ones. AES++ keeps its graph program under the switch, and the
+// CPU executors ignore it: the same checks run there too.
+TEST_P(TransducerBeamSearch, PersistentKernelEqualsTheOracle) {
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_message(seed));
+  std::mt19937_64 rng(seed);
+  const testing::ScopedEnvironmentVariable persistent("ASRDEC_PERSISTENT_BEAM", "1");
+  std::int64_t utterances = 0, fused = 0, streamed = 0;
+  for (int i = 0; i < cases(80); ++i) {
+    testing::RandomTransducerSpec spec = this->spec(rng);
+    spec.stateless = false;           // the kernel steps the built-in LSTM
+    if (i % 2 == 1) spec.blank = -1;  // fusion needs blank = V
+    const testing::RandomTransducer random = testing::make_random_transducer(spec, rng);
+    const TransducerModel cpu_model = random.build(Device::cpu());
+    const TransducerModel model = random.build(device());
+    TransducerBeamConfig config = this->config(rng, 4);
+    const std::int64_t rows_per_utterance = wind() ? std::int64_t{config.beam} * config.wind_window : config.beam;
+    const std::int64_t max_batch = std::clamp<std::int64_t>(32 / rows_per_utterance, 1, 4);
+    const testing::RandomEncoded e = testing::random_encoded(rng, spec, max_batch, 20);
+    testing::FusionKeep keep;
+    TransducerBeamConfig oracle_config = config;
+    if (i % 2 == 1) {
+      ++fused;
+      const auto plain = transducer_beam_reference(cpu_model, e.enc(), e.lens(), config);
+      testing::add_random_fusion(rng, spec, i / 2, plain, config, keep, device());
+      oracle_config = config;
+      oracle_config.lm = config.lm != nullptr ? keep.lm : nullptr;
+      oracle_config.boost = config.boost != nullptr ? keep.boost : nullptr;
+    }
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string() +
+                 ", batch limit " + std::to_string(max_batch));
+    const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), oracle_config);
+    TransducerBeamDecoder decoder(model, config, BatchLimits{max_batch, 20});
+    const Placed placed = place(e);
+    expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want,
+                      std::string("persistent ") + to_string(config.algorithm), agreement(spec),
+                      testing::perturbed_oracle(random, e.enc(), e.lens(), oracle_config, agreement(spec)));
+    expect_no_graph_fallback(decoder, config, device());
+    if (::testing::Test::HasFailure()) return;
+    utterances += e.batch;
+    if (i % 3 == 0) streamed += stream_against_whole_decodes(model, e, config, rng).finished;
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GE(utterances, cases(80));
+  EXPECT_GT(streamed, 0);
+  std::printf("%lld utterances (%lld decoders with fusion), %lld streamed to their end\n",
+              static_cast<long long>(utterances), static_cast<long long>(fused), static_cast<long long>(streamed));
 }
 
 // CPU threads: every N-best list is the one-thread list, field by field and bit for bit.

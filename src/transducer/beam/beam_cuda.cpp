@@ -23,12 +23,14 @@
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/graph.hpp"
+#include "asrdec/core/log.hpp"
 #include "asrdec/hyps/batched_beam_hyps.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/executor_lifecycle.hpp"
 #include "core/cuda/gemm.hpp"
 #include "core/cuda/stream_fork.hpp"
+#include "core/grid_barrier_status.hpp"
 #include "hyps/beam_hyps_copy.hpp"
 #include "hyps/ranked_beams.hpp"
 #include "lm/ngram_kernels.hpp"
@@ -36,6 +38,7 @@
 #include "transducer/beam/beam_backend.hpp"
 #include "transducer/beam/beam_kernels.hpp"
 #include "transducer/beam/beam_lanes.hpp"
+#include "transducer/beam/persistent_beam_shape.hpp"
 #include "transducer/model/bad_enc_value.hpp"
 #include "transducer/model/device_durations.hpp"
 #include "transducer/model/joint_gemv_shape.hpp"
@@ -55,12 +58,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         lifecycle_(device_, config.graph_mode, config.max_device_bytes),
         fork_(device_),
         queries_beside_(fused_queries_beside_enabled()),
+        persistent_words_(3, device_),
         args_(1, device_),
         flags_(7, device_),
         bad_value_(1, device_),
         loop_counts_(2, device_) {
     DeviceGuard guard(device_);
     joint_gemv_shared_bytes_ = preload_beam_kernels();
+    if (persistent_beam_enabled()) persistent_shared_bytes_ = preload_persistent_beam_kernels();
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
@@ -247,6 +252,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(&internal_error, flags_.data() + 4, 1);
     unsigned long long counts[2] = {0, 0};
     copy_back(counts, loop_counts_.data(), 2);
+    std::int32_t persistent_status = kGridBarrierOk;
+    if (last_call_persistent_) copy_back(&persistent_status, persistent_words_.data() + 2, 1);
     if (config_.lm != nullptr) {
       copy_back(host_lm_state_.data(), lm_state_.data(), n);
       copy_back(host_lm_total_.data(), lm_total_.data(), n);
@@ -260,7 +267,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_beams_to_host(hyps_.ref(), host_hyps_.ref(), batch, stream);  // synchronises the stream
     take_counts(counts);
     lifecycle_.check_loops();
-    check_outcome(bad, internal_error);
+    check_outcome(bad, persistent_status, internal_error);
     const BeamHypsRef h = host_hyps_.ref();
     return std::none_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; });
   }
@@ -273,12 +280,24 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     counts_ = with_joint_passes(c, config_.algorithm);
   }
 
-  // Bad input first: a decode that read one may also have broken the search's invariants.
-  static void check_outcome(unsigned long long bad, std::int32_t internal_error) {
+  // Bad input first: a decode that read one may also have broken the search's invariants. Then the persistent
+  // kernel's stop (its results are incomplete), then the search's own checks.
+  static void check_outcome(unsigned long long bad, std::int32_t persistent_status, std::int32_t internal_error) {
     if (bad != kNoBadValue) {
       const BadValue at = unpack_bad_value(bad);
       throw bad_enc_value_error(at.b, at.t, at.v, at.is_nan);
     }
+    ASRDEC_EXPECTS(persistent_status != kGridBarrierTimedOut, Error,
+                   "the persistent beam search kernel stopped: a block waited more than ",
+                   kGridBarrierTimeoutNs / 1000000000,
+                   " s at a grid barrier (other work kept the device's places; unset ASRDEC_PERSISTENT_BEAM)");
+    ASRDEC_EXPECTS(persistent_status != kGridBarrierLoopCap, Error,
+                   "internal error: the persistent beam search kernel reached its step cap and was stopped");
+    ASRDEC_EXPECTS(persistent_status == kGridBarrierOk, Error,
+                   "internal error: the persistent beam search kernel stopped with status ", persistent_status);
+    ASRDEC_EXPECTS((internal_error & 4) == 0, Error,
+                   "internal error: a step of the persistent beam search kernel took more tokens than its predictor "
+                   "rows");
     ASRDEC_EXPECTS(
         internal_error == 0, Error, "internal error: WIND beam search ",
         (internal_error & 1) != 0 ? "found more than the beam's hypotheses on a frame" : "ran out of pool slots");
@@ -444,6 +463,92 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     }
     session_->step(blanks_.data(), ones_.data(), state_.data(), dec_.data(), slots, stream.handle());
     stream.synchronize();
+    plan_persistent();
+  }
+
+  // Whether this decoder's step loop runs as the persistent kernel (persistent_beam_shape.hpp), and its buffers:
+  // decided when the buffers are sized, since the predictor's fused step is built over them. Logs once why not.
+  void plan_persistent() {
+    persistent_.reset();
+    for (auto* buffer : {&persistent_hidden_, &step_rows_state_, &step_rows_dec_}) *buffer = DeviceBuffer<float>();
+    for (auto* buffer : {&row_of_slot_, &step_rows_label_, &step_rows_mask_}) *buffer = DeviceBuffer<std::int32_t>();
+    if (!persistent_beam_enabled()) return;
+    const std::int64_t B = capacity_.limits.max_batch;
+    const std::int64_t slots = B * pool_;
+    const std::int64_t S = model_.predictor().state_size();
+    const std::int64_t J = model_.joint_hidden();
+    const std::int64_t rows = persistent_beam_step_rows(wind(), B, config_.beam, pool_);
+    PersistentBeamShape shape;
+    shape.step_loop = !aes();
+    shape.joint_rows = joint_rows();
+    shape.joint_hidden = J;
+    shape.slot_cache_bytes = static_cast<std::int64_t>(beam_slot_cache_bytes(wind() ? pool_ : slots));
+    shape.device_shared_bytes = persistent_shared_bytes_;
+    LstmFusedStep step{};
+    if (shape.step_loop) {
+      row_of_slot_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(slots), device_);
+      step_rows_label_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(rows), device_);
+      step_rows_mask_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(rows), device_);
+      step_rows_state_ = DeviceBuffer<float>(static_cast<std::size_t>(rows * S), device_);
+      step_rows_dec_ = DeviceBuffer<float>(static_cast<std::size_t>(rows * J), device_);
+      shape.lstm_fused_step = lstm_fused_step_of(*session_, step_rows_label_.data(), step_rows_mask_.data(),
+                                                 step_rows_state_.data(), step_rows_dec_.data(), rows, &step);
+      shape.same_dtype = step.projection.dtype == model_.joint().weight_dtype();
+      shape.predictor_shared_floats = step.shared_floats;
+    }
+    const std::string refusal = persistent_beam_refusal(shape);
+    if (!refusal.empty()) {
+      warn_once(concat("persistent-beam:", refusal),
+                concat("ASRDEC_PERSISTENT_BEAM=1: beam search keeps its graph program (", refusal, ")"));
+      return;
+    }
+    PersistentBeam p{};
+    p.predictor = step;
+    if (config_.lm != nullptr) p.lm = config_.lm->ref();
+    if (config_.boost != nullptr) p.boost = config_.boost->ref();
+    p.lm_slice = p.boost_slice =
+        ngram_advance_slice_size(static_cast<std::int32_t>(model_.vocab_size()), slots, multiprocessors_);
+    p.barrier = reinterpret_cast<unsigned int*>(persistent_words_.data());
+    p.status = persistent_words_.data() + 2;
+    p.loop_cap = loop_cap();
+    if (persistent_greedy_shares_hidden(shape.joint_rows, J, kJointGemvThreads)) {
+      persistent_hidden_ = DeviceBuffer<float>(static_cast<std::size_t>(shape.joint_rows * J), device_);
+      p.hidden_rows = persistent_hidden_.data();
+    }
+    p.row_of_slot = row_of_slot_.data();
+    p.step_label = step_rows_label_.data();
+    p.step_mask = step_rows_mask_.data();
+    p.step_state = step_rows_state_.data();
+    p.step_dec = step_rows_dec_.data();
+    p.step_rows = rows;
+    p.internal_error = flags_.data() + 4;
+    p.shared_bytes = static_cast<std::size_t>(persistent_beam_shared_bytes(shape));
+    p.cache_bytes = static_cast<std::size_t>(shape.slot_cache_bytes);
+    persistent_max_blocks_ =
+        persistent_greedy_blocks(model_.joint().output_size(), step.projection.width, J, std::int64_t{1} << 30);
+    persistent_ = p;
+    // Rows past a step's tokens are read (and masked) by the predictor: zeros rather than whatever memory held. The
+    // generation word only grows; every launch clears the arrivals and the status itself.
+    Stream stream(device_);
+    fill_bytes_async(step_rows_state_.data(), device_, 0, step_rows_state_.bytes(), stream.handle());
+    fill_bytes_async(persistent_words_.data(), device_, 0, persistent_words_.bytes(), stream.handle());
+    stream.synchronize();
+  }
+
+  // The persistent kernel's launch for encoder values of `enc_dtype`: its grid, as many blocks as run at once (up to
+  // what its widest phase uses); none if the device runs none.
+  std::optional<PersistentBeam> persistent_launch(DType enc_dtype) {
+    if (!persistent_) return std::nullopt;
+    PersistentBeam p = *persistent_;
+    const int resident = persistent_beam_resident_blocks(enc_dtype, model_.joint().weight_dtype(), p.shared_bytes);
+    p.blocks = std::min(persistent_max_blocks_, resident);
+    if (p.blocks < 1) {
+      warn_once("persistent-beam:resident",
+                "ASRDEC_PERSISTENT_BEAM=1: beam search keeps its graph program (the device runs no block of the "
+                "persistent kernel with its shared memory)");
+      return std::nullopt;
+    }
+    return p;
   }
 
   BeamDeviceState device_state(DType enc_dtype) {
@@ -617,12 +722,24 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     return program;
   }
 
+  // The program of a run for encoder values of `enc_dtype` (built once per capacity); notes whether it is the
+  // persistent kernel, whose status the run's checks then read.
   GraphExecutor& executor(DType enc_dtype) {
-    auto& slot = executors_[static_cast<std::size_t>(enc_dtype)];
+    const auto index = static_cast<std::size_t>(enc_dtype);
+    auto& slot = executors_[index];
     if (!slot) {
       const BeamDeviceState g = device_state(enc_dtype);
-      slot.emplace(device_, lifecycle_.mode(), aes() ? aes_program(g) : step_program(g));
+      const std::optional<PersistentBeam> persistent = persistent_launch(enc_dtype);
+      persistent_executor_[index] = persistent.has_value();
+      StreamProgram program;
+      if (persistent) {
+        program.then([g, p = *persistent](StreamHandle s) { launch_beam_persistent(g, p, s); });
+      } else {
+        program = aes() ? aes_program(g) : step_program(g);
+      }
+      slot.emplace(device_, lifecycle_.mode(), std::move(program));
     }
+    last_call_persistent_ = persistent_executor_[index];
     return *slot;
   }
 
@@ -641,12 +758,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(&internal_error, flags_.data() + 4, 1);
     unsigned long long counts[2] = {0, 0};
     copy_back(counts, loop_counts_.data(), 2);
+    std::int32_t persistent_status = kGridBarrierOk;
+    if (last_call_persistent_) copy_back(&persistent_status, persistent_words_.data() + 2, 1);
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
     take_counts(counts);
     lifecycle_.check_loops();
-    check_outcome(bad, internal_error);
+    check_outcome(bad, persistent_status, internal_error);
     if (std::any_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; })) return std::nullopt;
     BeamHypsRef view = h;
     view.batch = batch;
@@ -668,6 +787,18 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   std::unique_ptr<Gemm> gemm_;
   std::int64_t joint_gemv_shared_bytes_ = 0;  // what the fused joint kernel may use on this device
   bool fused_joint_ = false;                  // joint rows through joint_gemv (joint_gemv_shape.hpp), else cuBLAS
+  // The persistent kernel (plan_persistent): what it may use on this device (0: switch off), its launch with the
+  // grid left open, the most blocks its widest phase uses, its words (barrier arrivals, generation, status), the
+  // joint's shared hidden layer, and the step rows the predictor steps (PersistentBeam).
+  std::int64_t persistent_shared_bytes_ = 0;
+  std::optional<PersistentBeam> persistent_;
+  int persistent_max_blocks_ = 0;
+  DeviceBuffer<std::int32_t> persistent_words_;
+  DeviceBuffer<float> persistent_hidden_;
+  DeviceBuffer<std::int32_t> row_of_slot_, step_rows_label_, step_rows_mask_;
+  DeviceBuffer<float> step_rows_state_, step_rows_dec_;
+  std::array<bool, 3> persistent_executor_{};  // by encoder dtype: whether executors_ holds the persistent kernel
+  bool last_call_persistent_ = false;          // whether the last run launched it (its status is then read)
   DeviceBuffer<JointEncArgs> args_;
   // Outer loop flag; AES++: frame, step, inner loop flag; WIND internal error; streaming: seeded.
   DeviceBuffer<std::int32_t> flags_;

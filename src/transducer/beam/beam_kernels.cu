@@ -2,14 +2,17 @@
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
 #include "core/environment_switch.hpp"
 #include "core/logsumexp.hpp"
 #include "hyps/beam_slot_cache.cuh"
 #include "hyps/block_topk.cuh"
+#include "lm/ngram_advance.cuh"
 #include "transducer/beam/beam_kernels.hpp"
 #include "transducer/model/joint_gemv.cuh"
 #include "transducer/model/joint_hidden.cuh"
+#include "transducer/model/lstm_fused.cuh"
 
 namespace asrdec::detail {
 namespace {
@@ -105,10 +108,11 @@ __device__ LogSumExp warp_lse(LogSumExp lse) {
   return lse;
 }
 
-// The log-sum-exp of the block's values, the same in every thread.
+// The log-sum-exp of the block's values, the same in every thread (any block of up to 1024 threads: the propose
+// kernels' and the persistent kernel's).
 __device__ LogSumExp block_lse(LogSumExp lse) {
-  __shared__ float maxes[kProposeThreads / 32];
-  __shared__ float sums[kProposeThreads / 32];
+  __shared__ float maxes[32];
+  __shared__ float sums[32];
   lse = warp_lse(lse);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if ((threadIdx.x & 31) == 0) {
@@ -117,7 +121,8 @@ __device__ LogSumExp block_lse(LogSumExp lse) {
   }
   __syncthreads();
   LogSumExp all = lse_identity();
-  for (int w = 0; w < kProposeThreads / 32; ++w) all = lse_merge(all, LogSumExp{maxes[w], sums[w]});
+  const int warps = static_cast<int>(blockDim.x / 32);
+  for (int w = 0; w < warps; ++w) all = lse_merge(all, LogSumExp{maxes[w], sums[w]});
   __syncthreads();
   return all;
 }
@@ -173,15 +178,6 @@ __global__ void __launch_bounds__(kProposeThreads) beam_log_softmax_kernel(BeamD
 // memory.
 constexpr std::size_t kSlotCacheLimit = 40 * 1024;
 
-// Dynamic shared memory for a cache of `slots` slots: all of them, or nothing when they do not fit or the
-// diagnostic switch ASRDEC_BEAM_SLOT_CACHE=0 turns the cache off (so that a GPU check runs the uncached path too).
-std::size_t slot_cache_bytes(std::int64_t slots) {
-  static const bool enabled = environment_switch("ASRDEC_BEAM_SLOT_CACHE", true);
-  return enabled && beam_slot_cache_fits(slots, kSlotCacheLimit)
-             ? static_cast<std::size_t>(slots) * kBeamSlotCacheBytesPerSlot
-             : 0;
-}
-
 // f(b, i) for every i < per_utterance of every running utterance b (its slots, or its candidates), the block's
 // threads striding over them.
 template <class F>
@@ -227,8 +223,9 @@ __device__ std::int32_t block_rank_row(const BeamFusionRule& rule, const AlsdRow
   return block_topk_merge(my_scores, my_ids, count, k, best, best_ids, topk);
 }
 
-__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g, std::size_t cache_bytes) {
-  for (std::int64_t s = blockIdx.x; s < g.slots; s += gridDim.x) {
+// alsd_propose for slots first, first + stride, ... (a block each; every thread of the block calls it).
+__device__ void alsd_propose_slots(const BeamDeviceState& g, std::int64_t first, std::int64_t stride) {
+  for (std::int64_t s = first; s < g.slots; s += stride) {
     const std::int64_t b = s / g.hyps.beam;
     if (!g.row_active[s]) {  // block-uniform
       if (threadIdx.x == 0) alsd_idle_proposals(g.running[b] != 0, g.hyps.scores[s], g.proposals[s]);
@@ -258,10 +255,36 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
     if (threadIdx.x == 0) alsd_proposals_from_topk(g.rule, row, K, offset, best, best_ids, kept, g.proposals[s]);
     __syncthreads();
   }
+}
+
+__global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDeviceState g, std::size_t cache_bytes) {
+  alsd_propose_slots(g, blockIdx.x, gridDim.x);
   // The block that finishes last selects every utterance's K best from all the proposals (one node less a step than
   // a select kernel of its own).
   extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
   if (last_block_done(g.blocks_done)) alsd_select_all(g, cache, cache_bytes);
+}
+
+// Slot s takes over the LM and boosting states of slot `from` (into the next_* buffers), extended by `token` (-1:
+// none).
+__device__ void take_fused_states(const BeamDeviceState& g, std::int64_t s, std::int64_t from, std::int32_t token) {
+  if (g.fusion.lm.state != nullptr)
+    fusion_take(g.fusion, g.fusion.lm, g.next_lm_state, g.next_lm_total, s, from, token);
+  if (g.fusion.boost.state != nullptr) {
+    fusion_take(g.fusion, g.fusion.boost, g.next_boost_state, g.next_boost_total, s, from, token);
+  }
+}
+
+// Slot s's next LM and boosting states become current.
+__device__ void commit_fused_states(const BeamDeviceState& g, std::int64_t s) {
+  if (g.fusion.lm.state != nullptr) {
+    g.fusion.lm.state[s] = g.next_lm_state[s];
+    g.fusion.lm.total[s] = g.next_lm_total[s];
+  }
+  if (g.fusion.boost.state != nullptr) {
+    g.fusion.boost.state[s] = g.next_boost_state[s];
+    g.fusion.boost.total[s] = g.next_boost_total[s];
+  }
 }
 
 // One thread per element of the predictor state and output; the first element of a slot also moves its scalars.
@@ -284,12 +307,7 @@ __global__ void __launch_bounds__(kThreads) beam_take_kernel(BeamDeviceState g) 
     const bool token = label >= 0 && label != g.blank;
     g.step_mask[s] = token ? 1 : 0;
     g.step_label[s] = token ? label : g.blank;
-    if (g.fusion.lm.state != nullptr) {
-      fusion_take(g.fusion, g.fusion.lm, g.next_lm_state, g.next_lm_total, s, from, token ? label : -1);
-    }
-    if (g.fusion.boost.state != nullptr) {
-      fusion_take(g.fusion, g.fusion.boost, g.next_boost_state, g.next_boost_total, s, from, token ? label : -1);
-    }
+    take_fused_states(g, s, from, token ? label : -1);
   }
 }
 
@@ -310,15 +328,7 @@ __global__ void __launch_bounds__(kThreads) beam_commit_then_kernel(BeamPhase ph
       const std::int64_t j = e - g.state_size;
       g.dec[s * g.hidden_size + j] = g.next_dec[s * g.hidden_size + j];
     }
-    if (e != 0) continue;
-    if (g.fusion.lm.state != nullptr) {
-      g.fusion.lm.state[s] = g.next_lm_state[s];
-      g.fusion.lm.total[s] = g.next_lm_total[s];
-    }
-    if (g.fusion.boost.state != nullptr) {
-      g.fusion.boost.state[s] = g.next_boost_state[s];
-      g.fusion.boost.total[s] = g.next_boost_total[s];
-    }
+    if (e == 0) commit_fused_states(g, s);
   }
   if (last_block_done(g.blocks_done)) beam_phase(phase, g);
 }
@@ -574,9 +584,10 @@ __device__ WindWindows wind_windows(const BeamDeviceState& g, std::int64_t b) {
                      static_cast<std::int32_t>(g.token_columns), &g.fusion};
 }
 
-__global__ void __launch_bounds__(kWindProposeThreads) wind_propose_kernel(BeamDeviceState g) {
+// wind_propose for group members first, first + stride, ... (a block each; every thread of the block calls it).
+__device__ void wind_propose_members(const BeamDeviceState& g, std::int64_t first, std::int64_t stride) {
   const std::int64_t members = g.max_batch * g.beam;
-  for (std::int64_t m = blockIdx.x; m < members; m += gridDim.x) {
+  for (std::int64_t m = first; m < members; m += stride) {
     const std::int64_t b = m / g.beam;
     const auto rank = static_cast<std::int32_t>(m - b * g.beam);
     if (!g.running[b] || rank >= g.wind.group_size[b]) continue;  // block-uniform
@@ -608,11 +619,16 @@ __global__ void __launch_bounds__(kWindProposeThreads) wind_propose_kernel(BeamD
   }
 }
 
-// A block per utterance with a group, its threads over the pool's slots (wind_step_phases), on a shared-memory copy
-// of the pool's state when `cache_bytes` holds it; the slots of the others keep their states.
-__global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceState g, std::size_t cache_bytes) {
+__global__ void __launch_bounds__(kWindProposeThreads) wind_propose_kernel(BeamDeviceState g) {
+  wind_propose_members(g, blockIdx.x, gridDim.x);
+}
+
+// wind_step_phases for utterances first, first + stride, ... (a block each, its threads over the pool's slots; every
+// thread of the block calls it), on a shared-memory copy of the pool's state when `cache_bytes` of `cache` hold it;
+// the slots of the utterances without a group keep their states.
+__device__ void wind_step_utterances(const BeamDeviceState& g, unsigned char* cache, std::size_t cache_bytes,
+                                     std::int64_t first_utterance, std::int64_t stride) {
   __shared__ bool fits;
-  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
   const std::int32_t P = g.hyps.beam;
   const bool cached = beam_slot_cache_fits(P, cache_bytes);
   const auto each = [P](const auto& f) {
@@ -622,7 +638,7 @@ __global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceS
   const auto once = [](const auto& f) {
     if (threadIdx.x == 0) f();
   };
-  for (std::int64_t b = blockIdx.x; b < g.max_batch; b += gridDim.x) {
+  for (std::int64_t b = first_utterance; b < g.max_batch; b += stride) {
     if (g.running[b]) {  // block-uniform
       const std::int64_t first = beam_slot(g.hyps, b, 0);
       const BeamHypsRef h = cached ? beam_slot_cache_load(g.hyps, first, P, cache) : g.hyps;
@@ -646,6 +662,198 @@ __global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceS
   }
 }
 
+// A block per utterance with a group (wind_step_utterances).
+__global__ void __launch_bounds__(kWindStepThreads) wind_step_kernel(BeamDeviceState g, std::size_t cache_bytes) {
+  extern __shared__ __align__(8) unsigned char cache[];  // cache_bytes of it
+  wind_step_utterances(g, cache, cache_bytes, blockIdx.x, gridDim.x);
+}
+
+// --- the persistent kernel (PersistentBeam) ---
+
+// A loop flag written in the serial section of a barrier before this read, and not again before the next barrier.
+// Volatile, so the read goes past this multiprocessor's L1.
+__device__ bool read_beam_flag(const std::int32_t* flag) {
+  return *static_cast<const volatile std::int32_t*>(flag) != 0;
+}
+
+// The joint's logits into the step's logits buffer (a functor rather than a lambda over the kernel's parameters,
+// which would make ptxas copy them to local memory).
+struct StoreLogit {
+  float* logits;
+  std::int64_t outputs;
+  __device__ void operator()(std::int64_t o, std::int64_t row, float logit) const { logits[row * outputs + o] = logit; }
+};
+
+// One block, after the selection (or WIND step) wrote every slot's take_label: the slots that took a token get the
+// step rows 0, 1, ... in slot order, with their tokens; the other rows are masked off. A slot past the rows (ruled
+// out by persistent_beam_step_rows) is reported as an internal error and steps nothing.
+__device__ void number_step_rows(const BeamDeviceState& g, const PersistentBeam& p) {
+  __shared__ std::int32_t warp_tokens[32];
+  __shared__ std::int32_t numbered;  // rows given to the slots before this pass
+  if (threadIdx.x == 0) numbered = 0;
+  __syncthreads();
+  const auto lane = static_cast<std::int32_t>(threadIdx.x & 31);
+  const auto warp = static_cast<std::int32_t>(threadIdx.x / 32);
+  const auto warps = static_cast<std::int32_t>(blockDim.x / 32);
+  for (std::int64_t first = 0; first < g.slots; first += blockDim.x) {  // block-uniform
+    const std::int64_t s = first + threadIdx.x;
+    const std::int32_t label = s < g.slots ? g.take_label[s] : -1;
+    const bool token = label >= 0 && label != g.blank;
+    const unsigned tokens = __ballot_sync(kFullWarp, token);
+    if (lane == 0) warp_tokens[warp] = __popc(tokens);
+    __syncthreads();
+    std::int32_t row = numbered + __popc(tokens & ((1u << lane) - 1u));
+    for (std::int32_t w = 0; w < warp; ++w) row += warp_tokens[w];
+    if (s < g.slots) {
+      const bool fits = row < p.step_rows;
+      p.row_of_slot[s] = token && fits ? row : -1;
+      if (token && fits) {
+        p.step_label[row] = label;
+        p.step_mask[row] = 1;
+      }
+      if (token && !fits) atomicOr(p.internal_error, 4);
+    }
+    __syncthreads();  // every thread has read `numbered` and the warps' counts
+    if (threadIdx.x == 0) {
+      for (std::int32_t w = 0; w < warps; ++w) numbered += warp_tokens[w];
+    }
+    __syncthreads();
+  }
+  for (std::int64_t r = numbered + threadIdx.x; r < p.step_rows; r += blockDim.x) {
+    p.step_label[r] = g.blank;
+    p.step_mask[r] = 0;
+  }
+}
+
+// Every slot takes over its parent's states, as beam_take_kernel does, but a slot that took a token takes its
+// parent's predictor state into its step row (the predictor steps only those rows) and no output (the step writes
+// it); the others into the next_* buffers. Every block its share.
+__device__ void persistent_take(const BeamDeviceState& g, const PersistentBeam& p) {
+  const std::int64_t S = g.state_size;
+  const std::int64_t width = S + g.hidden_size;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    const std::int64_t from = g.take_from[s];
+    const std::int32_t row = p.row_of_slot[s];
+    if (e < S) {
+      const float value = g.state[from * S + e];
+      if (row >= 0) {
+        p.step_state[row * S + e] = value;
+      } else {
+        g.next_state[s * S + e] = value;
+      }
+    } else if (row < 0) {
+      const std::int64_t j = e - S;
+      g.next_dec[s * g.hidden_size + j] = g.dec[from * g.hidden_size + j];
+    }
+    if (e != 0) continue;
+    const std::int32_t label = g.take_label[s];
+    take_fused_states(g, s, from, label >= 0 && label != g.blank ? label : -1);
+  }
+}
+
+// The taken and stepped states become current: a slot's from its step row when it took a token, else from the
+// next_* buffers. Every block its share.
+__device__ void persistent_commit(const BeamDeviceState& g, const PersistentBeam& p) {
+  const std::int64_t S = g.state_size;
+  const std::int64_t J = g.hidden_size;
+  const std::int64_t width = S + J;
+  const std::int64_t n = g.slots * width;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = i / width;
+    const std::int64_t e = i - s * width;
+    const std::int32_t row = p.row_of_slot[s];
+    if (e < S) {
+      g.state[s * S + e] = row >= 0 ? p.step_state[row * S + e] : g.next_state[s * S + e];
+    } else {
+      const std::int64_t j = e - S;
+      g.dec[s * J + j] = row >= 0 ? p.step_dec[row * J + j] : g.next_dec[s * J + j];
+    }
+    if (e == 0) commit_fused_states(g, s);
+  }
+}
+
+// The step program of TransducerBeamCuda::step_program, phase for phase:
+//   begin · while (a slot is active) { joint · fused queries | propose · [last block] select (WIND: step), number
+//   the step rows, activity (WIND: groups) | take · predictor layers · projection · commit }
+// Block 0 runs the begin; the selection and what follows it run in the block that arrives last at the barrier after
+// the proposals (grid_barrier_arrive_block). The activity phase moves up from the commit, where the graph program
+// runs it, to the selection: it reads only the beams, which the selection has finished, and nothing before the
+// next step's joint reads what it writes. Every block takes its share of the joint's columns, of the fused models'
+// queries, of the proposals (a block per slot or group member), of the take, the predictor and the commit.
+template <class TEnc, class TWeight>
+__global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(BeamDeviceState g, PersistentBeam p) {
+  // The phases take turns with it, barriers apart: the joint's hidden rows, the slots' cache, the predictor's rows.
+  extern __shared__ __align__(16) unsigned char dynamic_shared[];
+  float* shared = reinterpret_cast<float*>(dynamic_shared);
+  const GridBarrier barrier{p.barrier, p.barrier + 1, p.status};
+  const bool windowed = g.wind.window > 0;
+  const JointGemvRows h{g.dec, g.weight, g.logits, g.joint_rows, g.hidden_size, g.outputs, g.activation};
+  if (blockIdx.x == 0) {
+    clear_beams_unless_seeded(g);
+    __syncthreads();
+    if (windowed) {
+      wind_groups(g);
+    } else {
+      activity(g);
+    }
+  }
+  if (!grid_barrier_wait(barrier)) return;
+  for (std::int64_t step = 0; read_beam_flag(g.any_running); ++step) {
+    if (step >= p.loop_cap) {  // every block counts the same steps
+      if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
+      return;
+    }
+    // The joint's logits and the fused queries: different arrays, one phase.
+    if (p.hidden_rows != nullptr) {  // the same in every block
+      joint_gemv_hidden_share<TEnc, TWeight>(h, BeamJointRows{g}, p.hidden_rows);
+      if (!grid_barrier_wait(barrier)) return;
+      load_rows_to_shared(p.hidden_rows, shared, static_cast<std::uint32_t>(g.joint_rows * g.hidden_size));
+    } else {
+      joint_gemv_hidden<TEnc, TWeight>(h, BeamJointRows{g}, shared);
+    }
+    joint_gemv_columns<TWeight>(h, shared, StoreLogit{g.logits, g.outputs});
+    ngram_advance_on_grid(p.lm, g.fusion.lm, p.lm_slice, g.slots, g.row_active);
+    ngram_advance_on_grid(p.boost, g.fusion.boost, p.boost_slice, g.slots, g.row_active);
+    if (!grid_barrier_wait(barrier)) return;
+    if (windowed) {
+      wind_propose_members(g, blockIdx.x, gridDim.x);
+    } else {
+      alsd_propose_slots(g, blockIdx.x, gridDim.x);
+    }
+    const GridBarrierArrival arrival = grid_barrier_arrive_block(barrier);
+    if (arrival.last) {
+      if (arrival.go_on) {
+        if (windowed) {
+          wind_step_utterances(g, dynamic_shared, p.cache_bytes, 0, 1);
+        } else {
+          alsd_select_all(g, dynamic_shared, p.cache_bytes);
+        }
+        __syncthreads();
+        number_step_rows(g, p);
+        beam_phase(windowed ? BeamPhase::wind_groups : BeamPhase::alsd_activity, g);
+      }
+      grid_barrier_release_block(barrier);
+    }
+    if (!arrival.go_on) return;
+    persistent_take(g, p);
+    if (!grid_barrier_wait(barrier)) return;
+    for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
+      const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
+      lstm_fused_layer<TWeight>(layer, shared);
+      if (!grid_barrier_wait(barrier)) return;
+    }
+    fused_projection<TWeight>(p.predictor.projection, shared);
+    if (!grid_barrier_wait(barrier)) return;
+    persistent_commit(g, p);
+    if (!grid_barrier_wait(barrier)) return;
+  }
+}
+
 }  // namespace
 
 void launch_alsd_begin(const BeamDeviceState& g, cudaStream_t stream) {
@@ -665,7 +873,7 @@ void launch_beam_joint_gemv(const BeamDeviceState& g, cudaStream_t stream) {
 
 void launch_alsd_propose(const BeamDeviceState& g, cudaStream_t stream) {
   const std::int64_t blocks = g.slots < 65535 ? g.slots : 65535;
-  const std::size_t cache_bytes = slot_cache_bytes(g.slots);
+  const std::size_t cache_bytes = beam_slot_cache_bytes(g.slots);
   alsd_propose_kernel<<<static_cast<int>(blocks), kProposeThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "alsd_propose_kernel");
 }
@@ -693,7 +901,7 @@ void launch_beam_log_softmax(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_aes_prefix_search(const BeamDeviceState& g, cudaStream_t stream) {
-  const std::size_t cache_bytes = slot_cache_bytes(g.slots);
+  const std::size_t cache_bytes = beam_slot_cache_bytes(g.slots);
   aes_prefix_search_kernel<<<1, kPhaseThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_prefix_search_kernel");
 }
@@ -704,7 +912,7 @@ void launch_aes_propose(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_aes_expand(const BeamDeviceState& g, cudaStream_t stream) {
-  const std::size_t cache_bytes = slot_cache_bytes(g.hyps.beam);
+  const std::size_t cache_bytes = beam_slot_cache_bytes(g.hyps.beam);
   aes_expand_kernel<<<blocks_for(g.max_batch, 1), kAesExpandThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "aes_expand_kernel");
 }
@@ -731,9 +939,65 @@ void launch_wind_propose(const BeamDeviceState& g, cudaStream_t stream) {
 }
 
 void launch_wind_step(const BeamDeviceState& g, cudaStream_t stream) {
-  const std::size_t cache_bytes = slot_cache_bytes(g.hyps.beam);
+  const std::size_t cache_bytes = beam_slot_cache_bytes(g.hyps.beam);
   wind_step_kernel<<<blocks_for(g.max_batch, 1), kWindStepThreads, cache_bytes, stream>>>(g, cache_bytes);
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "wind_step_kernel");
+}
+
+void launch_beam_persistent(const BeamDeviceState& g, const PersistentBeam& p, cudaStream_t stream) {
+  ASRDEC_EXPECTS(g.joint_rows >= 1 && g.joint_rows <= kJointGemvMaxRows && p.blocks >= 1, Error,
+                 "internal error: the persistent beam kernel launched for ", g.joint_rows, " joint rows on ", p.blocks,
+                 " blocks");
+  // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
+  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
+  with_float_type(g.enc_dtype, [&](auto enc) {
+    with_float_type(g.weight_dtype, [&](auto weight) {
+      // Cooperative: the driver starts every block at once or refuses the launch (the barrier's timeout still
+      // guards).
+      cudaLaunchAttribute cooperative{};
+      cooperative.id = cudaLaunchAttributeCooperative;
+      cooperative.val.cooperative = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned int>(p.blocks));
+      config.blockDim = dim3(kJointGemvThreads);
+      config.dynamicSmemBytes = p.shared_bytes;
+      config.stream = stream;
+      config.attrs = &cooperative;
+      config.numAttrs = 1;
+      ASRDEC_CUDA_CHECK(cudaLaunchKernelEx(&config, beam_persistent_kernel<decltype(enc), decltype(weight)>, g, p));
+    });
+  });
+  ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_persistent_kernel");
+}
+
+int persistent_beam_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes) {
+  int device = 0;
+  int multiprocessors = 0;
+  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
+  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  int per_multiprocessor = 0;
+  with_float_type(enc_dtype, [&](auto enc) {
+    with_float_type(weight_dtype, [&](auto weight) {
+      ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_multiprocessor, beam_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads,
+          shared_bytes));
+    });
+  });
+  return per_multiprocessor * multiprocessors;
+}
+
+std::int64_t preload_persistent_beam_kernels() {
+  return opt_in_joint_gemv_shared_all(
+      [](auto enc, auto weight) { return beam_persistent_kernel<decltype(enc), decltype(weight)>; });
+}
+
+std::size_t beam_slot_cache_bytes(std::int64_t slots) {
+  // ASRDEC_BEAM_SLOT_CACHE=0 leaves every pool in global memory, so that a GPU check runs the uncached path too.
+  static const bool enabled = environment_switch("ASRDEC_BEAM_SLOT_CACHE", true);
+  return enabled && beam_slot_cache_fits(slots, kSlotCacheLimit)
+             ? static_cast<std::size_t>(slots) * kBeamSlotCacheBytesPerSlot
+             : 0;
 }
 
 std::int64_t preload_beam_kernels() {

@@ -19,11 +19,13 @@
 #include "asrdec/core/dtype.hpp"
 #include "asrdec/detail/activation.hpp"
 #include "asrdec/hyps/beam_hyps_ref.hpp"
+#include "asrdec/lm/ngram_lm.hpp"
 #include "lm/fusion_step.hpp"
 #include "transducer/beam/aes_step.hpp"
 #include "transducer/beam/alsd_step.hpp"
 #include "transducer/beam/wind_beam_step.hpp"
 #include "transducer/model/joint_enc_args.hpp"
+#include "transducer/model/predictor_kernels.hpp"
 
 namespace asrdec::detail {
 
@@ -178,6 +180,45 @@ enum class BeamPhase {
 /** The next_* buffers become the current ones (every block a share), then `phase` in the block that finishes last:
  *  one graph node where a copy kernel and a one-block phase kernel took two. */
 void launch_beam_commit_then(BeamPhase phase, const BeamDeviceState& g, cudaStream_t stream);
+
+/** ALSD++'s or WIND's step loop as one persistent kernel (persistent_beam_shape.hpp): the program
+ *  "begin; while a slot is active { joint and fused queries; propose; select (WIND: step) }; take over; predictor step;
+ *  commit }" with grid barriers between the phases instead of graph nodes. Where the graph program steps the
+ *  predictor on every slot, the kernel compacts the slots that took a token into `step_rows` rows (the selection's
+ *  last block numbers them), so that the fused LSTM step of a few rows serves a WIND pool of 48 slots. */
+struct PersistentBeam {
+  LstmFusedStep predictor;  ///< over step_label, step_mask, step_state and step_dec (step_rows rows)
+  NgramLmRef lm;            ///< the LM's tables on the device, when g.fusion has an LM
+  NgramLmRef boost;         ///< the boosting tree's, when g.fusion has one
+  std::int32_t lm_slice;    ///< vocabulary slice of one query item (ngram_advance_slice_size)
+  std::int32_t boost_slice;
+  unsigned int* barrier;      ///< [2] the grid barrier's words (arrived, generation): zero before first use
+  int* status;                ///< kGridBarrierOk, or why the kernel stopped (core/grid_barrier_status.hpp)
+  std::int64_t loop_cap;      ///< steps allowed, as the graph program's loop cap
+  float* hidden_rows;         ///< [joint rows, J] the joint's hidden layer computed across the grid (null: every block
+                              ///< computes it whole; persistent_greedy_shares_hidden decides)
+  std::int32_t* row_of_slot;  ///< [slots] the step row of a slot that took a token, -1 for the others
+  std::int32_t* step_label;   ///< [step_rows] the token of each step row
+  std::int32_t* step_mask;    ///< [step_rows] 1 for the rows in use
+  float* step_state;          ///< [step_rows, state_size] the parents' states, then the stepped ones
+  float* step_dec;            ///< [step_rows, J] the stepped predictor outputs
+  std::int64_t step_rows;     ///< persistent_beam_step_rows
+  std::int32_t* internal_error;  ///< bit 4: a step took more tokens than step_rows (ruled out by the bound)
+  int blocks;                    ///< the grid: as many as run at once, up to what the widest phase uses
+  std::size_t shared_bytes;      ///< persistent_beam_shared_bytes
+  std::size_t cache_bytes;       ///< the selection's or WIND step's slot cache within it (0: the slots stay global)
+};
+/** Enqueues the whole search loop (the barrier's arrival count and *status are cleared first, on `stream`). */
+void launch_beam_persistent(const BeamDeviceState& g, const PersistentBeam& p, cudaStream_t stream);
+/** Blocks of the persistent kernel the current device runs at once with `shared_bytes` of dynamic shared memory for
+ *  these element types (0 when it cannot run one). */
+int persistent_beam_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes);
+/** The dynamic shared memory the persistent kernels may opt in to on the current device, for
+ *  persistent_beam_refusal. Loads them; outside any capture. */
+std::int64_t preload_persistent_beam_kernels();
+/** The shared memory of a slot cache of `slots` slots as the kernels size it: all of them, or 0 when they do not fit
+ *  the cache's limit or ASRDEC_BEAM_SLOT_CACHE=0 turns the cache off. */
+std::size_t beam_slot_cache_bytes(std::int64_t slots);
 
 /** Loads the kernels on the current device (outside any capture); returns the shared memory the fused joint kernel
  *  may use there, for joint_gemv_fits. */
