@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -630,16 +632,38 @@ TEST_P(TransducerBeamSearch, ChunkedDecodingEqualsWholeUtterances) {
   EXPECT_GT(finished, utterances_wanted(50));
 }
 
+// Counts the debug messages of beam decoders whose step loop runs as the persistent kernel (TransducerBeamCuda says
+// so when it builds that program); warnings still go to stderr.
+class PersistentProgramLog {
+ public:
+  PersistentProgramLog() {
+    set_log_handler([this](LogLevel level, const std::string& message) {
+      if (message.find("runs as one persistent kernel") != std::string::npos) ++count_;
+      if (level >= LogLevel::warning) std::fprintf(stderr, "asrdec %s: %s\n", to_string(level), message.c_str());
+    });
+  }
+  ~PersistentProgramLog() { set_log_handler(nullptr); }
+  PersistentProgramLog(const PersistentProgramLog&) = delete;
+  PersistentProgramLog& operator=(const PersistentProgramLog&) = delete;
+  std::int64_t count() const { return count_; }
+
+ private:
+  std::atomic<std::int64_t> count_{0};
+};
+
 // ASRDEC_PERSISTENT_BEAM=1 runs ALSD++'s and WIND's step loop as one persistent kernel (off by default until a GPU
-// measures it). On the shapes it takes (an LSTM predictor; at most 32 joint rows a step: ALSD++'s slots, WIND's
-// batch x beam x window) the N-best lists still equal the oracle's, with and without fusion, and streamed utterances
-// (lanes seeded from their channels) still equal whole ones. AES++ keeps its graph program under the switch, and the
-// CPU executors ignore it: the same checks run there too.
+// measures it). On the shapes it takes (an LSTM predictor; at most 32 joint rows a step — ALSD++'s slots, WIND's
+// batch x beam x window — and 32 predictor rows, WIND's batch x beam x beam) it runs, and the N-best lists still equal
+// the oracle's, with and without fusion, and streamed utterances (lanes seeded from their channels) still equal whole
+// ones. AES++ keeps its graph program under the switch, and the CPU executors ignore it: the same checks run there
+// too.
 TEST_P(TransducerBeamSearch, PersistentKernelEqualsTheOracle) {
   const std::uint64_t seed = testing::test_seed();
   SCOPED_TRACE(testing::seed_message(seed));
   std::mt19937_64 rng(seed);
   const testing::ScopedEnvironmentVariable persistent("ASRDEC_PERSISTENT_BEAM", "1");
+  const PersistentProgramLog log;
+  const bool takes_it = GetParam().cuda && !aes();
   std::int64_t utterances = 0, fused = 0, streamed = 0;
   for (int i = 0; i < cases(80); ++i) {
     testing::RandomTransducerSpec spec = this->spec(rng);
@@ -649,8 +673,10 @@ TEST_P(TransducerBeamSearch, PersistentKernelEqualsTheOracle) {
     const TransducerModel cpu_model = random.build(Device::cpu());
     const TransducerModel model = random.build(device());
     TransducerBeamConfig config = this->config(rng, 4);
-    const std::int64_t rows_per_utterance = wind() ? std::int64_t{config.beam} * config.wind_window : config.beam;
-    const std::int64_t max_batch = std::clamp<std::int64_t>(32 / rows_per_utterance, 1, 4);
+    const std::int64_t K = config.beam;
+    const std::int64_t joint_rows = wind() ? K * config.wind_window : K;  // an utterance's, and its predictor's:
+    const std::int64_t step_rows = wind() ? K * K : K;
+    const std::int64_t max_batch = std::clamp<std::int64_t>(32 / std::max(joint_rows, step_rows), 1, 4);
     const testing::RandomEncoded e = testing::random_encoded(rng, spec, max_batch, 20);
     testing::FusionKeep keep;
     TransducerBeamConfig oracle_config = config;
@@ -665,12 +691,19 @@ TEST_P(TransducerBeamSearch, PersistentKernelEqualsTheOracle) {
     SCOPED_TRACE("case " + std::to_string(i) + ": " + random.spec.describe() + ", " + config.to_string() +
                  ", batch limit " + std::to_string(max_batch));
     const auto want = transducer_beam_reference(cpu_model, e.enc(), e.lens(), oracle_config);
+    const std::int64_t built = log.count();
     TransducerBeamDecoder decoder(model, config, BatchLimits{max_batch, 20});
     const Placed placed = place(e);
     expect_same_beams(decoder.decode_nbest(placed.view, e.lens()), want,
                       std::string("persistent ") + to_string(config.algorithm), agreement(spec),
                       testing::perturbed_oracle(random, e.enc(), e.lens(), oracle_config, agreement(spec)));
     expect_no_graph_fallback(decoder, config, device());
+    // At least one program built as the persistent kernel (one more each time a full history rebuilds the buffers).
+    if (takes_it) {
+      EXPECT_GE(log.count() - built, 1) << "the persistent kernel did not run";
+    } else {
+      EXPECT_EQ(log.count(), built) << "a persistent kernel ran where none should";
+    }
     if (::testing::Test::HasFailure()) return;
     utterances += e.batch;
     if (i % 3 == 0) streamed += stream_against_whole_decodes(model, e, config, rng).finished;

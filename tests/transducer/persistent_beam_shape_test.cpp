@@ -25,6 +25,7 @@ PersistentBeamShape bench_shape(bool wind, std::int64_t batch) {
   shape.lstm_fused_step = true;
   shape.same_dtype = true;
   shape.joint_rows = batch * (wind ? beam * 8 : beam);
+  shape.step_rows = persistent_beam_step_rows(wind, batch, beam, pool);
   shape.joint_hidden = 640;
   shape.predictor_shared_floats = persistent_beam_step_rows(wind, batch, beam, pool) * 640;
   shape.slot_cache_bytes = (wind ? pool : batch * pool) * kSlotBytes;
@@ -47,7 +48,8 @@ TEST(PersistentBeamShape, TheBenchModelRunsAsOneKernelAtBatchOne) {
   EXPECT_EQ(persistent_beam_refusal(bench_shape(true, 1)), "");  // 32 window rows
   EXPECT_NE(persistent_beam_refusal(bench_shape(true, 2)).find("joint rows"), std::string::npos);
   for (std::int64_t batch : {1, 4, 8}) EXPECT_EQ(persistent_beam_refusal(bench_shape(false, batch)), "") << batch;
-  EXPECT_NE(persistent_beam_refusal(bench_shape(false, 9)).find("joint rows"), std::string::npos);
+  // ALSD++ at batch 9: 36 joint rows, and as many predictor rows, which are checked first.
+  EXPECT_NE(persistent_beam_refusal(bench_shape(false, 9)).find("predictor rows"), std::string::npos);
 }
 
 TEST(PersistentBeamShape, EachUnsupportedFeatureIsNamed) {
@@ -60,6 +62,12 @@ TEST(PersistentBeamShape, EachUnsupportedFeatureIsNamed) {
   shape = bench_shape(false, 1);
   shape.same_dtype = false;
   EXPECT_NE(persistent_beam_refusal(shape).find("dtype"), std::string::npos);
+  // WIND with a short window: few joint rows, but K·K step rows an utterance (beam 4, window 1, batch 3: 12 joint
+  // rows, 48 step rows).
+  shape = bench_shape(true, 1);
+  shape.joint_rows = 12;
+  shape.step_rows = persistent_beam_step_rows(true, 3, 4, 20);
+  EXPECT_NE(persistent_beam_refusal(shape).find("predictor rows"), std::string::npos);
 }
 
 TEST(PersistentBeamShape, SharedMemoryIsTheLargestPhasesAndMustFit) {

@@ -65,7 +65,6 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
         loop_counts_(2, device_) {
     DeviceGuard guard(device_);
     joint_gemv_shared_bytes_ = preload_beam_kernels();
-    if (persistent_beam_enabled()) persistent_shared_bytes_ = preload_persistent_beam_kernels();
     int multiprocessors = 0;
     ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device_.index()));
     multiprocessors_ = std::max(multiprocessors, 1);
@@ -473,6 +472,8 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     for (auto* buffer : {&persistent_hidden_, &step_rows_state_, &step_rows_dec_}) *buffer = DeviceBuffer<float>();
     for (auto* buffer : {&row_of_slot_, &step_rows_label_, &step_rows_mask_}) *buffer = DeviceBuffer<std::int32_t>();
     if (!persistent_beam_enabled()) return;
+    // Loads the kernels too (outside any capture), so that the first call does not.
+    if (persistent_shared_bytes_ == 0) persistent_shared_bytes_ = preload_persistent_beam_kernels();
     const std::int64_t B = capacity_.limits.max_batch;
     const std::int64_t slots = B * pool_;
     const std::int64_t S = model_.predictor().state_size();
@@ -481,11 +482,12 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     PersistentBeamShape shape;
     shape.step_loop = !aes();
     shape.joint_rows = joint_rows();
+    shape.step_rows = rows;
     shape.joint_hidden = J;
     shape.slot_cache_bytes = static_cast<std::int64_t>(beam_slot_cache_bytes(wind() ? pool_ : slots));
     shape.device_shared_bytes = persistent_shared_bytes_;
     LstmFusedStep step{};
-    if (shape.step_loop) {
+    if (shape.step_loop && shape.step_rows <= kJointGemvMaxRows) {  // else refused below, with nothing built
       row_of_slot_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(slots), device_);
       step_rows_label_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(rows), device_);
       step_rows_mask_ = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(rows), device_);
@@ -500,6 +502,10 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     if (!refusal.empty()) {
       warn_once(concat("persistent-beam:", refusal),
                 concat("ASRDEC_PERSISTENT_BEAM=1: beam search keeps its graph program (", refusal, ")"));
+      for (auto* buffer : {&step_rows_state_, &step_rows_dec_}) *buffer = DeviceBuffer<float>();
+      for (auto* buffer : {&row_of_slot_, &step_rows_label_, &step_rows_mask_}) {
+        *buffer = DeviceBuffer<std::int32_t>();
+      }
       return;
     }
     PersistentBeam p{};
@@ -733,6 +739,10 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
       persistent_executor_[index] = persistent.has_value();
       StreamProgram program;
       if (persistent) {
+        // Said at debug level, so that a test (or an engine's log) can tell which program runs.
+        log(LogLevel::debug,
+            concat("beam search: ", to_string(config_.algorithm), "'s step loop runs as one persistent kernel (",
+                   persistent->blocks, " blocks, ", persistent->step_rows, " predictor rows)"));
         program.then([g, p = *persistent](StreamHandle s) { launch_beam_persistent(g, p, s); });
       } else {
         program = aes() ? aes_program(g) : step_program(g);

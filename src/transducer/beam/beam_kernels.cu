@@ -231,7 +231,11 @@ __device__ void alsd_propose_slots(const BeamDeviceState& g, std::int64_t first,
       if (threadIdx.x == 0) alsd_idle_proposals(g.running[b] != 0, g.hyps.scores[s], g.proposals[s]);
       continue;
     }
-    float* logp = row_log_softmax(g, s);
+    // The graph program's block of kProposeThreads sums the row's columns; a larger block (the persistent kernel's)
+    // leaves its other threads out, so that every block size gives the normaliser the same bits.
+    float* logp =
+        row_log_softmax_by(g, s, threadIdx.x < kProposeThreads ? static_cast<std::int64_t>(threadIdx.x) : g.outputs,
+                           kProposeThreads, block_lse, [] { __syncthreads(); });
     float* logp_duration = g.num_durations > 0 ? logp + g.token_columns : nullptr;
     if (logp_duration != nullptr) {  // TDT: D columns, one thread
       if (threadIdx.x == 0) {

@@ -37,6 +37,7 @@ struct PersistentBeamShape {
   bool lstm_fused_step = false;   ///< the predictor is the built-in LSTM on CUDA and its fused step fits step_rows
   bool same_dtype = false;        ///< the predictor's weights have the joint's dtype (the kernel is built for one)
   std::int64_t joint_rows = 0;    ///< rows of the joint a step evaluates (slots; WIND: batch · K · window)
+  std::int64_t step_rows = 0;     ///< persistent_beam_step_rows: the predictor's rows
   std::int64_t joint_hidden = 0;  ///< J
   std::int64_t predictor_shared_floats = 0;  ///< LstmFusedStep::shared_floats of the step rows
   std::int64_t slot_cache_bytes = 0;         ///< the selection's or WIND step's shared-memory copy of the slots
@@ -55,6 +56,10 @@ constexpr std::int64_t persistent_beam_shared_bytes(const PersistentBeamShape& s
 /** Why `shape` cannot run the persistent kernel, or an empty string when it can. */
 inline std::string persistent_beam_refusal(const PersistentBeamShape& shape) {
   if (!shape.step_loop) return "AES++ keeps its graph program";
+  if (shape.step_rows < 1 || shape.step_rows > kJointGemvMaxRows) {
+    return "a step's predictor rows (ALSD++: batch x beam; WIND: batch x beam x beam) are more than " +
+           std::to_string(kJointGemvMaxRows);
+  }
   if (!shape.lstm_fused_step) return "the predictor is not the built-in LSTM, or its fused step does not fit the rows";
   if (!shape.same_dtype) return "the predictor's weights and the joint's differ in dtype";
   if (!joint_gemv_fits(shape.joint_rows, shape.joint_hidden, shape.device_shared_bytes)) {
