@@ -547,7 +547,8 @@ __device__ bool persistent_joint_pass(GreedyPhase phase, const GreedyDeviceState
 template <class TEnc, class TWeight>
 __global__ void __launch_bounds__(kJointGemvThreads)
     label_looping_persistent_kernel(GreedyDeviceState g, PersistentGreedy p, RowSums* blocks) {
-  extern __shared__ float shared[];  // persistent_greedy_shared_bytes: the joint's hidden rows or the predictor's
+  // persistent_greedy_shared_bytes: the joint's hidden rows or the predictor's (aligned for load_rows_to_shared).
+  extern __shared__ __align__(16) float shared[];
   const GridBarrier barrier{p.barrier, p.barrier + 1, p.status};
   const JointGemvRows h{g.dec, g.weight, g.logits, g.rows, g.hidden_size, g.outputs, g.activation};
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::label_looping_begin, g);
