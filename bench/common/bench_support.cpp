@@ -105,6 +105,14 @@ int run_benchmarks(int argc, char** argv, const std::string& bench_name) {
     args.push_back(out_flag.data());
     args.push_back(format_flag.data());
   }
+  // ASRDEC_PHASE_TIMES=1: the persistent kernels log their time by phase at info level, which the default handler
+  // drops; here it goes to stderr with the warnings.
+  const char* phase_times = std::getenv("ASRDEC_PHASE_TIMES");
+  if (phase_times != nullptr && std::string(phase_times) == "1") {
+    set_log_handler([](LogLevel level, const std::string& message) {
+      if (level >= LogLevel::info) std::fprintf(stderr, "asrdec %s: %s\n", to_string(level), message.c_str());
+    });
+  }
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) {

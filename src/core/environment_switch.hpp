@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the decoders' diagnostic switches, environment variables read on the host when a decoder is built
-// (ASRDEC_FUSED_KERNELS, ASRDEC_PERSISTENT_GREEDY, ASRDEC_PERSISTENT_BEAM, ASRDEC_CUT_STRAGGLERS,
+// (ASRDEC_FUSED_KERNELS, ASRDEC_PERSISTENT_GREEDY, ASRDEC_PERSISTENT_BEAM, ASRDEC_PHASE_TIMES, ASRDEC_CUT_STRAGGLERS,
 // ASRDEC_BEAM_SLOT_CACHE, ASRDEC_QUERIES_BESIDE; docs/cuda-contract.md, docs/transducer-greedy.md, docs/beam-search.md,
 // docs/ngram-lm.md).
 

@@ -20,6 +20,8 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/graph.hpp"
@@ -31,6 +33,7 @@
 #include "core/cuda/gemm.hpp"
 #include "core/cuda/stream_fork.hpp"
 #include "core/grid_barrier_status.hpp"
+#include "core/phase_times.hpp"
 #include "hyps/beam_hyps_copy.hpp"
 #include "hyps/ranked_beams.hpp"
 #include "lm/ngram_kernels.hpp"
@@ -253,6 +256,9 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(counts, loop_counts_.data(), 2);
     std::int32_t persistent_status = kGridBarrierOk;
     if (last_call_persistent_) copy_back(&persistent_status, persistent_words_.data() + 2, 1);
+    std::vector<std::uint64_t> phase_ns(kPersistentBeamPhases, 0);
+    const bool timed = last_call_persistent_ && persistent_phase_ns_.size() > 0;
+    if (timed) copy_back(phase_ns.data(), persistent_phase_ns_.data(), phase_ns.size());
     if (config_.lm != nullptr) {
       copy_back(host_lm_state_.data(), lm_state_.data(), n);
       copy_back(host_lm_total_.data(), lm_total_.data(), n);
@@ -265,10 +271,19 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(host_dec_.data(), dec_.data(), n * static_cast<std::size_t>(model_.joint_hidden()));
     copy_beams_to_host(hyps_.ref(), host_hyps_.ref(), batch, stream);  // synchronises the stream
     take_counts(counts);
+    if (timed) log_phase_times(phase_ns);
     lifecycle_.check_loops();
     check_outcome(bad, persistent_status, internal_error);
     const BeamHypsRef h = host_hyps_.ref();
     return std::none_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; });
+  }
+
+  // ASRDEC_PHASE_TIMES: the persistent kernel's time a step by phase in this call (core/phase_times.hpp).
+  void log_phase_times(const std::vector<std::uint64_t>& phase_ns) const {
+    static const std::vector<std::string> names = {
+        "joint and queries", "proposals and selection", "take-over", "predictor layers", "projection", "commit"};
+    log(LogLevel::info, format_phase_times(concat("persistent beam kernel, ", to_string(config_.algorithm)), names,
+                                           phase_ns, counts_.outer));
   }
 
   // The run's loop counts, as the device counted them (outer, inner), once they are on the host.
@@ -470,6 +485,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   void plan_persistent() {
     persistent_.reset();
     for (auto* buffer : {&persistent_hidden_, &step_rows_state_, &step_rows_dec_}) *buffer = DeviceBuffer<float>();
+    persistent_phase_ns_ = DeviceBuffer<unsigned long long>();
     for (auto* buffer : {&row_of_slot_, &step_rows_label_, &step_rows_mask_}) *buffer = DeviceBuffer<std::int32_t>();
     if (!persistent_beam_enabled()) return;
     // Loads the kernels too (outside any capture), so that the first call does not.
@@ -530,6 +546,10 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     p.internal_error = flags_.data() + 4;
     p.shared_bytes = static_cast<std::size_t>(persistent_beam_shared_bytes(shape));
     p.cache_bytes = static_cast<std::size_t>(shape.slot_cache_bytes);
+    if (phase_times_enabled()) {
+      persistent_phase_ns_ = DeviceBuffer<unsigned long long>(kPersistentBeamPhases, device_);
+      p.phase_ns = persistent_phase_ns_.data();
+    }
     persistent_max_blocks_ =
         persistent_greedy_blocks(model_.joint().output_size(), step.projection.width, J, std::int64_t{1} << 30);
     persistent_ = p;
@@ -770,10 +790,14 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
     copy_back(counts, loop_counts_.data(), 2);
     std::int32_t persistent_status = kGridBarrierOk;
     if (last_call_persistent_) copy_back(&persistent_status, persistent_words_.data() + 2, 1);
+    std::vector<std::uint64_t> phase_ns(kPersistentBeamPhases, 0);
+    const bool timed = last_call_persistent_ && persistent_phase_ns_.size() > 0;
+    if (timed) copy_back(phase_ns.data(), persistent_phase_ns_.data(), phase_ns.size());
     if (config_.lm != nullptr) copy_back(host_lm_total_.data(), lm_total_.data(), n);
     if (config_.boost != nullptr) copy_back(host_boost_total_.data(), boost_total_.data(), n);
     copy_beams_to_host(d, h, batch, stream);  // synchronises the stream
     take_counts(counts);
+    if (timed) log_phase_times(phase_ns);
     lifecycle_.check_loops();
     check_outcome(bad, persistent_status, internal_error);
     if (std::any_of(h.overflow, h.overflow + batch, [](std::int32_t full) { return full != 0; })) return std::nullopt;
@@ -807,6 +831,7 @@ class TransducerBeamCuda final : public TransducerBeamBackend {
   DeviceBuffer<float> persistent_hidden_;
   DeviceBuffer<std::int32_t> row_of_slot_, step_rows_label_, step_rows_mask_;
   DeviceBuffer<float> step_rows_state_, step_rows_dec_;
+  DeviceBuffer<unsigned long long> persistent_phase_ns_;  // ASRDEC_PHASE_TIMES: PersistentBeam::phase_ns
   std::array<bool, 3> persistent_executor_{};  // by encoder dtype: whether executors_ holds the persistent kernel
   bool last_call_persistent_ = false;          // whether the last run launched it (its status is then read)
   DeviceBuffer<JointEncArgs> args_;

@@ -4,6 +4,7 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
+#include "core/cuda/phase_clock.cuh"
 #include "core/environment_switch.hpp"
 #include "core/logsumexp.hpp"
 #include "hyps/beam_slot_cache.cuh"
@@ -807,6 +808,7 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
     }
   }
   if (!grid_barrier_wait(barrier)) return;
+  unsigned long long clock = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
   for (std::int64_t step = 0; read_beam_flag(g.any_running); ++step) {
     if (step >= p.loop_cap) {  // every block counts the same steps
       if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
@@ -824,6 +826,7 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
     ngram_advance_on_grid(p.lm, g.fusion.lm, p.lm_slice, g.slots, g.row_active);
     ngram_advance_on_grid(p.boost, g.fusion.boost, p.boost_slice, g.slots, g.row_active);
     if (!grid_barrier_wait(barrier)) return;
+    phase_clock_mark(p.phase_ns, kBeamPhaseJoint, clock);
     if (windowed) {
       wind_propose_members(g, blockIdx.x, gridDim.x);
     } else {
@@ -844,17 +847,22 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
       grid_barrier_release_block(barrier);
     }
     if (!arrival.go_on) return;
+    phase_clock_mark(p.phase_ns, kBeamPhaseSelect, clock);
     persistent_take(g, p);
     if (!grid_barrier_wait(barrier)) return;
+    phase_clock_mark(p.phase_ns, kBeamPhaseTake, clock);
     for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
       const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
       lstm_fused_layer<TWeight>(layer, shared);
       if (!grid_barrier_wait(barrier)) return;
+      phase_clock_mark(p.phase_ns, kBeamPhaseLayers, clock);
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     if (!grid_barrier_wait(barrier)) return;
+    phase_clock_mark(p.phase_ns, kBeamPhaseProjection, clock);
     persistent_commit(g, p);
     if (!grid_barrier_wait(barrier)) return;
+    phase_clock_mark(p.phase_ns, kBeamPhaseCommit, clock);
   }
 }
 
@@ -955,6 +963,9 @@ void launch_beam_persistent(const BeamDeviceState& g, const PersistentBeam& p, c
   // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
   ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
   ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
+  if (p.phase_ns != nullptr) {
+    ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.phase_ns, 0, kPersistentBeamPhases * sizeof(unsigned long long), stream));
+  }
   with_float_type(g.enc_dtype, [&](auto enc) {
     with_float_type(g.weight_dtype, [&](auto weight) {
       // Cooperative: the driver starts every block at once or refuses the launch (the barrier's timeout still

@@ -204,11 +204,26 @@ struct PersistentBeam {
   float* step_dec;            ///< [step_rows, J] the stepped predictor outputs
   std::int64_t step_rows;     ///< persistent_beam_step_rows
   std::int32_t* internal_error;  ///< bit 4: a step took more tokens than step_rows (ruled out by the bound)
-  int blocks;                    ///< the grid: as many as run at once, up to what the widest phase uses
-  std::size_t shared_bytes;      ///< persistent_beam_shared_bytes
-  std::size_t cache_bytes;       ///< the selection's or WIND step's slot cache within it (0: the slots stay global)
+  /** [kPersistentBeamPhases] nanoseconds of each phase over the call (core/phase_times.hpp; null: not timed). */
+  unsigned long long* phase_ns;
+  int blocks;                ///< the grid: as many as run at once, up to what the widest phase uses
+  std::size_t shared_bytes;  ///< persistent_beam_shared_bytes
+  std::size_t cache_bytes;   ///< the selection's or WIND step's slot cache within it (0: the slots stay global)
 };
-/** Enqueues the whole search loop (the barrier's arrival count and *status are cleared first, on `stream`). */
+/** The persistent kernel's phases, as PersistentBeam::phase_ns counts them: the joint and the fused queries; the
+ *  proposals and, in the last block, the selection (WIND: step), step rows and activity; the take-over; the
+ *  predictor's layers; its projection; the commit. */
+enum PersistentBeamPhase : int {
+  kBeamPhaseJoint,
+  kBeamPhaseSelect,
+  kBeamPhaseTake,
+  kBeamPhaseLayers,
+  kBeamPhaseProjection,
+  kBeamPhaseCommit,
+  kPersistentBeamPhases
+};
+/** Enqueues the whole search loop (the barrier's arrival count, *status and the phase times are cleared first, on
+ *  `stream`). */
 void launch_beam_persistent(const BeamDeviceState& g, const PersistentBeam& p, cudaStream_t stream);
 /** Blocks of the persistent kernel the current device runs at once with `shared_bytes` of dynamic shared memory for
  *  these element types (0 when it cannot run one). */

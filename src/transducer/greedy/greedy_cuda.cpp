@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "asrdec/core/error.hpp"
 #include "asrdec/core/log.hpp"
@@ -18,6 +20,7 @@
 #include "core/cuda/lane_copies.hpp"
 #include "core/cuda/stream_fork.hpp"
 #include "core/grid_barrier_status.hpp"
+#include "core/phase_times.hpp"
 #include "lm/ngram_kernels.hpp"
 #include "transducer/greedy/greedy_backend.hpp"
 #include "transducer/greedy/greedy_kernels.hpp"
@@ -180,6 +183,12 @@ class GreedyCuda final : public GreedyBackend {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(persistent_status, persistent_words_.data(), sizeof persistent_status,
                                         cudaMemcpyDeviceToHost, stream));
     }
+    std::vector<std::uint64_t> phase_ns(kPersistentGreedyPhases, 0);
+    const bool timed = last_call_persistent_ && persistent_phase_ns_.size() > 0;
+    if (timed) {
+      ASRDEC_CUDA_CHECK(cudaMemcpyAsync(phase_ns.data(), persistent_phase_ns_.data(), persistent_phase_ns_.bytes(),
+                                        cudaMemcpyDeviceToHost, stream));
+    }
     std::vector<std::int32_t> overflow(static_cast<std::size_t>(std::max<std::int64_t>(last_batch_, 1)));
     if (last_batch_ > 0) {
       ASRDEC_CUDA_CHECK(cudaMemcpyAsync(overflow.data(), hyps_.overflow(), static_cast<std::size_t>(last_batch_) * 4,
@@ -192,6 +201,13 @@ class GreedyCuda final : public GreedyBackend {
       counts_.inner = static_cast<std::int64_t>(counts[1]);
       counts_.choices = static_cast<std::int64_t>(counts[2]);
       counts_ = with_joint_passes(counts_, config_.algorithm);
+    }
+    if (timed) {
+      // ASRDEC_PHASE_TIMES (core/phase_times.hpp): a step is an outer iteration, the inner passes' times summed in it.
+      static const std::vector<std::string> names = {"first joint pass", "inner joint passes", "predictor layers",
+                                                     "projection, queries and finish"};
+      log(LogLevel::info, concat(format_phase_times("persistent greedy kernel", names, phase_ns, counts_.outer), " (",
+                                 counts_.inner, " inner passes)"));
     }
     lifecycle_.check_loops();
     check_persistent_status(persistent_status[2]);
@@ -494,6 +510,7 @@ class GreedyCuda final : public GreedyBackend {
   void plan_persistent(std::int64_t B, std::int64_t J, std::int64_t O) {
     persistent_.reset();
     persistent_hidden_ = DeviceBuffer<float>();
+    persistent_phase_ns_ = DeviceBuffer<unsigned long long>();
     if (!persistent_greedy_enabled()) return;
     PersistentGreedyShape shape;
     LstmFusedStep step{};
@@ -527,6 +544,10 @@ class GreedyCuda final : public GreedyBackend {
                              ? DeviceBuffer<float>(static_cast<std::size_t>(rows * J), device_)
                              : DeviceBuffer<float>();
     p.hidden_rows = persistent_hidden_.size() > 0 ? persistent_hidden_.data() : nullptr;
+    if (phase_times_enabled()) {
+      persistent_phase_ns_ = DeviceBuffer<unsigned long long>(kPersistentGreedyPhases, device_);
+      p.phase_ns = persistent_phase_ns_.data();
+    }
     persistent_ = p;
     // The generation word only grows; every launch clears the arrivals and the status itself.
     Stream stream(device_);
@@ -608,6 +629,7 @@ class GreedyCuda final : public GreedyBackend {
   DeviceBuffer<unsigned long long> loop_counts_;  // [3] the last call's GreedyLoopCounts, counted on the device
   GreedyLoopCounts counts_;                       // their copy, taken with the call's error checks
   DeviceBuffer<std::int32_t> persistent_words_;   // [3] the persistent kernel's barrier (arrivals, generation), status
+  DeviceBuffer<unsigned long long> persistent_phase_ns_;  // ASRDEC_PHASE_TIMES: PersistentGreedy::phase_ns
   DeviceBuffer<std::int32_t> durations_;
   DeviceBuffer<std::int32_t> lengths_, time_jump_, last_label_, emit_mask_;
   DeviceBuffer<std::int32_t> blanks_, ones_;  // [max_batch] constants for the start symbol

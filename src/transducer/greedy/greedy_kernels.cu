@@ -4,6 +4,7 @@
 #include "core/cuda/check.hpp"
 #include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
+#include "core/cuda/phase_clock.cuh"
 #include "core/float_type.hpp"
 #include "core/logsumexp.hpp"
 #include "hyps/confidence_step.hpp"
@@ -557,20 +558,24 @@ __global__ void __launch_bounds__(kJointGemvThreads)
     persistent_fused_queries(g, p, nullptr);
     if (!grid_barrier_wait(barrier)) return;
   }
+  unsigned long long clock = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
   for (std::int64_t outer = 0; read_flag(g.any_active); ++outer) {
     if (outer >= p.loop_cap) return stop_at_loop_cap(p);
     if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, p, h, blocks, shared, barrier))
       return;
+    phase_clock_mark(p.phase_ns, kGreedyPhaseFirstJoint, clock);
     for (std::int64_t inner = 0; read_flag(g.any_advance); ++inner) {
       if (inner >= p.loop_cap) return stop_at_loop_cap(p);
       if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_inner, g, p, h, blocks, shared, barrier)) {
         return;
       }
+      phase_clock_mark(p.phase_ns, kGreedyPhaseInnerJoints, clock);
     }
     for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
       const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
       lstm_fused_layer<TWeight>(layer, shared);
       if (!grid_barrier_wait(barrier)) return;
+      phase_clock_mark(p.phase_ns, kGreedyPhaseLayers, clock);
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     persistent_fused_queries(g, p, g.state.emit);
@@ -580,6 +585,7 @@ __global__ void __launch_bounds__(kJointGemvThreads)
       grid_barrier_release_block(barrier);
     }
     if (!arrival.go_on) return;
+    phase_clock_mark(p.phase_ns, kGreedyPhaseProjection, clock);
   }
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::end_of_chunk, g);
 }
@@ -621,6 +627,9 @@ void launch_label_looping_persistent(const GreedyDeviceState& g, const Persisten
   // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
   ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
   ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
+  if (p.phase_ns != nullptr) {
+    ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.phase_ns, 0, kPersistentGreedyPhases * sizeof(unsigned long long), stream));
+  }
   auto* sums = static_cast<RowSums*>(g.joint_step_sums);
   with_float_type(g.enc_dtype, [&](auto enc) {
     with_float_type(g.weight_dtype, [&](auto weight) {

@@ -115,12 +115,24 @@ struct PersistentGreedy {
   std::int64_t loop_cap;     ///< iterations allowed to each run of a loop, as the graph program's loop_cap
   float* hidden_rows;        ///< [rows, J] the joint's hidden layer, computed across the grid (null: each block
                              ///< computes it whole; persistent_greedy_shares_hidden)
+  /** [kPersistentGreedyPhases] nanoseconds of each phase over the call (core/phase_times.hpp; null: not timed). */
+  unsigned long long* phase_ns;
   int blocks;                ///< persistent_greedy_blocks
   std::size_t shared_bytes;  ///< persistent_greedy_shared_bytes
 };
+/** The persistent kernel's phases, as PersistentGreedy::phase_ns counts them: an outer iteration's first joint pass,
+ *  its inner joint passes, the predictor's layers, and the projection with the fused queries and the finish. */
+enum PersistentGreedyPhase : int {
+  kGreedyPhaseFirstJoint,
+  kGreedyPhaseInnerJoints,
+  kGreedyPhaseLayers,
+  kGreedyPhaseProjection,
+  kPersistentGreedyPhases
+};
 /** Bytes of the per-block row sums of the persistent kernel (GreedyDeviceState::joint_step_sums) on `blocks` blocks. */
 std::size_t persistent_greedy_sums_bytes(int blocks, std::int64_t rows);
-/** Enqueues the chunk's decode (*status and the barrier's arrival count are cleared first, on `stream`). */
+/** Enqueues the chunk's decode (*status, the barrier's arrival count and the phase times are cleared first, on
+ *  `stream`). */
 void launch_label_looping_persistent(const GreedyDeviceState& g, const PersistentGreedy& p, cudaStream_t stream);
 /** Blocks of the persistent kernel the current device runs at once with `shared_bytes` of dynamic shared memory for
  *  these element types (0 when it cannot run one). */
