@@ -273,8 +273,9 @@ __global__ void __launch_bounds__(kProposeThreads) alsd_propose_kernel(BeamDevic
 // Slot s takes over the LM and boosting states of slot `from` (into the next_* buffers), extended by `token` (-1:
 // none).
 __device__ void take_fused_states(const BeamDeviceState& g, std::int64_t s, std::int64_t from, std::int32_t token) {
-  if (g.fusion.lm.state != nullptr)
+  if (g.fusion.lm.state != nullptr) {
     fusion_take(g.fusion, g.fusion.lm, g.next_lm_state, g.next_lm_total, s, from, token);
+  }
   if (g.fusion.boost.state != nullptr) {
     fusion_take(g.fusion, g.fusion.boost, g.next_boost_state, g.next_boost_total, s, from, token);
   }
