@@ -31,4 +31,15 @@ if err="$("$root/scripts/issue-targets" "$root/no-such-file.json" 2>&1)"; then
   exit 1
 fi
 grep -q "cannot read $root/no-such-file.json" <<<"$err" || { echo "FAIL: the error does not name the file: $err" >&2; exit 1; }
+# Beside readable files (a lease's benchmark cut short leaves an unfinished JSON): they are still reported.
+unfinished="$(mktemp)"
+trap 'rm -f "$unfinished"' EXIT
+head -c 2000 "$results/wfst-nvidia-h200-2026-11-28-af789af.json" >"$unfinished"
+if mixed="$("$root/scripts/issue-targets" "$unfinished" "$results/wfst-nvidia-h200-2026-11-28-af789af.json" 2>&1)"; then
+  echo "FAIL: an unfinished file was accepted" >&2
+  exit 1
+fi
+grep -q "cannot read $unfinished" <<<"$mixed" || { echo "FAIL: the unfinished file is not named" >&2; exit 1; }
+grep -qE '^35 +WFST CUDA batch B=1 +0\.672 ms' <<<"$mixed" ||
+  { echo "FAIL: the readable file beside an unfinished one was not reported" >&2; exit 1; }
 echo "issue-targets: ok"
