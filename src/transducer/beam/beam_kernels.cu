@@ -809,7 +809,7 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
     }
   }
   if (!grid_barrier_wait(barrier)) return;
-  unsigned long long clock = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
+  unsigned long long phase_start = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
   for (std::int64_t step = 0; read_beam_flag(g.any_running); ++step) {
     if (step >= p.loop_cap) {  // every block counts the same steps
       if (blockIdx.x == 0 && threadIdx.x == 0) atomicCAS(p.status, kGridBarrierOk, kGridBarrierLoopCap);
@@ -827,7 +827,7 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
     ngram_advance_on_grid(p.lm, g.fusion.lm, p.lm_slice, g.slots, g.row_active);
     ngram_advance_on_grid(p.boost, g.fusion.boost, p.boost_slice, g.slots, g.row_active);
     if (!grid_barrier_wait(barrier)) return;
-    phase_clock_mark(p.phase_ns, kBeamPhaseJoint, clock);
+    phase_clock_mark(p.phase_ns, kBeamPhaseJoint, phase_start);
     if (windowed) {
       wind_propose_members(g, blockIdx.x, gridDim.x);
     } else {
@@ -848,22 +848,22 @@ __global__ void __launch_bounds__(kJointGemvThreads) beam_persistent_kernel(Beam
       grid_barrier_release_block(barrier);
     }
     if (!arrival.go_on) return;
-    phase_clock_mark(p.phase_ns, kBeamPhaseSelect, clock);
+    phase_clock_mark(p.phase_ns, kBeamPhaseSelect, phase_start);
     persistent_take(g, p);
     if (!grid_barrier_wait(barrier)) return;
-    phase_clock_mark(p.phase_ns, kBeamPhaseTake, clock);
+    phase_clock_mark(p.phase_ns, kBeamPhaseTake, phase_start);
     for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
       const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
       lstm_fused_layer<TWeight>(layer, shared);
       if (!grid_barrier_wait(barrier)) return;
-      phase_clock_mark(p.phase_ns, kBeamPhaseLayers, clock);
+      phase_clock_mark(p.phase_ns, kBeamPhaseLayers, phase_start);
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     if (!grid_barrier_wait(barrier)) return;
-    phase_clock_mark(p.phase_ns, kBeamPhaseProjection, clock);
+    phase_clock_mark(p.phase_ns, kBeamPhaseProjection, phase_start);
     persistent_commit(g, p);
     if (!grid_barrier_wait(barrier)) return;
-    phase_clock_mark(p.phase_ns, kBeamPhaseCommit, clock);
+    phase_clock_mark(p.phase_ns, kBeamPhaseCommit, phase_start);
   }
 }
 

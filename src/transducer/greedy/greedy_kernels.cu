@@ -558,24 +558,24 @@ __global__ void __launch_bounds__(kJointGemvThreads)
     persistent_fused_queries(g, p, nullptr);
     if (!grid_barrier_wait(barrier)) return;
   }
-  unsigned long long clock = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
+  unsigned long long phase_start = phase_clock_now();  // ASRDEC_PHASE_TIMES: block 0's thread 0 times the phases
   for (std::int64_t outer = 0; read_flag(g.any_active); ++outer) {
     if (outer >= p.loop_cap) return stop_at_loop_cap(p);
     if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_first, g, p, h, blocks, shared, barrier))
       return;
-    phase_clock_mark(p.phase_ns, kGreedyPhaseFirstJoint, clock);
+    phase_clock_mark(p.phase_ns, kGreedyPhaseFirstJoint, phase_start);
     for (std::int64_t inner = 0; read_flag(g.any_advance); ++inner) {
       if (inner >= p.loop_cap) return stop_at_loop_cap(p);
       if (!persistent_joint_pass<TEnc, TWeight>(GreedyPhase::label_looping_inner, g, p, h, blocks, shared, barrier)) {
         return;
       }
-      phase_clock_mark(p.phase_ns, kGreedyPhaseInnerJoints, clock);
+      phase_clock_mark(p.phase_ns, kGreedyPhaseInnerJoints, phase_start);
     }
     for (std::int32_t l = 0; l < p.predictor.layer_count; ++l) {
       const LstmFusedLayer layer = p.predictor.layers[l];  // in registers: the layer's stores alias its fields
       lstm_fused_layer<TWeight>(layer, shared);
       if (!grid_barrier_wait(barrier)) return;
-      phase_clock_mark(p.phase_ns, kGreedyPhaseLayers, clock);
+      phase_clock_mark(p.phase_ns, kGreedyPhaseLayers, phase_start);
     }
     fused_projection<TWeight>(p.predictor.projection, shared);
     persistent_fused_queries(g, p, g.state.emit);
@@ -585,7 +585,7 @@ __global__ void __launch_bounds__(kJointGemvThreads)
       grid_barrier_release_block(barrier);
     }
     if (!arrival.go_on) return;
-    phase_clock_mark(p.phase_ns, kGreedyPhaseProjection, clock);
+    phase_clock_mark(p.phase_ns, kGreedyPhaseProjection, phase_start);
   }
   if (blockIdx.x == 0) greedy_phase(GreedyPhase::end_of_chunk, g);
 }
