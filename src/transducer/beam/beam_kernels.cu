@@ -2,6 +2,7 @@
 #include "asrdec/detail/transducer_step.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/cooperative_launch.hpp"
 #include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
 #include "core/cuda/phase_clock.cuh"
@@ -961,46 +962,27 @@ void launch_beam_persistent(const BeamDeviceState& g, const PersistentBeam& p, c
   ASRDEC_EXPECTS(g.joint_rows >= 1 && g.joint_rows <= kJointGemvMaxRows && p.blocks >= 1, Error,
                  "internal error: the persistent beam kernel launched for ", g.joint_rows, " joint rows on ", p.blocks,
                  " blocks");
-  // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
   if (p.phase_ns != nullptr) {
     ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.phase_ns, 0, kPersistentBeamPhases * sizeof(unsigned long long), stream));
   }
   with_float_type(g.enc_dtype, [&](auto enc) {
     with_float_type(g.weight_dtype, [&](auto weight) {
-      // Cooperative: the driver starts every block at once or refuses the launch (the barrier's timeout still
-      // guards).
-      cudaLaunchAttribute cooperative{};
-      cooperative.id = cudaLaunchAttributeCooperative;
-      cooperative.val.cooperative = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned int>(p.blocks));
-      config.blockDim = dim3(kJointGemvThreads);
-      config.dynamicSmemBytes = p.shared_bytes;
-      config.stream = stream;
-      config.attrs = &cooperative;
-      config.numAttrs = 1;
-      ASRDEC_CUDA_CHECK(cudaLaunchKernelEx(&config, beam_persistent_kernel<decltype(enc), decltype(weight)>, g, p));
+      launch_persistent(beam_persistent_kernel<decltype(enc), decltype(weight)>, p.barrier, p.status, p.blocks,
+                        kJointGemvThreads, p.shared_bytes, stream, g, p);
     });
   });
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "beam_persistent_kernel");
 }
 
 int persistent_beam_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes) {
-  int device = 0;
-  int multiprocessors = 0;
-  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
-  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  int per_multiprocessor = 0;
+  int blocks = 0;
   with_float_type(enc_dtype, [&](auto enc) {
     with_float_type(weight_dtype, [&](auto weight) {
-      ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_multiprocessor, beam_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads,
-          shared_bytes));
+      blocks =
+          resident_blocks(beam_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads, shared_bytes);
     });
   });
-  return per_multiprocessor * multiprocessors;
+  return blocks;
 }
 
 std::int64_t preload_persistent_beam_kernels() {

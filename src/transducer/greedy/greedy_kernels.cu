@@ -2,6 +2,7 @@
 #include "asrdec/detail/float16.hpp"
 #include "core/bad_value.hpp"
 #include "core/cuda/check.hpp"
+#include "core/cuda/cooperative_launch.hpp"
 #include "core/cuda/grid_barrier.cuh"
 #include "core/cuda/last_block.cuh"
 #include "core/cuda/phase_clock.cuh"
@@ -624,29 +625,14 @@ void launch_label_looping_persistent(const GreedyDeviceState& g, const Persisten
   ASRDEC_EXPECTS(g.rows >= 1 && g.rows <= kJointGemvMaxRows && p.blocks >= 1, Error,
                  "internal error: the persistent greedy kernel launched for ", g.rows, " rows on ", p.blocks,
                  " blocks");
-  // A launch that stopped early (an error, a cap) may have left arrivals counted; the status starts clear.
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.barrier, 0, sizeof(unsigned int), stream));
-  ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.status, 0, sizeof(int), stream));
   if (p.phase_ns != nullptr) {
     ASRDEC_CUDA_CHECK(cudaMemsetAsync(p.phase_ns, 0, kPersistentGreedyPhases * sizeof(unsigned long long), stream));
   }
   auto* sums = static_cast<RowSums*>(g.joint_step_sums);
   with_float_type(g.enc_dtype, [&](auto enc) {
     with_float_type(g.weight_dtype, [&](auto weight) {
-      // A cooperative launch: the driver starts every block at once or refuses the launch, where a plain one could
-      // leave blocks waiting at a barrier for places held by other work (the barrier's timeout still guards).
-      cudaLaunchAttribute cooperative{};
-      cooperative.id = cudaLaunchAttributeCooperative;
-      cooperative.val.cooperative = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned int>(p.blocks));
-      config.blockDim = dim3(kJointGemvThreads);
-      config.dynamicSmemBytes = p.shared_bytes;
-      config.stream = stream;
-      config.attrs = &cooperative;
-      config.numAttrs = 1;
-      ASRDEC_CUDA_CHECK(
-          cudaLaunchKernelEx(&config, label_looping_persistent_kernel<decltype(enc), decltype(weight)>, g, p, sums));
+      launch_persistent(label_looping_persistent_kernel<decltype(enc), decltype(weight)>, p.barrier, p.status, p.blocks,
+                        kJointGemvThreads, p.shared_bytes, stream, g, p, sums);
     });
   });
   ASRDEC_CUDA_CHECK_LAUNCH(stream, "label_looping_persistent_kernel");
@@ -657,19 +643,14 @@ std::size_t persistent_greedy_sums_bytes(int blocks, std::int64_t rows) {
 }
 
 int persistent_greedy_resident_blocks(DType enc_dtype, DType weight_dtype, std::size_t shared_bytes) {
-  int device = 0;
-  int multiprocessors = 0;
-  ASRDEC_CUDA_CHECK(cudaGetDevice(&device));
-  ASRDEC_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  int per_multiprocessor = 0;
+  int blocks = 0;
   with_float_type(enc_dtype, [&](auto enc) {
     with_float_type(weight_dtype, [&](auto weight) {
-      ASRDEC_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_multiprocessor, label_looping_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads,
-          shared_bytes));
+      blocks = resident_blocks(label_looping_persistent_kernel<decltype(enc), decltype(weight)>, kJointGemvThreads,
+                               shared_bytes);
     });
   });
-  return per_multiprocessor * multiprocessors;
+  return blocks;
 }
 
 std::int64_t preload_persistent_greedy_kernels() {
