@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -104,7 +105,48 @@ class HostLaneExec {
   std::int64_t barriers_ = 0;
 };
 
-// A table and its arrays in host memory.
+// Guards after the emulated lane's arrays: each array is followed by as many elements again, set to a byte pattern
+// the lane never writes. On a GPU a lane's arrays lie side by side in one block of memory (wfst_lane_layout.hpp), so a
+// write past an array's end lands, unseen, in the next array; here it lands in the guard, which intact() checks.
+class ArrayGuards {
+ public:
+  static constexpr unsigned char kPattern = 0xa5;
+  ArrayGuards() = default;
+  ArrayGuards(const ArrayGuards&) = delete;
+  ArrayGuards& operator=(const ArrayGuards&) = delete;
+
+  /** Appends the guard to `array` (sized, and not resized again: the guard is watched where it lies now). */
+  template <class T>
+  void watch(std::vector<T>& array, const char* name) {
+    const std::size_t size = array.size();
+    array.resize(size + std::max<std::size_t>(size, 16));
+    auto* guard = reinterpret_cast<unsigned char*>(array.data() + size);
+    const std::size_t bytes = (array.size() - size) * sizeof(T);
+    std::memset(guard, kPattern, bytes);
+    guards_.push_back(Guard{name, guard, bytes});
+  }
+
+  /** The arrays written past their end ("" when none). */
+  std::string overrun() const {
+    std::string names;
+    for (const Guard& g : guards_) {
+      if (std::any_of(g.bytes, g.bytes + g.size, [](unsigned char b) { return b != kPattern; })) {
+        names += names.empty() ? g.name : std::string(", ") + g.name;
+      }
+    }
+    return names;
+  }
+
+ private:
+  struct Guard {
+    const char* name;
+    const unsigned char* bytes;
+    std::size_t size;
+  };
+  std::vector<Guard> guards_;
+};
+
+// A table and its arrays in host memory, each guarded.
 struct HostTable {
   explicit HostTable(std::int32_t capacity)
       : state(2 * static_cast<std::size_t>(capacity), -1),
@@ -112,14 +154,22 @@ struct HostTable {
         round(state.size(), -1),
         key(state.size(), detail::kWfstNoWay),
         slot_of(static_cast<std::size_t>(capacity), 0) {
+    guards.watch(state, "table state");
+    guards.watch(token, "table token");
+    guards.watch(round, "table round");
+    guards.watch(key, "table key");
+    guards.watch(slot_of, "table slot_of");
     view = detail::WfstLaneTable{state.data(),   token.data(), key.data(),   round.data(),
                                  slot_of.data(), &count,       2 * capacity, capacity};
   }
+  HostTable(const HostTable&) = delete;
+  HostTable& operator=(const HostTable&) = delete;
   std::vector<std::int32_t> state, token, round;
   std::vector<std::uint64_t> key;
   std::vector<std::int32_t> slot_of;
   std::int32_t count = 0;
   detail::WfstLaneTable view{};
+  ArrayGuards guards;
 };
 
 // One utterance decoded by the lane step, its tokens kept as WfstSearcher keeps them (a WfstChannel).
@@ -141,6 +191,18 @@ class EmulatedLane {
     cost_.resize(n), arc_.resize(n), prev_.resize(n), local_.resize(n), active_.resize(n);
     snapshot0_.resize(n), snapshot1_.resize(n), frontier0_.resize(n), frontier1_.resize(n), scan_.resize(n + 1);
     way_arc_.resize(2 * n), way_cost_.resize(2 * n);
+    guards_.watch(cost_, "cost");
+    guards_.watch(arc_, "arc");
+    guards_.watch(prev_, "prev");
+    guards_.watch(local_, "local");
+    guards_.watch(active_, "active");
+    guards_.watch(snapshot0_, "snapshot0");
+    guards_.watch(snapshot1_, "snapshot1");
+    guards_.watch(frontier0_, "frontier0");
+    guards_.watch(frontier1_, "frontier1");
+    guards_.watch(scan_, "scan");
+    guards_.watch(way_arc_, "way_arc");
+    guards_.watch(way_cost_, "way_cost");
     frame_.table = table_.view;
     frame_.tokens = detail::WfstLaneTokens{cost_.data(),
                                            arc_.data(),
@@ -157,6 +219,15 @@ class EmulatedLane {
 
   const WfstChannel& channel() const { return channel_; }
   std::int32_t status() const { return status_; }
+  /** The arrays the lane wrote past their end so far, its tables' too ("" when none). */
+  std::string overrun() const {
+    std::string names = guards_.overrun();
+    for (const HostTable* t : {&table_, &previous_}) {
+      const std::string more = t->guards.overrun();
+      if (!more.empty()) names += names.empty() ? more : ", " + more;
+    }
+    return names;
+  }
 
   // The start frame; false when it did not fit the lane.
   bool start(const WordBoosts& boosts) {
@@ -239,6 +310,7 @@ class EmulatedLane {
   std::vector<float> cost_, snapshot0_, snapshot1_, way_cost_;
   std::vector<std::int32_t> local_, active_, frontier0_, frontier1_, way_arc_;
   std::vector<std::int64_t> arc_, prev_, scan_;
+  ArrayGuards guards_;
   detail::WfstLaneFrame frame_{};
   detail::WfstLaneScalars scalars_{};
   HostLaneExec& exec_;
@@ -309,7 +381,9 @@ bool expect_lane_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig
   WfstChannel want;
   searcher.start(want, boosts);
   EmulatedLane lane(graph, config, capacity, exec, degree_for(what));
-  if (!lane.start(boosts)) {
+  const bool started = lane.start(boosts);
+  EXPECT_EQ(lane.overrun(), "") << "start: arrays written past their end";
+  if (!started) {
     EXPECT_NE(lane.status() & detail::kWfstLaneBroken, detail::kWfstLaneBroken) << "start";
     return false;
   }
@@ -318,7 +392,9 @@ bool expect_lane_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig
   for (std::int32_t t = 0; t < length && !::testing::Test::HasFailure(); ++t) {
     const float* logp = frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns);
     searcher.advance(want, logp);
-    if (!lane.advance(logp)) {
+    const bool advanced = lane.advance(logp);
+    EXPECT_EQ(lane.overrun(), "") << "frame " << t << ": arrays written past their end";
+    if (!advanced) {
       EXPECT_NE(lane.status() & detail::kWfstLaneBroken, detail::kWfstLaneBroken) << "frame " << t;
       return false;
     }
@@ -384,6 +460,41 @@ TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
                                                       config.to_string() + ", utterance " + std::to_string(u));
       EXPECT_TRUE(fitted);
       if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// A closure round whose offers improve more states than the lane holds tokens. Two tokens reach the same 40 states,
+// the second by cheaper ways; a lane of 16 tokens numbers the first few, and the states claimed after it is full keep
+// their table slots (of 32). When the first token's offers run first, the second's then improve every claimed state,
+// so the round's winners outnumber the frontier's 16 entries. The frame does not fit (the lane says so, and the CUDA
+// executor hands the row to the CPU), and no array is written past its end, in any order or way of spreading the arcs.
+TEST(WfstLaneStep, ClosureRoundOutgrowingTheLaneStaysWithinItsFrontier) {
+  constexpr int kTargets = 40;
+  constexpr int kFirstTarget = 3;
+  constexpr int kFinal = kFirstTarget + kTargets;
+  fst::StdVectorFst f;
+  for (int s = 0; s <= kFinal; ++s) f.AddState();
+  f.SetStart(0);
+  f.AddArc(0, fst::StdArc(0, 0, 0.0f, 1));
+  f.AddArc(0, fst::StdArc(0, 0, 0.0f, 2));
+  for (int i = 0; i < kTargets; ++i) {
+    f.AddArc(1, fst::StdArc(0, 0, 1.0f, kFirstTarget + i));
+    f.AddArc(2, fst::StdArc(0, 0, 0.5f, kFirstTarget + i));
+    f.AddArc(kFirstTarget + i, fst::StdArc(1, 1 + i, 0.0f, kFinal));
+  }
+  f.SetFinal(kFinal, 0.0f);
+  const WfstGraph graph = detail::wfst_graph_from_fst(f, "two tokens, one wide closure");
+  WfstDecoderConfig config;
+  config.beam = 20.0f;
+  for (int order = 0; order < 3; ++order) {
+    for (const std::uint32_t degree : {detail::kWfstThreadPerTokenDegree, 0u}) {
+      SCOPED_TRACE("order " + std::to_string(order) + ", thread-per-token degree " + std::to_string(degree));
+      HostLaneExec exec(static_cast<HostLaneExec::Order>(order), 7);
+      EmulatedLane lane(graph, config, 16, exec, degree);
+      EXPECT_FALSE(lane.start({}));
+      EXPECT_EQ(lane.status() & detail::kWfstLaneFull, detail::kWfstLaneFull);
+      EXPECT_EQ(lane.overrun(), "") << "arrays written past their end";
     }
   }
 }

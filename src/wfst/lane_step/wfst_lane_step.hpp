@@ -608,7 +608,14 @@ class WfstLaneStep {
           return;
         }
         if (offer.improved && exec_.atomic_exch(&t_.round[offer.slot], round) != round) {
-          k_.frontier[to][exec_.atomic_add(&s_.frontier_count[to], 1)] = offer.slot;
+          // More winners than the frontier holds (C): the states claimed after the table's tokens ran out keep their
+          // slots, where later offers still improve, so a round may name up to 2C. The frame does not fit anyway.
+          const std::int32_t at = exec_.atomic_add(&s_.frontier_count[to], 1);
+          if (at < t_.capacity) {
+            k_.frontier[to][at] = offer.slot;
+          } else {
+            exec_.atomic_or(&s_.status, kWfstLaneFull);
+          }
         }
       };
       if (s_.max_degree[round & 1] < c_.thread_per_token_degree) {  // few ε-arcs a token: a thread each
