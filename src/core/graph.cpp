@@ -11,6 +11,7 @@
 
 #if ASRDEC_WITH_CUDA
 #include "asrdec/core/buffer.hpp"
+#include "core/cuda/capture_calls.hpp"
 #include "core/cuda/check.hpp"
 #include "core/cuda/graph_kernels.hpp"
 #endif
@@ -211,7 +212,7 @@ struct GraphExecutor::Impl {
   void emit_loop(const StreamProgram::Node& node, cudaStream_t stream, std::size_t depth) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     cudaGraph_t graph = nullptr;
-    ASRDEC_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr));
+    ASRDEC_CUDA_CHECK(detail::capture_info(stream, &status, nullptr, &graph, nullptr, nullptr, nullptr));
     ASRDEC_CHECK_ARG(status == cudaStreamCaptureStatusActive, "GraphExecutor: stream is not capturing");
     cudaGraphConditionalHandle handle{};
     ASRDEC_CUDA_CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 0, 0));
@@ -223,18 +224,17 @@ struct GraphExecutor::Impl {
     const cudaGraphNode_t* dependencies = nullptr;
     const cudaGraphEdgeData* edges = nullptr;
     std::size_t dependency_count = 0;
-    ASRDEC_CUDA_CHECK(
-        cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &dependencies, &edges, &dependency_count));
+    ASRDEC_CUDA_CHECK(detail::capture_info(stream, &status, nullptr, &graph, &dependencies, &edges, &dependency_count));
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
     params.conditional.handle = handle;
     params.conditional.type = cudaGraphCondTypeWhile;
     params.conditional.size = 1;
     cudaGraphNode_t loop_node = nullptr;
-    ASRDEC_CUDA_CHECK(cudaGraphAddNode(&loop_node, graph, dependencies, edges, dependency_count, &params));
+    ASRDEC_CUDA_CHECK(detail::add_graph_node(&loop_node, graph, dependencies, edges, dependency_count, &params));
     cudaGraph_t body_graph = params.conditional.phGraph_out[0];
     ASRDEC_CUDA_CHECK(
-        cudaStreamUpdateCaptureDependencies(stream, &loop_node, nullptr, 1, cudaStreamSetCaptureDependencies));
+        detail::update_capture_dependencies(stream, &loop_node, nullptr, 1, cudaStreamSetCaptureDependencies));
 
     // The body is captured from a second stream straight into the node's body graph.
     cudaStream_t side = side_stream(depth);

@@ -1,6 +1,7 @@
 #include "core/cuda/stream_fork.hpp"
 
 #include "asrdec/core/log.hpp"
+#include "core/cuda/capture_calls.hpp"
 
 namespace asrdec::detail {
 namespace {
@@ -12,7 +13,7 @@ struct Capture {
 
 Capture capture_of(cudaStream_t stream) {
   Capture c;
-  ASRDEC_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &c.status, &c.id, nullptr, nullptr, nullptr, nullptr));
+  ASRDEC_CUDA_CHECK(capture_info(stream, &c.status, &c.id, nullptr, nullptr, nullptr, nullptr));
   return c;
 }
 
