@@ -587,6 +587,69 @@ void expect_fast_table_empty(const detail::WfstLaneViews& views) {
   EXPECT_EQ(views.frame.tokens.cost, views.frames.full.tokens.cost) << "the lane's frame tokens are not its full ones";
 }
 
+// The offsets of a frame layout's arrays, in order.
+std::vector<std::int64_t> frame_offsets(const detail::WfstFrameLayout& f) {
+  return {f.table_state, f.table_token, f.table_key,  f.table_round,    f.table_slot_of,  f.cost,
+          f.arc,         f.prev,        f.local,      f.active,         f.snapshot0,      f.snapshot1,
+          f.frontier0,   f.frontier1,   f.scan,       f.way_arc,        f.way_cost,       f.kept,
+          f.next_state,  f.next_cost,   f.next_index, f.by_state_state, f.by_state_token, f.by_state_slot_of};
+}
+
+// Guards in a lane laid out with unused bytes after each array (wfst_lane_layout's `guard`): set to a pattern the lane
+// never writes before a row and checked after it, in the lane's memory and in its fast frame (which a CUDA block
+// keeps in shared memory). A write past an array's end, which on a GPU lands unseen in the next array, changes them.
+class LaneGuards {
+ public:
+  static constexpr std::int64_t kBytes = 64;
+  static constexpr unsigned char kPattern = 0xa5;
+
+  LaneGuards(const detail::WfstLaneLayout& l, std::vector<unsigned char>& lane, std::vector<unsigned char>& fast)
+      : lane_(lane), fast_(fast) {
+    EXPECT_EQ(l.guard, kBytes);
+    lane_regions_ = frame_regions(l.frame);
+    for (const std::int64_t end : {l.scratch, l.carry, l.frame_logp,
+                                   l.frame_logp + detail::wfst_aligned16(std::int64_t{4} * l.columns) + l.guard}) {
+      lane_regions_.push_back({end - l.guard, end});
+    }
+    fast_regions_ = frame_regions(l.fast);
+    for (const auto& [begin, end] : lane_regions_) std::fill(lane_.begin() + begin, lane_.begin() + end, kPattern);
+    for (const auto& [begin, end] : fast_regions_) std::fill(fast_.begin() + begin, fast_.begin() + end, kPattern);
+  }
+
+  /** Where the lane wrote past an array's end ("" when nowhere). */
+  std::string overrun() const {
+    std::string where;
+    const auto scan = [&where](const std::vector<unsigned char>& bytes, const Regions& regions, const char* memory) {
+      for (const auto& [begin, end] : regions) {
+        if (std::any_of(bytes.begin() + begin, bytes.begin() + end, [](unsigned char b) { return b != kPattern; })) {
+          where += std::string(where.empty() ? "" : ", ") + memory + " bytes " + std::to_string(begin) + "-" +
+                   std::to_string(end);
+        }
+      }
+    };
+    scan(lane_, lane_regions_, "lane");
+    scan(fast_, fast_regions_, "fast frame");
+    return where;
+  }
+
+ private:
+  using Regions = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // The guard after each array of a frame: the bytes before the next array's offset, the last one's before its end.
+  static Regions frame_regions(const detail::WfstFrameLayout& f) {
+    if (f.capacity == 0) return {};
+    std::vector<std::int64_t> ends = frame_offsets(f);
+    std::sort(ends.begin(), ends.end());
+    ends.erase(ends.begin());  // the first array starts the memory
+    ends.push_back(f.bytes);
+    Regions regions;
+    for (const std::int64_t end : ends) regions.push_back({end - f.guard, end});
+    return regions;
+  }
+  std::vector<unsigned char>& lane_;
+  std::vector<unsigned char>& fast_;
+  Regions lane_regions_, fast_regions_;
+};
+
 std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecoderConfig& config,
                                         const WordBoosts& boosts, const std::vector<float>& frames, std::int32_t length,
                                         std::int32_t columns, std::int32_t capacity, std::int32_t history,
@@ -600,11 +663,13 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
     searcher.advance(want, frames.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(columns));
   }
   const detail::WfstLaneLayout layout =
-      detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7);
+      detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(graph.max_input_label()), 7,
+                               detail::kWfstFastTokens, LaneGuards::kBytes);
   std::vector<unsigned char> lane(static_cast<std::size_t>(layout.bytes), 0xff);
   // A fast table (as a CUDA block's shared memory) three cases in four.
   const bool with_fast = std::hash<std::string>{}(what + "fast") % 4 != 0;
   std::vector<unsigned char> fast(static_cast<std::size_t>(layout.fast.bytes), 0xff);
+  const LaneGuards guards(layout, lane, fast);
   detail::WfstLaneShared shared{};
   detail::WfstLaneViews views =
       detail::wfst_lane_views(layout, lane.data(), &shared.count, with_fast ? fast.data() : nullptr);
@@ -632,12 +697,15 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
   run_block(threads, exec, what, [&](auto& e) {
     detail::wfst_lane_decode(e, g, c, final_weight, boost, views, shared, length, input, outcome);
   });
-  // The lane is left empty, ready for the next utterance.
-  const auto empty = [&](std::int64_t begin, std::int64_t end) {
-    return std::all_of(lane.begin() + begin, lane.begin() + end, [](unsigned char b) { return b == 0xff; });
+  EXPECT_EQ(guards.overrun(), "") << "the lane wrote past the end of an array";
+  // The lane is left empty, ready for the next utterance (the arrays' guards apart).
+  const auto empty = [&](std::int64_t begin, std::int64_t next) {
+    return std::all_of(lane.begin() + begin, lane.begin() + next - layout.guard,
+                       [](unsigned char b) { return b == 0xff; });
   };
   EXPECT_TRUE(empty(layout.frame.table_state, layout.frame.table_token) &&
-              empty(layout.frame.table_key, layout.frame.table_slot_of) &&
+              empty(layout.frame.table_key, layout.frame.table_round) &&
+              empty(layout.frame.table_round, layout.frame.table_slot_of) &&
               empty(layout.frame.by_state_state, layout.frame.by_state_token))
       << "the lane's tables are not empty after the utterance";
   expect_fast_table_empty(views);
@@ -652,6 +720,7 @@ std::int32_t expect_row_equals_searcher(const WfstGraph& graph, const WfstDecode
     run_block(threads, exec, what, [&](auto& e) {
       detail::wfst_lane_decode(e, g, c, final_weight, boost, full_only, alone, length, input, without);
     });
+    EXPECT_EQ(guards.overrun(), "") << "the lane wrote past the end of an array, without a fast table";
     EXPECT_EQ(outcome.status, without.status) << "the lane gave up with a fast table, not without one";
   }
   if (outcome.status != 0) {
@@ -804,14 +873,6 @@ TEST(WfstLaneDecode, KeepsThePrunedEpsilonAncestorsOfActiveTokens) {
     searcher.advance(channel, frames.data() + 2);
     EXPECT_EQ(searcher.result(channel, true, 2).words, (std::vector<std::int32_t>{1, 2}));
   }
-}
-
-// The offsets of a frame layout's arrays, in order.
-std::vector<std::int64_t> frame_offsets(const detail::WfstFrameLayout& f) {
-  return {f.table_state, f.table_token, f.table_key,  f.table_round,    f.table_slot_of,  f.cost,
-          f.arc,         f.prev,        f.local,      f.active,         f.snapshot0,      f.snapshot1,
-          f.frontier0,   f.frontier1,   f.scan,       f.way_arc,        f.way_cost,       f.kept,
-          f.next_state,  f.next_cost,   f.next_index, f.by_state_state, f.by_state_token, f.by_state_slot_of};
 }
 
 // max_active's histogram bin of a cost, at the edges both executors must agree on: a GPU saturates a float's
@@ -986,6 +1047,7 @@ struct LaneAndChannel {
   detail::WfstLaneLayout layout;
   std::vector<unsigned char> lane;
   std::vector<unsigned char> fast;
+  LaneGuards guards;
   detail::WfstLaneShared shared{};
   detail::WfstLaneViews views;
   std::vector<detail::WfstArenaEntry> arena;
@@ -1011,9 +1073,11 @@ struct LaneAndChannel {
           max_emitting_degree_for(wfst.arrays(), what)},
         c{config.beam,       config.acoustic_scale,       config.max_active,
           config.min_active, config.max_tokens_per_frame, degree_for(what)},
-        layout(detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(wfst.max_input_label()), 7)),
+        layout(detail::wfst_lane_layout(capacity, history, static_cast<std::int32_t>(wfst.max_input_label()), 7,
+                                        detail::kWfstFastTokens, LaneGuards::kBytes)),
         lane(static_cast<std::size_t>(layout.bytes), 0xff),
         fast(static_cast<std::size_t>(layout.fast.bytes), 0xff),
+        guards(layout, lane, fast),
         views(detail::wfst_lane_views(layout, lane.data(), &shared.count, fast.data())),
         arena(static_cast<std::size_t>(layout.history)),
         active(static_cast<std::size_t>(layout.capacity)),
@@ -1033,7 +1097,9 @@ struct LaneAndChannel {
       detail::wfst_lane_chunk(e, g, c, final_weight, boost_row.empty() ? nullptr : boost_row.data(), views,
                               channel_history, channel, shared, fresh, last, take, input, outcome);
     });
-    EXPECT_TRUE(std::all_of(lane.begin() + layout.frame.table_state, lane.begin() + layout.frame.table_token,
+    EXPECT_EQ(guards.overrun(), "") << "the lane wrote past the end of an array";
+    EXPECT_TRUE(std::all_of(lane.begin() + layout.frame.table_state,
+                            lane.begin() + layout.frame.table_token - layout.guard,
                             [](unsigned char b) { return b == 0xff; }))
         << "the lane's table is not empty after a chunk";
     expect_fast_table_empty(views);

@@ -36,22 +36,26 @@ struct WfstFrameLayout {
   std::int64_t next_state = 0, next_cost = 0, next_index = 0, by_state_state = 0, by_state_token = 0,
                by_state_slot_of = 0;
   std::int64_t bytes = 0;  ///< a multiple of 16
+  /** Bytes left unused after each array (0; the tests' guards, which a write past an array's end would change). */
+  std::int64_t guard = 0;
 };
 
 /** `bytes` rounded up to 16: each array of a layout starts 16-byte aligned, so the 8-byte ones stay aligned wherever
  *  the memory starts on 16 bytes. */
 ASRDEC_HD_INLINE constexpr std::int64_t wfst_aligned16(std::int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-/** The frame layout of `capacity` tokens (a power of two, or 0). */
-ASRDEC_HD_INLINE constexpr WfstFrameLayout wfst_frame_layout(std::int32_t capacity) {
+/** The frame layout of `capacity` tokens (a power of two, or 0), with `guard` unused bytes (a multiple of 16) after
+ *  each array: 0 but in the tests, whose guards show a write past an array's end. */
+ASRDEC_HD_INLINE constexpr WfstFrameLayout wfst_frame_layout(std::int32_t capacity, std::int64_t guard = 0) {
   WfstFrameLayout f;
   if (capacity <= 0) return f;
   f.capacity = capacity;
+  f.guard = guard;
   const std::int64_t c = capacity, slots = 2 * c;
   std::int64_t at = 0;
-  const auto take = [&at](std::int64_t bytes) {
+  const auto take = [&at, guard](std::int64_t bytes) {
     const std::int64_t offset = at;
-    at += wfst_aligned16(bytes);
+    at += wfst_aligned16(bytes) + guard;
     return offset;
   };
   f.table_state = take(slots * 4);
@@ -95,12 +99,15 @@ struct WfstLaneLayout {
   WfstFrameLayout fast;   ///< the fast frame, in the executor's fast memory (no bytes: none)
   std::int64_t entries = 0, scratch = 0, carry = 0, frame_logp = 0;
   std::int64_t bytes = 0;  ///< of the lane, a multiple of 256
+  std::int64_t guard = 0;  ///< unused bytes after each array (WfstFrameLayout::guard)
 };
 
 /** The layout of a lane of `capacity` tokens (rounded up to a power of two), `history` back-pointers, `columns`,
- *  `width` threads and a fast frame of up to `fast_tokens` (a power of two up to kWfstFastTokens, or 0). */
+ *  `width` threads and a fast frame of up to `fast_tokens` (a power of two up to kWfstFastTokens, or 0); `guard`
+ *  unused bytes after each array, the fast frame's too (WfstFrameLayout::guard: the tests'). */
 inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t history, std::int32_t columns,
-                                       std::int32_t width, std::int32_t fast_tokens = kWfstFastTokens) {
+                                       std::int32_t width, std::int32_t fast_tokens = kWfstFastTokens,
+                                       std::int64_t guard = 0) {
   WfstLaneLayout l;
   l.capacity = 1;
   while (l.capacity < capacity) l.capacity *= 2;
@@ -110,13 +117,14 @@ inline WfstLaneLayout wfst_lane_layout(std::int32_t capacity, std::int32_t histo
   const std::int32_t fast = fast_tokens < kWfstFastTokens ? fast_tokens : kWfstFastTokens;
   l.fast_capacity = l.capacity / 2 < fast ? l.capacity / 2 : fast;
   if (l.fast_capacity < 2) l.fast_capacity = 0;  // a frame would take it only after a frame of no active token
-  l.frame = wfst_frame_layout(l.capacity);
-  l.fast = wfst_frame_layout(l.fast_capacity);
+  l.guard = guard;
+  l.frame = wfst_frame_layout(l.capacity, guard);
+  l.fast = wfst_frame_layout(l.fast_capacity, guard);
   const std::int64_t h = history;
   std::int64_t at = l.frame.bytes;
   const auto take = [&](std::int64_t& offset, std::int64_t bytes) {
     offset = at;
-    at += wfst_aligned16(bytes);
+    at += wfst_aligned16(bytes) + guard;
   };
   take(l.entries, h * static_cast<std::int64_t>(sizeof(WfstArenaEntry)));
   take(l.scratch, h * 4);
