@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -464,27 +465,35 @@ TEST(WfstLaneStep, SampleTlgEqualsTheSearcherUnderPressure) {
   }
 }
 
-// A closure round whose offers improve more states than the lane holds tokens. Two tokens reach the same 40 states,
-// the second by cheaper ways; a lane of 16 tokens numbers the first few, and the states claimed after it is full keep
-// their table slots (of 32). When the first token's offers run first, the second's then improve every claimed state,
-// so the round's winners outnumber the frontier's 16 entries. The frame does not fit (the lane says so, and the CUDA
-// executor hands the row to the CPU), and no array is written past its end, in any order or way of spreading the arcs.
+// Two tokens that reach the same 40 states by ε-arcs, the second by cheaper ways; each state then reads label i.
+constexpr int kWideClosureTargets = 40;
+const WfstGraph& wide_closure_graph() {
+  static const WfstGraph graph = [] {
+    constexpr int kFirstTarget = 3;
+    constexpr int kFinal = kFirstTarget + kWideClosureTargets;
+    fst::StdVectorFst f;
+    for (int s = 0; s <= kFinal; ++s) f.AddState();
+    f.SetStart(0);
+    f.AddArc(0, fst::StdArc(0, 0, 0.0f, 1));
+    f.AddArc(0, fst::StdArc(0, 0, 0.0f, 2));
+    for (int i = 0; i < kWideClosureTargets; ++i) {
+      f.AddArc(1, fst::StdArc(0, 0, 1.0f, kFirstTarget + i));
+      f.AddArc(2, fst::StdArc(0, 0, 0.5f, kFirstTarget + i));
+      f.AddArc(kFirstTarget + i, fst::StdArc(1 + i, 1 + i, 0.0f, kFinal));
+    }
+    f.SetFinal(kFinal, 0.0f);
+    return detail::wfst_graph_from_fst(f, "two tokens, one wide closure");
+  }();
+  return graph;
+}
+
+// A closure round whose offers improve more states than the lane holds tokens (wide_closure_graph). A lane of 16
+// tokens numbers the first few, and the states claimed after it is full keep their table slots (of 32). When the first
+// token's offers run first, the second's then improve every claimed state, so the round's winners outnumber the
+// frontier's 16 entries. The frame does not fit (the lane says so, and the CUDA executor hands the row to the CPU),
+// and no array is written past its end, in any order or way of spreading the arcs.
 TEST(WfstLaneStep, ClosureRoundOutgrowingTheLaneStaysWithinItsFrontier) {
-  constexpr int kTargets = 40;
-  constexpr int kFirstTarget = 3;
-  constexpr int kFinal = kFirstTarget + kTargets;
-  fst::StdVectorFst f;
-  for (int s = 0; s <= kFinal; ++s) f.AddState();
-  f.SetStart(0);
-  f.AddArc(0, fst::StdArc(0, 0, 0.0f, 1));
-  f.AddArc(0, fst::StdArc(0, 0, 0.0f, 2));
-  for (int i = 0; i < kTargets; ++i) {
-    f.AddArc(1, fst::StdArc(0, 0, 1.0f, kFirstTarget + i));
-    f.AddArc(2, fst::StdArc(0, 0, 0.5f, kFirstTarget + i));
-    f.AddArc(kFirstTarget + i, fst::StdArc(1, 1 + i, 0.0f, kFinal));
-  }
-  f.SetFinal(kFinal, 0.0f);
-  const WfstGraph graph = detail::wfst_graph_from_fst(f, "two tokens, one wide closure");
+  const WfstGraph& graph = wide_closure_graph();
   WfstDecoderConfig config;
   config.beam = 20.0f;
   for (int order = 0; order < 3; ++order) {
@@ -872,6 +881,29 @@ TEST(WfstLaneDecode, KeepsThePrunedEpsilonAncestorsOfActiveTokens) {
     EXPECT_EQ(active_states(channel), std::vector<std::int32_t>{3}) << "the case no longer prunes state 1";
     searcher.advance(channel, frames.data() + 2);
     EXPECT_EQ(searcher.result(channel, true, 2).words, (std::vector<std::int32_t>{1, 2}));
+  }
+}
+
+// The wide closure of WfstLaneStep.ClosureRoundOutgrowingTheLaneStaysWithinItsFrontier through a whole lane, laid
+// out in one block of memory with guards (LaneGuards): the lane gives up, writing nothing past any array.
+TEST(WfstLaneDecode, ClosureRoundOutgrowingTheLaneStaysWithinItsFrontier) {
+  const WfstGraph& graph = wide_closure_graph();
+  WfstDecoderConfig config;
+  config.beam = 20.0f;
+  const std::vector<float> frame(static_cast<std::size_t>(kWideClosureTargets), 0.0f);
+  for (int order = 0; order < 3; ++order) {
+    // The case text picks the ε-arcs' spreading (degree_for): texts until both ways have run.
+    std::set<std::uint32_t> spreads;
+    for (int i = 0; spreads.size() < 2 && i < 64; ++i) {
+      const std::string what = "order " + std::to_string(order) + ", case " + std::to_string(i);
+      if (!spreads.insert(degree_for(what)).second) continue;
+      HostLaneExec exec(static_cast<HostLaneExec::Order>(order), 5);
+      std::int64_t collections = 0;
+      const std::int32_t status =
+          expect_row_equals_searcher(graph, config, {}, frame, 1, kWideClosureTargets, 16, 64, exec, what, collections);
+      EXPECT_EQ(status & detail::kWfstLaneFull, detail::kWfstLaneFull);
+    }
+    EXPECT_EQ(spreads.size(), 2u);
   }
 }
 
