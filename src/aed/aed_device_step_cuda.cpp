@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <utility>
 
 #include "aed/aed_device_step.hpp"
 #include "asrdec/core/buffer.hpp"
@@ -43,15 +44,22 @@ class CudaAedDeviceStep final : public AedDeviceStep {
   }
 
  private:
+  // Each pair (device, pinned) is allocated whole before it replaces the old one, so a pair that cannot be leaves
+  // both halves as they were, of one size.
   void reserve(std::int64_t rows) {
     const auto n = static_cast<std::size_t>(rows);
-    if (scores_.size() < n * static_cast<std::size_t>(vocab_)) {
-      scores_ = DeviceBuffer<float>(n * static_cast<std::size_t>(vocab_), device_);
-      host_scores_ = PinnedBuffer<float>(n * static_cast<std::size_t>(vocab_), device_);
+    const std::size_t cells = n * static_cast<std::size_t>(vocab_);
+    if (scores_.size() < cells || host_scores_.size() < cells) {
+      DeviceBuffer<float> scores(cells, device_);
+      PinnedBuffer<float> host_scores(cells, device_);
+      scores_ = std::move(scores);
+      host_scores_ = std::move(host_scores);
     }
-    if (inputs_.size() < 4 * n) {
-      inputs_ = DeviceBuffer<std::int32_t>(4 * n, device_);
-      staged_ = PinnedBuffer<std::int32_t>(4 * n, device_);
+    if (inputs_.size() < 4 * n || staged_.size() < 4 * n) {
+      DeviceBuffer<std::int32_t> inputs(4 * n, device_);
+      PinnedBuffer<std::int32_t> staged(4 * n, device_);
+      inputs_ = std::move(inputs);
+      staged_ = std::move(staged);
     }
   }
 

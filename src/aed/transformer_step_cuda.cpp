@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "aed/transformer_kernels.hpp"
 #include "asrdec/core/buffer.hpp"
@@ -147,9 +148,11 @@ class TransformerCudaSession final : public AedStepSession {
     for (const auto& p : prompts) longest = std::max(longest, p.size());
     const auto B = static_cast<std::size_t>(batch);
     const std::size_t n = 4 * longest * B + 2 * B;
-    if (staged_.size() < n) {
-      staged_ = PinnedBuffer<std::int32_t>(n, w_->device);
-      inputs_ = DeviceBuffer<std::int32_t>(n, w_->device);
+    if (staged_.size() < n || inputs_.size() < n) {  // both allocated before either is replaced
+      PinnedBuffer<std::int32_t> staged(n, w_->device);
+      DeviceBuffer<std::int32_t> inputs(n, w_->device);
+      staged_ = std::move(staged);
+      inputs_ = std::move(inputs);
     }
     std::int32_t* h = staged_.data();
     for (std::size_t p = 0; p < longest; ++p) {

@@ -362,6 +362,33 @@ INSTANTIATE_TEST_SUITE_P(Executors, CtcBeam,
                                            CtcBeamCase{true, GraphMode::per_step}, CtcBeamCase{true, GraphMode::eager}),
                          case_name);
 
+// A call whose buffers cannot be allocated throws OutOfMemory and leaves the decoder as it was, sizes and all: the
+// next call decodes as before (it wrote far past its history's end when the sizes had grown ahead of the buffers). A
+// batch of 32,768 utterances of 2,097,151 frames costs one float as a view of stride 0, but beam 1,024's histories
+// would take 2^48 bytes, more than a 47-bit address space holds: every allocator refuses them.
+TEST(CtcBeamCpu, CallWhoseBuffersCannotBeAllocatedLeavesTheDecoderAsItWas) {
+  ASRDEC_SKIP_UNDER_ASAN();
+  const std::vector<float> values = {-0.1f, -2.0f, -3.0f, -0.2f, -0.1f, -2.0f, -2.0f, -0.1f};  // [1, 4, 2], blank 1
+  const std::vector<std::int32_t> lengths = {4};
+  const TensorView small(values.data(), DType::f32, {1, 4, 2});
+  const TensorView small_lengths(lengths.data(), DType::i32, {1});
+  CtcBeamConfig config;
+  config.beam = 1024;
+  config.blank_id = 1;
+  CtcBeamDecoder decoder(Device::cpu(), config);
+  const std::vector<Hypothesis> first = decoder.decode(small, small_lengths);
+  const float value = -1.0f;
+  const std::int32_t zero = 0;
+  const TensorView huge(&value, DType::f32, {32768, 2097151, 2}, {0, 0, 0});
+  const TensorView huge_lengths(&zero, DType::i32, {32768}, {0});
+  EXPECT_THROW(decoder.decode_nbest(huge, huge_lengths), OutOfMemory);
+  const std::vector<Hypothesis> again = decoder.decode(small, small_lengths);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].tokens, first[0].tokens);
+  EXPECT_EQ(again[0].timestamps, first[0].timestamps);
+  EXPECT_EQ(again[0].score, first[0].score);
+}
+
 TEST(CtcBeamConfigs, BadConfigsAndMismatchedModelsAreRejected) {
   std::vector<float> values(2 * 3 * 4, -1.0f);
   std::vector<std::int32_t> lengths = {3, 2};

@@ -1,5 +1,6 @@
 // BatchedBeamHyps: NeMo's hash test vectors, crafted recombination cases for each model kind, random step
-// sequences against a naive store that copies whole transcripts (no pointers, no hashes), and N-best ranking.
+// sequences against a naive store that copies whole transcripts (no pointers, no hashes), N-best ranking, and both
+// containers' reservations (BatchedBeamHyps, BatchedHyps) when one cannot be allocated.
 
 #include <gtest/gtest.h>
 
@@ -267,6 +268,42 @@ TEST(BatchedBeamHyps, RunningOutOfEntriesIsReported) {
   for (int s = 0; s < 3; ++s) step(hyps, 0, {{0, 1, -1.0f}});
   ASRDEC_EXPECT_THROW_MSG(beam_hypothesis(hyps.ref(), 0, 0), Error, "ran out of entries (capacity 2)");
   ASRDEC_EXPECT_THROW_MSG(beam_hypothesis(hyps.ref(), 0, 1), InvalidArgument, "beam slot (0, 1) out of range");
+}
+
+// A reservation that cannot be allocated throws and leaves the container as it was: its sizes stay those of its
+// buffers, so the steps and tracebacks after it stay within them. (More cells than size_t counts: the buffer refuses
+// them before asking for memory, so the failure is the same on every machine and under the sanitizers.)
+TEST(BatchedBeamHyps, ReservationThatCannotBeAllocatedLeavesItAsItWas) {
+  auto hyps = make(BeamKind::rnnt, 4, 7, 2, 8);
+  step(hyps, 1, {{0, 1, -1.0f}, {0, 2, -2.0f}, {0, 3, -3.0f}, {0, 4, -4.0f}});
+  const BeamHypsRef before = hyps.ref();
+  const Hypothesis best = beam_hypothesis(before, 1, 0);
+  EXPECT_THROW(hyps.reserve(std::int64_t{1} << 40, 4, 1 << 21, BeamKind::rnnt, 7, Device::cpu()), Error);
+  EXPECT_EQ(hyps.batch(), 2);
+  EXPECT_EQ(hyps.beam(), 4);
+  EXPECT_EQ(hyps.capacity(), 8);
+  EXPECT_EQ(hyps.ref().labels, before.labels);
+  EXPECT_EQ(hyps.ref().scores, before.scores);
+  EXPECT_EQ(beam_hypothesis(hyps.ref(), 1, 0).tokens, best.tokens);
+  // A reservation that fits what it has changes nothing; the next steps write within the buffers.
+  hyps.reserve(2, 4, 8, BeamKind::rnnt, 7, Device::cpu());
+  EXPECT_EQ(hyps.ref().labels, before.labels);
+  step(hyps, 1, {{0, 5, -1.5f}, {1, 5, -2.5f}, {2, 5, -3.5f}, {3, 5, -4.5f}});
+  EXPECT_EQ(beam_hypothesis(hyps.ref(), 1, 0).tokens, (std::vector<std::int32_t>{1, 5}));
+}
+
+// The same for BatchedHyps, the greedy decoders' container.
+TEST(BatchedHyps, ReservationThatCannotBeAllocatedLeavesItAsItWas) {
+  BatchedHyps<MemoryKind::host> hyps;
+  hyps.reserve(2, 16, Device::cpu());
+  const HypsRef before = hyps.ref();
+  EXPECT_THROW(hyps.reserve(std::int64_t{1} << 40, std::int64_t{1} << 22, Device::cpu()), Error);
+  EXPECT_EQ(hyps.max_batch(), 2);
+  EXPECT_EQ(hyps.capacity(), 16);
+  EXPECT_EQ(hyps.ref().tokens, before.tokens);
+  EXPECT_EQ(hyps.ref().capacity, 16);
+  hyps.reserve(2, 16, Device::cpu());
+  EXPECT_EQ(hyps.ref().tokens, before.tokens);
 }
 
 }  // namespace

@@ -49,31 +49,16 @@ class BatchedBeamHyps {
   BatchedBeamHyps() = default;
 
   /** Makes room for `batch` utterances of `beam` slots with `capacity` entries each (reallocating only when one
-   *  grows) and sets the model kind and blank id. Every utterance must be cleared before use. */
+   *  grows) and sets the model kind and blank id. Every utterance must be cleared before use. A reservation that
+   *  cannot be allocated throws and leaves the container as it was. */
   void reserve(std::int64_t batch, std::int32_t beam, std::int32_t capacity, BeamKind kind, std::int32_t blank,
                Device device) {
+    const bool durations_fit = kind != BeamKind::tdt || durations_.size() == labels_.size();
+    if (batch > batch_ || beam != beam_ || capacity > capacity_ || !durations_fit) {
+      *this = allocated(std::max(batch, batch_), beam, std::max(capacity, capacity_), kind, device);
+    }
     kind_ = kind;
     blank_ = blank;
-    const bool durations_fit = kind != BeamKind::tdt || durations_.size() == labels_.size();
-    if (batch <= batch_ && beam == beam_ && capacity <= capacity_ && durations_fit) return;
-    batch_ = std::max(batch, batch_);
-    beam_ = beam;
-    capacity_ = std::max(capacity, capacity_);
-    const auto slots = static_cast<std::size_t>(batch_ * beam_);
-    const auto cells = slots * static_cast<std::size_t>(capacity_);
-    for (auto* buffer : {&labels_, &parents_, &timestamps_}) *buffer = Buffer<std::int32_t, Kind>(cells, device);
-    durations_ = Buffer<std::int32_t, Kind>(kind == BeamKind::tdt ? cells : 1, device);
-    logprobs_ = Buffer<float, Kind>(cells, device);
-    for (auto* buffer : {&steps_, &tokens_, &last_label_, &next_time_, &on_frame_, &staged_tokens_, &staged_last_label_,
-                         &staged_next_time_, &staged_on_frame_}) {
-      *buffer = Buffer<std::int32_t, Kind>(slots, device);
-    }
-    for (auto* buffer : {&hash_, &prefix_hash_, &staged_hash_, &staged_prefix_hash_}) {
-      *buffer = Buffer<std::uint64_t, Kind>(slots, device);
-    }
-    scores_ = Buffer<float, Kind>(slots, device);
-    staged_score_ = Buffer<float, Kind>(slots, device);
-    overflow_ = Buffer<std::int32_t, Kind>(static_cast<std::size_t>(batch_), device);
   }
 
   /** Host memory: widens every slot's history to `capacity` entries (when larger), keeping the entries written so
@@ -84,19 +69,25 @@ class BatchedBeamHyps {
     const auto slots = static_cast<std::size_t>(batch_ * beam_);
     const auto old_width = static_cast<std::size_t>(capacity_);
     const auto width = static_cast<std::size_t>(capacity);
-    // Each slot's entries move to the start of its wider row.
-    const auto widen = [&](auto& buffer) {
-      std::remove_reference_t<decltype(buffer)> wider(slots * width, Device::cpu());
+    // Each slot's entries move to the start of its wider row; every wider buffer is allocated before any replaces
+    // its narrower one, so a widening that cannot be allocated throws and changes nothing.
+    const auto widened = [&](const auto& buffer) {
+      std::remove_const_t<std::remove_reference_t<decltype(buffer)>> wider(slots * width, Device::cpu());
       for (std::size_t s = 0; s < slots; ++s) {
         std::copy_n(buffer.data() + s * old_width, old_width, wider.data() + s * width);
       }
-      buffer = std::move(wider);
+      return wider;
     };
-    widen(labels_);
-    widen(parents_);
-    widen(timestamps_);
-    if (kind_ == BeamKind::tdt) widen(durations_);
-    widen(logprobs_);
+    auto labels = widened(labels_);
+    auto parents = widened(parents_);
+    auto timestamps = widened(timestamps_);
+    auto durations = kind_ == BeamKind::tdt ? widened(durations_) : std::move(durations_);
+    auto logprobs = widened(logprobs_);
+    labels_ = std::move(labels);
+    parents_ = std::move(parents);
+    timestamps_ = std::move(timestamps);
+    durations_ = std::move(durations);
+    logprobs_ = std::move(logprobs);
     capacity_ = capacity;
   }
 
@@ -151,6 +142,31 @@ class BatchedBeamHyps {
   }
 
  private:
+  // A container of that size, every buffer allocated: the reservation is complete before it replaces anything.
+  static BatchedBeamHyps allocated(std::int64_t batch, std::int32_t beam, std::int32_t capacity, BeamKind kind,
+                                   Device device) {
+    BatchedBeamHyps h;
+    const auto slots = static_cast<std::size_t>(batch * beam);
+    const auto cells = slots * static_cast<std::size_t>(capacity);
+    for (auto* buffer : {&h.labels_, &h.parents_, &h.timestamps_}) *buffer = Buffer<std::int32_t, Kind>(cells, device);
+    h.durations_ = Buffer<std::int32_t, Kind>(kind == BeamKind::tdt ? cells : 1, device);
+    h.logprobs_ = Buffer<float, Kind>(cells, device);
+    for (auto* buffer : {&h.steps_, &h.tokens_, &h.last_label_, &h.next_time_, &h.on_frame_, &h.staged_tokens_,
+                         &h.staged_last_label_, &h.staged_next_time_, &h.staged_on_frame_}) {
+      *buffer = Buffer<std::int32_t, Kind>(slots, device);
+    }
+    for (auto* buffer : {&h.hash_, &h.prefix_hash_, &h.staged_hash_, &h.staged_prefix_hash_}) {
+      *buffer = Buffer<std::uint64_t, Kind>(slots, device);
+    }
+    h.scores_ = Buffer<float, Kind>(slots, device);
+    h.staged_score_ = Buffer<float, Kind>(slots, device);
+    h.overflow_ = Buffer<std::int32_t, Kind>(static_cast<std::size_t>(batch), device);
+    h.batch_ = batch;
+    h.beam_ = beam;
+    h.capacity_ = capacity;
+    return h;
+  }
+
   std::int64_t batch_ = 0;
   std::int32_t beam_ = 0;
   std::int32_t capacity_ = 0;

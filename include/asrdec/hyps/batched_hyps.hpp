@@ -38,25 +38,28 @@ class BatchedHyps {
  public:
   BatchedHyps() = default;
 
-  /** Makes room for `batch` rows of `capacity` labels; reallocates only when either grows. */
+  /** Makes room for `batch` rows of `capacity` labels; reallocates only when either grows. A reservation that
+   *  cannot be allocated throws and leaves the container as it was. */
   void reserve(std::int64_t batch, std::int64_t capacity, Device device) {
     if (batch <= batch_ && capacity <= capacity_) {
       return;
     }
-    batch_ = std::max(batch, batch_);
-    capacity_ = std::max(capacity, capacity_);
-    const auto cells = static_cast<std::size_t>(batch_ * capacity_);
-    const auto rows = static_cast<std::size_t>(batch_);
-    tokens_ = Buffer<std::int32_t, Kind>(cells, device);
-    timestamps_ = Buffer<std::int32_t, Kind>(cells, device);
-    durations_ = Buffer<std::int32_t, Kind>(cells, device);
-    scores_ = Buffer<float, Kind>(cells, device);
-    confidences_ = Buffer<float, Kind>(cells, device);
-    lengths_ = Buffer<std::int32_t, Kind>(rows, device);
-    total_scores_ = Buffer<float, Kind>(rows, device);
-    last_timestamp_ = Buffer<std::int32_t, Kind>(rows, device);
-    same_timestamp_count_ = Buffer<std::int32_t, Kind>(rows, device);
-    overflow_ = Buffer<std::int32_t, Kind>(rows, device);
+    // Every buffer of the new size is allocated before any replaces the old one.
+    BatchedHyps grown;
+    grown.batch_ = std::max(batch, batch_);
+    grown.capacity_ = std::max(capacity, capacity_);
+    const auto cells = static_cast<std::size_t>(grown.batch_ * grown.capacity_);
+    const auto rows = static_cast<std::size_t>(grown.batch_);
+    for (auto* buffer : {&grown.tokens_, &grown.timestamps_, &grown.durations_}) {
+      *buffer = Buffer<std::int32_t, Kind>(cells, device);
+    }
+    grown.scores_ = Buffer<float, Kind>(cells, device);
+    grown.confidences_ = Buffer<float, Kind>(cells, device);
+    for (auto* buffer : {&grown.lengths_, &grown.last_timestamp_, &grown.same_timestamp_count_, &grown.overflow_}) {
+      *buffer = Buffer<std::int32_t, Kind>(rows, device);
+    }
+    grown.total_scores_ = Buffer<float, Kind>(rows, device);
+    *this = std::move(grown);
   }
 
   std::int64_t max_batch() const noexcept { return batch_; }

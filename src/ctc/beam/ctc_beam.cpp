@@ -4,6 +4,7 @@
 #include "asrdec/ctc/ctc_beam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -156,20 +157,38 @@ struct CtcBeamDecoder::Impl {
   detail::OwnerSlot owner;
 
   void reserve(std::int64_t slots, std::int64_t vocab) {
-    if (slots <= max_slots && static_cast<std::int64_t>(lm_scores.size()) >= (config.lm ? slots * vocab : 0) &&
-        static_cast<std::int64_t>(boost_scores.size()) >= (config.boost ? slots * vocab : 0)) {
+    const auto fits = [slots, vocab](const auto& buffer, bool used) {
+      return static_cast<std::int64_t>(buffer.size()) >= (used ? slots * vocab : 0);
+    };
+    if (slots <= max_slots && fits(lm_scores, config.lm != nullptr) && fits(lm_next, config.lm != nullptr) &&
+        fits(boost_scores, config.boost != nullptr) && fits(boost_next, config.boost != nullptr)) {
       return;
     }
-    max_slots = std::max(max_slots, slots);
-    const auto n = static_cast<std::size_t>(max_slots);
-    for (auto* b : {&lm_state, &next_lm_state, &boost_state, &next_boost_state, &emits})
-      *b = HostBuffer<std::int32_t>(n);
-    for (auto* b : {&lm_total, &next_lm_total, &boost_total, &next_boost_total}) *b = HostBuffer<float>(n);
+    // Every buffer is allocated before any is replaced: a reservation that cannot be allocated throws and leaves
+    // the sizes those of the buffers.
+    const std::int64_t grown = std::max(max_slots, slots);
+    const auto n = static_cast<std::size_t>(grown);
+    std::array<HostBuffer<std::int32_t>, 5> states;
+    for (auto& b : states) b = HostBuffer<std::int32_t>(n);
+    std::array<HostBuffer<float>, 4> totals;
+    for (auto& b : totals) b = HostBuffer<float>(n);
     const auto cells = n * static_cast<std::size_t>(vocab);
-    lm_scores = HostBuffer<float>(config.lm ? cells : 0);
-    lm_next = HostBuffer<std::int32_t>(config.lm ? cells : 0);
-    boost_scores = HostBuffer<float>(config.boost ? cells : 0);
-    boost_next = HostBuffer<std::int32_t>(config.boost ? cells : 0);
+    HostBuffer<float> grown_lm_scores(config.lm ? cells : 0), grown_boost_scores(config.boost ? cells : 0);
+    HostBuffer<std::int32_t> grown_lm_next(config.lm ? cells : 0), grown_boost_next(config.boost ? cells : 0);
+    lm_state = std::move(states[0]);
+    next_lm_state = std::move(states[1]);
+    boost_state = std::move(states[2]);
+    next_boost_state = std::move(states[3]);
+    emits = std::move(states[4]);
+    lm_total = std::move(totals[0]);
+    next_lm_total = std::move(totals[1]);
+    boost_total = std::move(totals[2]);
+    next_boost_total = std::move(totals[3]);
+    lm_scores = std::move(grown_lm_scores);
+    lm_next = std::move(grown_lm_next);
+    boost_scores = std::move(grown_boost_scores);
+    boost_next = std::move(grown_boost_next);
+    max_slots = grown;
   }
 
   // Sizes the buffers for `p` and points the fused states at them.

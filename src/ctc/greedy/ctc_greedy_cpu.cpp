@@ -157,9 +157,13 @@ class CtcGreedyCpu final : public CtcGreedyBackend {
   // Decodes every row from starts_[b], leaving its end state in ends_[b].
   CtcGreedyBatchResult run_any(const CtcInput& problem) {
     if (problem.batch > limits_.max_batch || problem.frames > limits_.max_frames) {
-      limits_.max_batch = std::max(limits_.max_batch, problem.batch);
-      limits_.max_frames = std::max(limits_.max_frames, problem.frames);
-      allocate();
+      // The limits grow only once their buffers are allocated: a call that cannot have them throws and leaves the
+      // limits those of the buffers.
+      BatchLimits grown = limits_;
+      grown.max_batch = std::max(limits_.max_batch, problem.batch);
+      grown.max_frames = std::max(limits_.max_frames, problem.frames);
+      outputs_.allocate(grown, Device::cpu());
+      limits_ = grown;
     }
     ends_.resize(starts_.size());
     switch (problem.logprobs.dtype()) {
