@@ -95,6 +95,7 @@ struct ListAutomaton {
   std::vector<std::int32_t> arc_begin, arc_label, arc_target, backoff_to;
   std::vector<float> arc_weight, backoff_weight, final_weight;
   std::int32_t max_depth = 0;
+  std::int32_t root = 0;  ///< its number: `base`
   std::int64_t states() const { return static_cast<std::int64_t>(backoff_to.size()); }
 };
 
@@ -109,6 +110,7 @@ ListAutomaton build_automaton(const PhraseList& list, const BoostingTreeOptions&
     state_of[static_cast<std::size_t>(order[k])] = static_cast<std::int32_t>(base + static_cast<std::int64_t>(k));
   }
   ListAutomaton a;
+  a.root = state_of[0];
   a.arc_begin.push_back(static_cast<std::int32_t>(arc_base));
   const auto add_arc = [&](std::int32_t label, std::int32_t target, float weight) {
     a.arc_label.push_back(label);
@@ -270,7 +272,10 @@ void BoostingSlots::validate(std::int64_t vocab_size) const {
 
 namespace {
 
-// Writes `a` (built at the slot's bases) into slot k of `t`, and pads the slot's other states: no arcs, no backoff.
+// Writes `a` (built at the slot's bases) into slot k of `t`, and pads the slot's other states: no arcs, backing off to
+// the slot's root at no cost. No query reaches them, but a stream still holding a state of the list this one replaced
+// (which the contract forbids: a list stays while its streams are open) then continues from the new list's root
+// rather than from a state with no way on (next state -1, which the next query would index with).
 void write_slot(detail::NgramTables& t, const ListAutomaton& a, std::int64_t k, std::int64_t slot_states,
                 std::int64_t slot_arcs) {
   const std::int64_t base = k * slot_states, arc_base = k * slot_arcs;
@@ -284,7 +289,7 @@ void write_slot(detail::NgramTables& t, const ListAutomaton& a, std::int64_t k, 
   const std::int32_t end = a.arc_begin.back();
   for (std::int64_t i = used; i < slot_states; ++i) {  // unreachable; the last one spans the slot's unused arcs
     t.arc_begin[static_cast<std::size_t>(base + i)] = end;
-    t.backoff_to[static_cast<std::size_t>(base + i)] = -1;
+    t.backoff_to[static_cast<std::size_t>(base + i)] = a.root;
     t.backoff_weight[static_cast<std::size_t>(base + i)] = 0.0f;
     t.final_weight[static_cast<std::size_t>(base + i)] = 0.0f;
   }

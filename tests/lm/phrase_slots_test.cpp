@@ -59,6 +59,32 @@ TEST(PhraseSlots, ASlotScoresAsATreeBuiltFromItsList) {
   }
 }
 
+// A stream that still holds a state of a list its slot no longer has (which the contract forbids: a list stays while
+// its streams are open) continues from the new list's root: every query of such a state answers as the root's, and
+// every next state is one of the slot's (was: no way on, next state -1, which the next query indexed with).
+TEST(PhraseSlots, AStateOfAReplacedListContinuesFromTheRoot) {
+  constexpr std::int64_t V = 6;
+  BoostingTree tree = BoostingTree::with_slots(V, BoostingSlots{3, 8, 8});
+  tree.set_list(1, {{1, 2, 3, 4, 5}});
+  std::int32_t deep = tree.root_state(1);
+  for (const std::int32_t token : {1, 2, 3, 4}) deep = tree.score(deep, token).second;
+  ASSERT_EQ(deep, tree.root_state(1) + 4);  // the trie's fifth state
+  tree.set_list(1, {{2}});                  // two states: the root and "2"; `deep` is past them
+  const std::vector<std::int32_t> states = {deep, tree.root_state(1)};
+  std::vector<float> scores(2 * V);
+  std::vector<std::int32_t> next(2 * V);
+  tree.advance(states.data(), 2, scores.data(), next.data());
+  for (std::int64_t token = 0; token < V; ++token) {
+    const auto stale = static_cast<std::size_t>(token), root = static_cast<std::size_t>(V + token);
+    EXPECT_EQ(next[stale], next[root]) << "token " << token;
+    EXPECT_EQ(scores[stale], scores[root]) << "token " << token;
+    EXPECT_GE(next[stale], tree.root_state(1)) << "token " << token;
+    EXPECT_LT(next[stale], tree.root_state(2)) << "token " << token;
+    EXPECT_EQ(tree.score(deep, static_cast<std::int32_t>(token)),
+              tree.score(tree.root_state(1), static_cast<std::int32_t>(token)));
+  }
+}
+
 TEST(PhraseSlots, MisuseAndOverflowAreRefused) {
   BoostingTree fixed = BoostingTree::build({{{1, 2}}}, 8);
   ASRDEC_EXPECT_THROW_MSG(fixed.set_list(0, {{1}}), InvalidArgument, "needs a tree made by with_slots");

@@ -22,7 +22,8 @@
  * states each — whose lists are replaced at run time by set_list(), between decoder calls, without rebuilding a
  * decoder or recapturing its CUDA graphs: each slot keeps its ranges of the tables, whose memory never moves. Utterance
  * b of a batch uses slot b; a streamed utterance the slot its first ChunkRow names (ChunkRow::phrase_list), which
- * must keep its list until the utterance ends. A list that does not fit its slot is refused with OutOfMemory.
+ * must keep its list until the utterance ends (should it not, the stream continues from the new list's root where
+ * its state is not one of the new list's). A list that does not fit its slot is refused with OutOfMemory.
  *
  * Final weights are `final_eos_score` on phrase ends and 0 elsewhere (for decoders that score end of sentence;
  * greedy decoding does not).
