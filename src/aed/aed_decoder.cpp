@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "aed/aed_device_step.hpp"
 #include "aed/aed_search_rules.hpp"
@@ -148,8 +149,11 @@ struct AedDecoder::Impl {
 
   AedStepSession& session_for(std::int64_t rows) {
     if (!session || rows > session_rows) {
-      session_rows = std::max(rows, 2 * session_rows);
-      session = step->start_session(session_rows);
+      // The rows grow with the session that has them: a start that throws leaves the old session and its rows.
+      const std::int64_t wanted = std::max(rows, 2 * session_rows);
+      std::unique_ptr<AedStepSession> started = step->start_session(wanted);
+      session = std::move(started);
+      session_rows = wanted;
     }
     return *session;
   }

@@ -86,8 +86,9 @@ void BeamChannelSave::prepare(const BeamHypsRef& h, std::int64_t rows, const std
       most_steps = std::max(most_steps, steps);
     }
     const auto wanted = static_cast<std::size_t>(static_cast<std::int64_t>(c->token.size()) + entries);
-    const std::size_t capacity =
+    std::size_t capacity =
         std::min({c->token.capacity(), c->frame.capacity(), c->logprob.capacity(), c->parent.capacity()});
+    if (h.kind == BeamKind::tdt) capacity = std::min(capacity, c->duration.capacity());
     if (wanted > capacity) {
       const std::size_t room = std::max(wanted, 2 * capacity);
       c->token.reserve(room);

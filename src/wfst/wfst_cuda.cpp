@@ -13,6 +13,7 @@
 // channel (wfst_channel_import.hpp), where the CPU's code ranks the last frame's tokens.
 
 #include <algorithm>
+#include <utility>
 
 #include "asrdec/core/buffer.hpp"
 #include "asrdec/core/error.hpp"
@@ -353,15 +354,21 @@ class WfstCuda final : public WfstBackend {
       fill_bytes_async(row_lanes_.data(), device_, 0xff, row_lanes_.bytes(), stream);
       rows_clean_ = true;
     }
+    // Each device/pinned pair is allocated whole before it replaces the old one, so a pair that cannot be leaves
+    // both halves as they were, of one size (the copies between them take the device half's size).
     const auto rows = static_cast<std::size_t>(batch);
-    if (outcomes_.size() < rows) {
-      outcomes_ = DeviceBuffer<WfstRowOutcome>(rows, device_);
-      host_outcomes_ = PinnedBuffer<WfstRowOutcome>(rows, Device::cpu());
+    if (outcomes_.size() < rows || host_outcomes_.size() < rows) {
+      DeviceBuffer<WfstRowOutcome> outcomes(rows, device_);
+      PinnedBuffer<WfstRowOutcome> host_outcomes(rows, Device::cpu());
+      outcomes_ = std::move(outcomes);
+      host_outcomes_ = std::move(host_outcomes);
     }
     const auto steps = static_cast<std::size_t>(path_capacity);
-    if (paths_.size() < steps) {
-      paths_ = DeviceBuffer<WfstPathStep>(steps, device_);
-      host_paths_ = PinnedBuffer<WfstPathStep>(steps, Device::cpu());
+    if (paths_.size() < steps || host_paths_.size() < steps) {
+      DeviceBuffer<WfstPathStep> paths(steps, device_);
+      PinnedBuffer<WfstPathStep> host_paths(steps, Device::cpu());
+      paths_ = std::move(paths);
+      host_paths_ = std::move(host_paths);
     }
   }
 

@@ -251,6 +251,47 @@ TEST(AedDecoderCUDA, ACudaStepGivesTheCpuStepsResults) {
       InvalidArgument);
 }
 
+// A step whose sessions cannot be started for more than `limit` rows (OutOfMemory, as a step out of device memory
+// would); the sessions it starts are RandomAedStep's, which refuse more rows than they were started for.
+class LimitedAedStep final : public AedDecoderStep {
+ public:
+  LimitedAedStep(std::shared_ptr<const testing::RandomAedStep> step, std::int64_t limit)
+      : step_(std::move(step)), limit_(limit) {}
+  Device device() const override { return step_->device(); }
+  std::int64_t vocab_size() const override { return step_->vocab_size(); }
+  std::int64_t max_positions() const override { return step_->max_positions(); }
+  std::unique_ptr<AedStepSession> start_session(std::int64_t max_rows) const override {
+    if (max_rows > limit_) throw OutOfMemory("a session of " + std::to_string(max_rows) + " rows");
+    return step_->start_session(max_rows);
+  }
+
+ private:
+  std::shared_ptr<const testing::RandomAedStep> step_;
+  std::int64_t limit_;
+};
+
+// A call whose session cannot be started throws and leaves the decoder's session as it was: the next call that fits
+// starts one of the rows it needs (was: the decoder took the failed size as its session's and handed that session
+// more rows than it was started for, which the step's contract rules out).
+TEST(AedDecoder, ASessionThatCannotBeStartedLeavesTheOldOne) {
+  auto random = std::make_shared<testing::RandomAedStep>(3, 6, 5, 8);
+  AedDecoderConfig config;
+  config.eos_id = 5;
+  AedDecoder decoder(std::make_shared<LimitedAedStep>(random, 2), config);
+  AedDecoder unlimited(random, config);
+  std::vector<float> encoder(3 * 4, 0.0f);
+  std::vector<std::int64_t> lengths{4, 3, 2};
+  const auto decode = [&](AedDecoder& d, std::int64_t batch) {
+    return d.decode(TensorView(encoder.data(), DType::f32, {batch, 4, 1}),
+                    TensorView(lengths.data(), DType::i64, {batch}), {{0}});
+  };
+  EXPECT_EQ(decode(decoder, 1)[0].tokens, decode(unlimited, 1)[0].tokens);  // a session of 1 row
+  EXPECT_THROW(decode(decoder, 3), OutOfMemory);                            // 3 rows: more than the step can start
+  const auto got = decode(decoder, 2), want = decode(unlimited, 2);         // 2 rows: a session of 2
+  ASSERT_EQ(got.size(), 2u);
+  for (std::size_t b = 0; b < 2; ++b) EXPECT_EQ(got[b].tokens, want[b].tokens) << "utterance " << b;
+}
+
 TEST(AedDecoder, BadInputGetsTypedErrors) {
   auto step = std::make_shared<testing::RandomAedStep>(1, 6, 5, 8);
   std::vector<float> encoder(2 * 3, 0.0f);

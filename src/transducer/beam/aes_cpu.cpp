@@ -161,9 +161,9 @@ class AesCpu final : public TransducerBeamBackend {
     active_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)));
     expanding_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(slots));
     logp_ = HostBuffer<float>(static_cast<std::size_t>(slots * (model_.vocab_size() + 1)));
-    proposals_.resize(static_cast<std::size_t>(slots));
     take_from_.resize(static_cast<std::size_t>(slots));
     take_label_.resize(static_cast<std::size_t>(slots));
+    proposals_.resize(static_cast<std::size_t>(slots));  // last: its size is the check above
   }
 
   TransducerModel model_;

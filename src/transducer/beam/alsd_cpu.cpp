@@ -163,9 +163,9 @@ class AlsdCpu final : public TransducerBeamBackend {
     states_.reserve(slots);
     if (static_cast<std::size_t>(slots) <= proposals_.size()) return;
     running_ = HostBuffer<std::int32_t>(static_cast<std::size_t>(std::max<std::int64_t>(batch, 1)));
-    proposals_.resize(static_cast<std::size_t>(slots));
     take_from_.resize(static_cast<std::size_t>(slots));
     take_label_.resize(static_cast<std::size_t>(slots));
+    proposals_.resize(static_cast<std::size_t>(slots));  // last: its size is the check above
   }
 
   TransducerModel model_;

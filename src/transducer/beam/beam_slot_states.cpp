@@ -1,6 +1,9 @@
 #include "transducer/beam/beam_slot_states.hpp"
 
 #include <algorithm>
+#include <array>
+#include <memory>
+#include <utility>
 
 #include "asrdec/core/error.hpp"
 #include "hyps/ranked_beams.hpp"
@@ -18,31 +21,49 @@ BeamSlotStates::BeamSlotStates(const TransducerModel& model, const TransducerBea
 
 void BeamSlotStates::reserve(std::int64_t slots) {
   if (slots <= max_slots_) return;
-  max_slots_ = slots;
-  session_ = model_.predictor().start_session(slots);
+  // Everything of the new size is allocated before anything is replaced, so a reservation that throws leaves the
+  // slots as they were: max_slots_ is still that of their buffers, and the fused queries still have theirs.
   const auto n = static_cast<std::size_t>(slots);
   const auto S = static_cast<std::size_t>(state_size_);
   const auto J = static_cast<std::size_t>(hidden_);
   const auto V = static_cast<std::size_t>(vocab_);
-  for (auto* buffer : {&state_, &next_state_}) *buffer = HostBuffer<float>(n * S);
-  for (auto* buffer : {&dec_, &next_dec_}) *buffer = HostBuffer<float>(n * J);
-  for (auto* buffer : {&lm_state_, &next_lm_state_, &boost_state_, &next_boost_state_, &mask_, &step_label_}) {
-    *buffer = HostBuffer<std::int32_t>(n);
-  }
-  for (auto* buffer : {&lm_total_, &next_lm_total_, &boost_total_, &next_boost_total_}) *buffer = HostBuffer<float>(n);
+  HostBuffer<float> state(n * S), next_state(n * S), dec(n * J), next_dec(n * J);
+  std::array<HostBuffer<std::int32_t>, 6> per_slot;  // lm, next lm, boost, next boost states; mask; step label
+  for (auto& buffer : per_slot) buffer = HostBuffer<std::int32_t>(n);
+  std::array<HostBuffer<float>, 4> totals;  // lm, next lm, boost, next boost
+  for (auto& buffer : totals) buffer = HostBuffer<float>(n);
+  HostBuffer<float> lm_scores(config_.lm != nullptr ? n * V : 0), boost_scores(config_.boost != nullptr ? n * V : 0);
+  HostBuffer<std::int32_t> lm_next(lm_scores.size()), boost_next(boost_scores.size());
+  std::unique_ptr<PredictorSession> session = model_.predictor().start_session(slots);
+  session_ = std::move(session);
+  state_ = std::move(state);
+  next_state_ = std::move(next_state);
+  dec_ = std::move(dec);
+  next_dec_ = std::move(next_dec);
+  lm_state_ = std::move(per_slot[0]);
+  next_lm_state_ = std::move(per_slot[1]);
+  boost_state_ = std::move(per_slot[2]);
+  next_boost_state_ = std::move(per_slot[3]);
+  mask_ = std::move(per_slot[4]);
+  step_label_ = std::move(per_slot[5]);
+  lm_total_ = std::move(totals[0]);
+  next_lm_total_ = std::move(totals[1]);
+  boost_total_ = std::move(totals[2]);
+  next_boost_total_ = std::move(totals[3]);
+  lm_scores_ = std::move(lm_scores);
+  lm_next_ = std::move(lm_next);
+  boost_scores_ = std::move(boost_scores);
+  boost_next_ = std::move(boost_next);
   fusion_ = FusionRef{};
   fusion_.vocab = static_cast<std::int32_t>(vocab_);
   fusion_.blank = blank_;
   if (config_.lm != nullptr) {
-    lm_scores_ = HostBuffer<float>(n * V);
-    lm_next_ = HostBuffer<std::int32_t>(n * V);
     fusion_.lm = FusionSource{lm_scores_.data(), lm_next_.data(), nullptr, nullptr, config_.lm_weight};
   }
   if (config_.boost != nullptr) {
-    boost_scores_ = HostBuffer<float>(n * V);
-    boost_next_ = HostBuffer<std::int32_t>(n * V);
     fusion_.boost = FusionSource{boost_scores_.data(), boost_next_.data(), nullptr, nullptr, config_.boost_weight};
   }
+  max_slots_ = slots;
 }
 
 void BeamSlotStates::start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots) {

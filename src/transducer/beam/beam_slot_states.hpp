@@ -20,8 +20,11 @@ class BeamSlotStates {
  public:
   BeamSlotStates(const TransducerModel& model, const TransducerBeamConfig& config);
 
-  /** Makes room for `slots` hypothesis slots (grows only). */
+  /** Makes room for `slots` hypothesis slots (grows only). A reservation that cannot be allocated throws and leaves
+   *  the slots as they were. */
   void reserve(std::int64_t slots);
+  /** The slots there is room for. */
+  std::int64_t max_slots() const noexcept { return max_slots_; }
   /** Every slot of `batch` utterances × `beam` starts after the start symbol; LM at <s>, boosting at its
    *  utterance's root boost_roots[b], totals 0. */
   void start(std::int64_t batch, std::int32_t beam, const std::vector<std::int32_t>& boost_roots);

@@ -164,7 +164,6 @@ class WindBeamCpu final : public TransducerBeamBackend {
     const std::int64_t slots = utterances * pool_;
     states_.reserve(slots);
     if (utterances <= reserved_) return;
-    reserved_ = utterances;
     const auto n = static_cast<std::size_t>(utterances);
     for (auto* buffer : {&frame_, &window_, &group_size_}) *buffer = HostBuffer<std::int32_t>(n);
     group_ = HostBuffer<std::int32_t>(n * static_cast<std::size_t>(config_.beam));
@@ -175,6 +174,7 @@ class WindBeamCpu final : public TransducerBeamBackend {
     proposals_.resize(static_cast<std::size_t>(config_.beam));
     take_from_ = HostBuffer<std::int64_t>(n * static_cast<std::size_t>(pool_));
     take_label_ = HostBuffer<std::int32_t>(n * static_cast<std::size_t>(pool_));
+    reserved_ = utterances;  // last: a reservation that throws is tried again by the next call
   }
 
   TransducerModel model_;

@@ -5,6 +5,7 @@
 // utterance's computation never looks at another row, so results do not depend on the number of threads.
 
 #include <algorithm>
+#include <utility>
 
 #include "asrdec/core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -357,12 +358,18 @@ class GreedyCpu final : public GreedyBackend {
 
   BatchedHypsView decode(const TransducerInput& p, const ChunkPlan* plan, const std::vector<std::int32_t>& boost_roots,
                          StreamHandle) override {
-    limits_.max_batch = std::max(limits_.max_batch, p.batch);
-    limits_.max_frames = std::max(limits_.max_frames, p.frames);
-    lanes_.reserve(static_cast<std::size_t>(limits_.max_batch), state_size(), hidden());
+    // The limits grow once the lanes have them, and the channels come whole (all their arrays, or none): a call
+    // that cannot allocate throws and leaves both as they were.
+    BatchLimits grown = limits_;
+    grown.max_batch = std::max(limits_.max_batch, p.batch);
+    grown.max_frames = std::max(limits_.max_frames, p.frames);
+    lanes_.reserve(static_cast<std::size_t>(grown.max_batch), state_size(), hidden());
+    limits_ = grown;
     hyps_.reserve(p.batch, p.frames * config_.max_symbols_per_frame + 1, Device::cpu());
     if (plan != nullptr && channels_.predictor_state.size() == 0) {
-      channels_.reserve(static_cast<std::size_t>(limits_.max_open_utterances), state_size(), hidden());
+      CarriedRows channels;
+      channels.reserve(static_cast<std::size_t>(limits_.max_open_utterances), state_size(), hidden());
+      channels_ = std::move(channels);
     }
     // The lanes start from the start state or their channels; the channels change only after the decode succeeded
     // (a bad value is found as its frame is read, mid-decode, and throws).

@@ -143,7 +143,7 @@ LstmCudaSession::LstmCudaSession(const LstmCudaPredictor& predictor, std::int64_
 
 // Steps of up to kJointGemvMaxRows rows may run fused.
 void LstmCudaSession::allocate_fused_scratch() {
-  if (h_next_.size() > 0) return;
+  if (h_next_.size() > 0 && layer_output_.size() > 0) return;  // both, or (after a failed allocation) again
   const std::int64_t P = p_.w_.hidden;
   const auto fused_rows = static_cast<std::size_t>(std::min(max_batch_, kJointGemvMaxRows));
   h_next_ = DeviceBuffer<float>(static_cast<std::size_t>(p_.w_.layers) * fused_rows * static_cast<std::size_t>(P),
