@@ -266,11 +266,11 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& 
     if (static_cast<std::size_t>(slot) >= self.channels.size())
       self.channels.resize(static_cast<std::size_t>(slot) + 1);
   }
-  std::vector<detail::WfstChannel*> lanes;  // into `channels`, which no longer grows in this call
+  // A fresh row decodes in its started channel, which replaces the slot's only once the call has succeeded: a
+  // restarted utterance whose call throws keeps its old channel (the device may still hold its lane's).
+  std::vector<detail::WfstChannel*> lanes;  // into `channels` (which no longer grows in this call) or `started`
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    detail::WfstChannel& channel = self.channels[static_cast<std::size_t>(plan.slot[b])];
-    if (plan.fresh[b]) channel = std::move(started[b]);
-    lanes.push_back(&channel);
+    lanes.push_back(plan.fresh[b] ? &started[b] : &self.channels[static_cast<std::size_t>(plan.slot[b])]);
   }
   std::vector<WfstResult> results;
   if (self.cuda) {  // the streams' channels stay on the device between calls
@@ -286,7 +286,12 @@ std::vector<WfstResult> WfstDecoder::decode_chunks(const std::vector<ChunkRow>& 
       results.push_back(self.searcher.result(*lanes[b], rows[b].last, p.blank + 1));
   }
   for (std::size_t b = 0; b < rows.size(); ++b) {
-    if (rows[b].last) *lanes[b] = detail::WfstChannel{};  // its history's memory goes back now, not on reuse
+    detail::WfstChannel& channel = self.channels[static_cast<std::size_t>(plan.slot[b])];
+    if (rows[b].last) {
+      channel = detail::WfstChannel{};  // its history's memory goes back now, not on reuse
+    } else if (plan.fresh[b]) {
+      channel = std::move(started[b]);
+    }
   }
   self.open.commit(rows, plan, p.host_lengths);
   return results;

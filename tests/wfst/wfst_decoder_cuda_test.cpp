@@ -425,6 +425,28 @@ TEST(WfstDecoderCUDA, RejectsBadInput) {
   ASSERT_EQ(ended.size(), 2u);
   EXPECT_EQ(ended[0].frames, 2);
   EXPECT_EQ(decoder.open_utterances(), 0);
+  // A restart of an open stream that is rejected after its new channel was built (without the value check, the call
+  // finds the host frames it was given as late as the launch) leaves the stream as it was: its boosts and frames go
+  // on as if the restart had not been asked for.
+  WfstDecoderConfig unchecked;
+  unchecked.check_values = false;
+  WfstDecoder restarted(graph, unchecked, cuda), control(graph, unchecked, Device::cpu());
+  const std::vector<WordBoosts> boosted = {maybe_boost(rng, random, graph, true)};
+  const TensorView row0(d.data(), DType::f32, {1, 3, random.columns}, cuda);
+  const TensorView row0_host(good.data(), DType::f32, {1, 3, random.columns});
+  const std::vector<std::int32_t> two = {2};
+  const TensorView two_lens(two.data(), DType::i32, {1});
+  restarted.decode_chunks({{7, true, false}}, row0, two_lens, boosted);
+  control.decode_chunks({{7, true, false}}, row0_host, two_lens, boosted);
+  ASRDEC_EXPECT_THROW_MSG(
+      restarted.decode_chunks({{7, true, false}}, TensorView(good.data(), DType::f32, {1, 3, random.columns}, cuda),
+                              two_lens),
+      InvalidArgument, "logprobs");
+  const std::vector<WfstResult> resumed = restarted.decode_chunks({{7, false, true}}, row0, two_lens);
+  const std::vector<WfstResult> expected = control.decode_chunks({{7, false, true}}, row0_host, two_lens);
+  ASSERT_EQ(resumed.size(), 1u);
+  expect_same(resumed[0], expected[0], "a stream after its rejected restart");
+  EXPECT_EQ(resumed[0].frames, 4);
 }
 
 }  // namespace
